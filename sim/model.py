@@ -1,0 +1,179 @@
+"""Data that crosses module boundaries: job specs, cell levels and policy decisions.
+
+This module imports nothing of schedlab's own, so traces, topologies, policies and the
+engine can all depend on it without cycles.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any
+
+
+class Level(IntEnum):
+    """Cell levels of the cluster tree, bottom up (SPEC sec. 3)."""
+
+    GPU = 1
+    SWITCH = 2
+    SOCKET = 3
+    NODE = 4
+    RACK = 5
+    CLUSTER = 6
+
+    @classmethod
+    def parse(cls, text: str) -> Level:
+        """Level from its lowercase name ('switch') or number ('2')."""
+        t = str(text).strip().lower()
+        if t.isdigit() and int(t) in {lv.value for lv in cls}:
+            return cls(int(t))
+        try:
+            return cls[t.upper()]
+        except KeyError:
+            names = ", ".join(lv.name.lower() for lv in cls)
+            raise ValueError(f"unknown level {text!r}; known: {names}") from None
+
+    @property
+    def label(self) -> str:
+        """Lowercase name used in files and tables."""
+        return self.name.lower()
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """One job of a trace, in the canonical schema of SPEC sec. 2.
+
+    `duration` is the run time at ideal placement on dedicated GPUs of speed 1.
+    Optional columns carry their SPEC defaults; `extra` holds pass-through columns.
+    """
+
+    job_id: str
+    submit_time: float
+    num_gpus: int
+    duration: float
+    user: str = ""
+    vc: str = "default"
+    priority: int = 0
+    gpu_type: str = ""
+    num_cpus: float = 0.0
+    mem_gb: float = 0.0
+    gpus_per_task: int = 0  # 0 means "= num_gpus"; see `task_gpus`
+    checkpoint_interval: float | None = None
+    max_retries: int = 0
+    fail_at: float | None = None
+    max_lifetime: float | None = None
+    min_gpus: int | None = None
+    max_gpus: int | None = None
+    depends_on: tuple[str, ...] = ()
+    locality_sensitivity: float = 1.0
+    gpu_speeds: tuple[tuple[str, float], ...] = ()
+    gpu_share: float = 1.0
+    gpu_util: float = 1.0
+    gpu_mem_gb: float = 0.0
+    max_wait_hours: float = 0.0
+    extra: tuple[tuple[str, Any], ...] = field(default=(), compare=False)
+
+    @property
+    def task_gpus(self) -> int:
+        """GPUs per task of the gang (defaults to the whole job)."""
+        return self.gpus_per_task or self.num_gpus
+
+    @property
+    def num_tasks(self) -> int:
+        """Tasks in the gang: num_gpus / gpus_per_task (1 for CPU-only jobs)."""
+        return max(1, self.num_gpus // self.task_gpus) if self.num_gpus else 1
+
+    @property
+    def gpu_time(self) -> float:
+        """GPU-seconds of ideal work: duration x GPUs (x share for fractional jobs)."""
+        return self.duration * self.num_gpus * self.gpu_share
+
+    def speed_on(self, gpu_type: str) -> float:
+        """Relative speed of this job on a GPU type (1 when the trace does not say)."""
+        for name, speed in self.gpu_speeds:
+            if name == gpu_type:
+                return speed
+        return 1.0
+
+
+def format_speeds(speeds: tuple[tuple[str, float], ...]) -> str:
+    """Render gpu_speeds in the trace's `V100=1;P100=0.6` form."""
+    return ";".join(f"{k}={v:g}" for k, v in speeds)
+
+
+def is_missing(value: Any) -> bool:
+    """True for None, NaN and empty strings: a cell that takes the column's default."""
+    if value is None:
+        return True
+    if isinstance(value, float) and math.isnan(value):
+        return True
+    return isinstance(value, str) and value.strip() == ""
+
+
+# --- Policy decisions: frozen data returned by policies, applied only by the engine ---
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    """Start (or restart) a pending job on exactly these GPU indices, all at once."""
+
+    job_id: str
+    gpus: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Preempt:
+    """Stop a running job and requeue it; work since its last checkpoint is lost."""
+
+    job_id: str
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Suspend:
+    """Suspend a running job; it checkpoints first when `checkpoint_on_suspend` is set."""
+
+    job_id: str
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Resume:
+    """Resume a preempted or suspended job on these GPUs (same as Start for such a job)."""
+
+    job_id: str
+    gpus: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Migrate:
+    """Move a running job to other GPUs, paying the restore overhead."""
+
+    job_id: str
+    gpus: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Resize:
+    """Change the GPUs of a running elastic job (within min_gpus..max_gpus)."""
+
+    job_id: str
+    gpus: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Reject:
+    """Refuse a pending job for good, with the reason recorded in its result row."""
+
+    job_id: str
+    reason: str
+
+
+Decision = Start | Preempt | Suspend | Resume | Migrate | Resize | Reject
+
+STATUSES = ("completed", "failed", "killed", "rejected", "unfinished")
+EVENT_KINDS = (
+    "submit", "start", "preempt", "suspend", "resume", "migrate",
+    "resize", "fail", "retry", "finish", "kill", "reject",
+)
