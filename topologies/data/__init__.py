@@ -1,0 +1,1 @@
+"""Bundled topology files (presets); see README.md for sources and licenses."""

@@ -1,0 +1,10 @@
+"""Scheduling policies and placers, registered by name (SPEC sec. 4)."""
+
+from policies.base import Policy
+from policies.placers import PLACERS, Placer, Unschedulable
+from policies.registry import make_policy, policy_class, register, registered_policies
+
+__all__ = [
+    "PLACERS", "Placer", "Policy", "Unschedulable", "make_policy", "policy_class", "register",
+    "registered_policies",
+]

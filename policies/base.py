@@ -1,0 +1,42 @@
+"""The policy interface: which jobs run and what to take back, as frozen decisions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from sim.model import Decision
+from sim.params import Param, resolve
+
+if TYPE_CHECKING:
+    from sim.engine import SchedContext
+
+
+class Policy:
+    """Base class of scheduling policies.
+
+    A policy declares its parameters in `params` and yields decisions from `schedule`;
+    the engine applies each decision before asking for the next, so the policy always
+    sees the cluster state its earlier decisions produced. `period` (seconds) asks for a
+    pass on a timer as well as on arrivals and completions.
+    """
+
+    name: ClassVar[str] = "policy"
+    description: ClassVar[str] = ""
+    params: ClassVar[dict[str, Param]] = {}
+    period: float | None = None
+
+    def __init__(self, **params: Any) -> None:
+        self.p: dict[str, Any] = resolve(params, self.params, f"policy {self.name!r}")
+
+    def attach(self, ctx: SchedContext) -> None:
+        """Called once before the run starts; build per-run state here."""
+
+    def schedule(self, ctx: SchedContext) -> Iterable[Decision]:
+        """Yield decisions for the current instant."""
+        raise NotImplementedError
+
+    @property
+    def settings(self) -> Mapping[str, Any]:
+        """The resolved parameter values."""
+        return self.p

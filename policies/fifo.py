@@ -1,0 +1,53 @@
+"""First-in first-out, strict (head-of-line blocking) and with backfilling."""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator
+
+from policies.base import Policy
+from policies.placers import Unschedulable
+from sim.engine import SchedContext
+from sim.model import Decision, Start
+
+
+class FifoPolicy(Policy):
+    """Jobs start in arrival order; when the head cannot be placed, everyone waits."""
+
+    name = "fifo"
+    description = "strict arrival order with head-of-line blocking"
+
+    def schedule(self, ctx: SchedContext) -> Iterator[Decision]:
+        """Start queue heads until one does not fit."""
+        for job in ctx.pending():
+            got = ctx.place(job)
+            if isinstance(got, Unschedulable):
+                return
+            yield Start(job.job_id, got)
+
+
+class FifoBackfillPolicy(Policy):
+    """Arrival order, but a later job starts whenever it fits and the head does not.
+
+    Jobs with identical requests form a class: if a class head does not fit, no job of the
+    class does, so a pass costs one placement attempt per class, not one per queued job.
+    """
+
+    name = "fifo-backfill"
+    description = "arrival order; later jobs start when the head cannot (no reservation)"
+
+    def schedule(self, ctx: SchedContext) -> Iterator[Decision]:
+        """Try class heads in arrival order; a class that fails waits for the next pass."""
+        classes = ctx.pending_classes()
+        heap = [(lst[0], ck) for ck, lst in classes.items()]
+        heapq.heapify(heap)
+        while heap:
+            key, ck = heapq.heappop(heap)
+            job = ctx.job_at(key[1])
+            got = ctx.place(job)
+            if isinstance(got, Unschedulable):
+                continue
+            yield Start(job.job_id, got)
+            lst = classes.get(ck)
+            if lst:
+                heapq.heappush(heap, (lst[0], ck))

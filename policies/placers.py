@@ -1,0 +1,268 @@
+"""Placers decide *where* a job runs: a set of GPU indices, or a reason why not.
+
+Every placer answers from the cluster state's indexes (tightest cell per level, nodes
+bucketed by free GPUs), so a placement costs O(levels x types) lookups plus the size of
+the chosen cells, not a scan of the cluster. Multi-node placements walk nodes from the
+most free down and stop as soon as the job is covered.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from dataclasses import dataclass
+from typing import Protocol
+
+from sim.cluster import MILLI, ClusterState
+from sim.model import JobSpec, Level
+
+
+@dataclass(frozen=True, slots=True)
+class Unschedulable:
+    """A "no" from a placer: why, and whether freeing GPUs (preemption) could help."""
+
+    reason: str
+    resolvable: bool
+
+
+Placement = tuple[int, ...] | Unschedulable
+
+
+class Placer(Protocol):
+    """Chooses GPUs for a job; never changes the cluster state it reads."""
+
+    name: str
+
+    def place(self, job: JobSpec, cluster: ClusterState) -> Placement:
+        """GPU indices for the whole gang, or Unschedulable."""
+        ...
+
+
+def job_milli(job: JobSpec) -> int:
+    """Milli-GPUs the job takes of each of its GPUs."""
+    return MILLI if job.gpu_share >= 1.0 else max(1, round(job.gpu_share * MILLI))
+
+
+def candidate_types(job: JobSpec, cluster: ClusterState) -> list[str]:
+    """GPU types the job may run on (all types when the trace leaves it open)."""
+    if job.gpu_type:
+        return [job.gpu_type] if job.gpu_type in cluster.topo.gpu_types else []
+    return list(cluster.topo.gpu_types)
+
+
+def _take(cluster: ClusterState, cell: int, n: int) -> list[int]:
+    """Pick n whole free GPUs under `cell`, filling the fullest sub-cells first."""
+    topo = cluster.topo
+    c = topo.cells[cell]
+    if c.level == Level.GPU:
+        return [c.gpu_lo]
+    free = cluster.cell_free
+    kids = [k for k in c.children if free[k] > 0]
+    fit = [k for k in kids if free[k] >= n]
+    if fit:  # best fit: the fullest child that still holds all n
+        best = min(fit, key=lambda k: (free[k], k))
+        return _take(cluster, best, n)
+    out: list[int] = []
+    for k in sorted(kids, key=lambda k: (-free[k], k)):
+        m = min(free[k], n - len(out))
+        out.extend(_take(cluster, k, m))
+        if len(out) == n:
+            break
+    return out
+
+
+class _Base:
+    """Shared search logic; subclasses choose the order and whether to spread."""
+
+    name = "base"
+    spread = True  # may a job that fits one node be spread over several?
+
+    def place(self, job: JobSpec, cluster: ClusterState) -> Placement:
+        types = candidate_types(job, cluster)
+        if not types:
+            return Unschedulable(f"no GPU of type {job.gpu_type!r} in the topology", False)
+        if job.num_gpus == 0:
+            return ()
+        capacity = sum(cluster.topo.gpu_types[t] for t in types)
+        if job.num_gpus > capacity:
+            return Unschedulable(
+                f"needs {job.num_gpus} GPUs, the topology has {capacity} of the allowed types",
+                False,
+            )
+        milli = job_milli(job)
+        if milli == MILLI and job.num_gpus > sum(cluster.free_by_type[t] for t in types):
+            return Unschedulable(
+                f"needs {job.num_gpus} GPUs, {cluster.free_whole} are free now", True
+            )
+        if milli < MILLI:
+            got = self._place_fraction(job, cluster, types, milli)
+        elif job.num_tasks == 1:
+            got = self._place_task(job, cluster, types, job.num_gpus)
+        else:
+            got = self._place_gang(job, cluster, types)
+        if got is None:
+            return Unschedulable(
+                f"no placement for {job.num_gpus} GPUs now ({cluster.free_whole} free)", True
+            )
+        return tuple(sorted(got))
+
+    # -- fractional jobs share a GPU: best-fit among partly used GPUs, else a whole one --
+    def _place_fraction(self, job: JobSpec, cluster: ClusterState, types: list[str],
+                        milli: int) -> list[int] | None:
+        best: tuple[int, int] | None = None
+        per_gpu_cpu = job.num_cpus
+        for t in types:
+            lst = cluster.partial[t]
+            for free, g in lst[bisect_left(lst, (milli, -1)):]:
+                if cluster.node_fits_host(cluster.topo.gpu_node[g], per_gpu_cpu, job.mem_gb):
+                    if best is None or (free, g) < best:
+                        best = (free, g)
+                    break
+        if best is not None:
+            return [best[1]]
+        return self._place_task(job, cluster, types, 1)
+
+    # -- one task of n GPUs --
+    def _place_task(self, job: JobSpec, cluster: ClusterState, types: list[str],
+                    n: int, avoid: frozenset[int] = frozenset()) -> list[int] | None:
+        got = self._single_node(job, cluster, types, n, avoid)
+        if got is not None:
+            return got
+        if n <= cluster.topo.max_node_gpus and not self.spread:
+            return None
+        return self._multi_node(job, cluster, types, n, avoid)
+
+    def _host_need(self, job: JobSpec, k: int) -> tuple[float, float]:
+        if job.num_gpus <= 0:
+            return job.num_cpus, job.mem_gb
+        return job.num_cpus * k / job.num_gpus, job.mem_gb * k / job.num_gpus
+
+    def _single_node(self, job: JobSpec, cluster: ClusterState, types: list[str], n: int,
+                     avoid: frozenset[int]) -> list[int] | None:
+        topo = cluster.topo
+        cpus, mem = self._host_need(job, n)
+        for level in topo.levels:
+            if level > Level.NODE or (level == Level.GPU and n > 1):
+                continue
+            best: tuple[int, ...] | None = None
+            for t in types:
+                for key in cluster.cells_fitting(t, level, n):
+                    cell = key[-1]
+                    node = topo.cells[cell].node
+                    if node in avoid or not cluster.node_fits_host(node, cpus, mem):
+                        continue
+                    if best is None or key < best:
+                        best = key
+                    break
+            if best is not None:
+                return _take(cluster, best[-1], n)
+        return None
+
+    def _nodes_by_free(self, cluster: ClusterState, t: str):
+        """Nodes of type t with free GPUs, most free first (stops when the caller does)."""
+        buckets = cluster.node_buckets[t]
+        for k in range(len(buckets) - 1, 0, -1):
+            yield from buckets[k]
+
+    def _multi_node(self, job: JobSpec, cluster: ClusterState, types: list[str], n: int,
+                    avoid: frozenset[int]) -> list[int] | None:
+        topo = cluster.topo
+        best: list[int] | None = None
+        best_key: tuple[int, int] | None = None
+        for t in types:
+            chosen: list[tuple[int, int]] = []
+            remaining = n
+            for node in self._nodes_by_free(cluster, t):
+                if node in avoid:
+                    continue
+                free = cluster.cell_free[topo.nodes[node].cell]
+                take = min(free, remaining)
+                cpus, mem = self._host_need(job, take)
+                if not cluster.node_fits_host(node, cpus, mem):
+                    continue
+                chosen.append((node, take))
+                remaining -= take
+                if remaining == 0:
+                    break
+            if remaining:
+                continue
+            if not self.spread:
+                need = -(-n // cluster.max_node_gpus[t])
+                if len(chosen) > need:
+                    continue
+            gpus: list[int] = []
+            for node, take in chosen:
+                gpus.extend(_take(cluster, topo.nodes[node].cell, take))
+            key = (len(chosen), topo.lowest_common_level(gpus))
+            if best_key is None or key < best_key:
+                best, best_key = gpus, key
+        return best
+
+    # -- several tasks: place them one by one on a tentative copy of the free counts --
+    def _place_gang(self, job: JobSpec, cluster: ClusterState, types: list[str]
+                    ) -> list[int] | None:
+        for t in types:
+            taken: list[int] = []
+            ok = True
+            milli = MILLI
+            try:
+                for _ in range(job.num_tasks):
+                    got = self._place_task(job, cluster, [t], job.task_gpus)
+                    if got is None:
+                        ok = False
+                        break
+                    cluster.allocate(-1, got, milli)
+                    taken.extend(got)
+            finally:
+                if taken:
+                    cluster.release(-1, taken, milli)
+            if ok:
+                return taken
+        return None
+
+
+class PackPlacer(_Base):
+    """Tightest cell first (lowest common level), then the fullest node; spreads if it must."""
+
+    name = "pack"
+    spread = True
+
+
+class ConsolidatedPlacer(_Base):
+    """Like pack, but never spreads a job over more nodes than its size needs: it waits."""
+
+    name = "consolidated"
+    spread = False
+
+
+class FirstFitPlacer(_Base):
+    """The lowest-numbered node that fits, lowest-numbered GPUs in it; spreads if it must."""
+
+    name = "first-fit"
+    spread = True
+
+    def _single_node(self, job: JobSpec, cluster: ClusterState, types: list[str], n: int,
+                     avoid: frozenset[int]) -> list[int] | None:
+        topo = cluster.topo
+        cpus, mem = self._host_need(job, n)
+        best: int | None = None
+        for t in types:
+            buckets = cluster.node_buckets[t]
+            for k in range(n, len(buckets)):
+                for node in buckets[k]:
+                    if best is not None and node >= best:
+                        break
+                    if node not in avoid and cluster.node_fits_host(node, cpus, mem):
+                        best = node
+                        break
+        if best is None:
+            return None
+        return cluster.free_gpus_in(topo.nodes[best].cell)[:n]
+
+    def _nodes_by_free(self, cluster: ClusterState, t: str):
+        nodes = sorted(nd for k, b in enumerate(cluster.node_buckets[t]) if k for nd in b)
+        yield from nodes
+
+
+PLACERS: dict[str, type[_Base]] = {
+    p.name: p for p in (PackPlacer, ConsolidatedPlacer, FirstFitPlacer)
+}

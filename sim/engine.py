@@ -1,0 +1,722 @@
+"""The discrete-event engine: one SimPy environment per run, no module-level state.
+
+Time advances from one instant to the next on a single SimPy process. Arrivals come from
+the sorted trace, completions and timers from a version-stamped heap (SimPy has no
+cancel: a rate change pushes a new completion and the old one is dropped as stale; the
+heap is compacted when dead entries outnumber live ones). At each instant the engine
+applies every due event, then runs one scheduling pass, applying each decision the policy
+yields before asking for the next, and samples the cluster state if it changed.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time as _time
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import simpy
+from sortedcontainers import SortedList
+
+from policies.base import Policy
+from policies.placers import PLACERS, Placement, Unschedulable, job_milli
+from sim.cluster import MILLI, ClusterState
+from sim.errors import InvalidDecision, InvalidParameter, did_you_mean
+from sim.jobstate import PENDING, RUNNING, JobState
+from sim.model import (
+    Decision,
+    JobSpec,
+    Level,
+    Migrate,
+    Preempt,
+    Reject,
+    Resize,
+    Resume,
+    Start,
+    Suspend,
+)
+from sim.params import Param, as_bool, as_choice, as_float, as_level_map, resolve
+from topologies.tree import Topology
+from traces.base import Trace
+
+DEFAULT_LOCALITY = {
+    Level.GPU: 1.0, Level.SWITCH: 1.0, Level.SOCKET: 1.4, Level.NODE: 1.7,
+    Level.RACK: 5.0, Level.CLUSTER: 5.0,
+}
+
+
+def _locality(v: Any) -> dict[Level, float]:
+    out = dict(DEFAULT_LOCALITY)
+    out.update(as_level_map(v))
+    return out
+
+
+ENGINE_PARAMS: dict[str, Param] = {
+    "placer": Param("pack", as_choice(*PLACERS), "where jobs go: " + ", ".join(PLACERS)),
+    "locality_factors": Param(
+        dict(DEFAULT_LOCALITY), _locality,
+        "slowdown by lowest common level, relative to the best level for the job's size "
+        "(switch=1.0,socket=1.4,node=1.7,rack=5.0,cluster=5.0), scaled by locality_sensitivity",
+    ),
+    "restore_overhead": Param(30.0, as_float(0.0), "seconds of no progress on every resume"),
+    "checkpoint_on_suspend": Param(
+        True, as_bool, "a Suspend checkpoints first (no lost work); Preempt never does"
+    ),
+    "retry_delay": Param(0.0, as_float(0.0), "seconds before a failed attempt is retried"),
+    "failure_rate": Param(
+        0.0, as_float(0.0), "random attempt failures per job-hour of run time (seeded)"
+    ),
+}
+
+# heap entry kinds
+_FINISH, _FAIL, _RETRY, _TIMER, _LIFETIME, _TICK = 0, 1, 2, 3, 4, 5
+
+
+class SchedContext:
+    """What a policy sees of a run: time, queue, running jobs, cluster, placement."""
+
+    def __init__(self, run: _Run) -> None:
+        self._run = run
+        self.topology: Topology = run.topo
+        self.cluster: ClusterState = run.cluster
+        self.rng: np.random.Generator = run.policy_rng
+        self.params: Mapping[str, Any] = run.engine_params
+
+    @property
+    def now(self) -> float:
+        """Current simulated time (s)."""
+        return self._run.env.now
+
+    @property
+    def pending_count(self) -> int:
+        """Jobs waiting in the queue."""
+        return len(self._run.pending)
+
+    def pending(self) -> Iterator[JobState]:
+        """Pending jobs in arrival order (submit time, then trace order).
+
+        Iterates a sorted index; decisions applied while iterating are safe because the
+        iteration works on the keys present when each step is taken.
+        """
+        jobs = self._run.jobs
+        pend = self._run.pending
+        key = None
+        while True:
+            i = 0 if key is None else pend.bisect_right(key)
+            if i >= len(pend):
+                return
+            key = pend[i]
+            yield jobs[key[1]]
+
+    def pending_classes(self) -> dict[tuple, SortedList]:
+        """Pending jobs grouped by identical resource request, each in arrival order.
+
+        Two jobs of one class fit or fail to fit in exactly the same cluster state, so a
+        backfilling policy tries only the head of each class.
+        """
+        return self._run.classes
+
+    def running(self) -> Mapping[int, JobState]:
+        """Running jobs by index."""
+        return self._run.running
+
+    def job_at(self, idx: int) -> JobState:
+        """A job's state by its index (the second element of queue keys)."""
+        return self._run.jobs[idx]
+
+    def job(self, job_id: str) -> JobState:
+        """A job's state by its trace id."""
+        return self._run.jobs[self._run.index[job_id]]
+
+    def place(self, job: JobState | JobSpec) -> Placement:
+        """Ask the run's placer for GPUs for `job` in the current state."""
+        spec = job.spec if isinstance(job, JobState) else job
+        return self._run.placer.place(spec, self._run.cluster)
+
+    def wake_at(self, t: float) -> None:
+        """Ask for a scheduling pass at time `t` (in the future)."""
+        self._run.push(max(t, self.now), _TIMER, -1, 0)
+
+    def progress(self, job: JobState) -> float:
+        """Work done by the job so far (ideal seconds)."""
+        return job.progress_at(self.now)
+
+
+class _Run:
+    """All mutable state of one simulation run."""
+
+    def __init__(self, sim: Simulation, until: float | None,
+                 progress: Callable[[float], None] | None) -> None:
+        self.sim = sim
+        self.topo = sim.topology
+        self.engine_params = sim.engine_params
+        self.until = until
+        self.progress_cb = progress
+        seeds = np.random.SeedSequence(sim.seed).spawn(2)
+        self.policy_rng = np.random.default_rng(seeds[0])
+        self.fail_rng = np.random.default_rng(seeds[1])
+        self.env = simpy.Environment()
+        self.fgd_cache: dict[tuple, float] = {}
+        self.size_dist = _size_distribution(sim.jobs)
+        self.cluster = ClusterState(self.topo, fgd=self._node_fgd)
+        self.placer = PLACERS[self.engine_params["placer"]]()
+        self.jobs = [JobState(i, spec) for i, spec in enumerate(sim.jobs)]
+        self.index = {j.spec.job_id: j.idx for j in self.jobs}
+        self.pending: SortedList = SortedList()
+        self.classes: dict[tuple, SortedList] = {}
+        self.demand_count: dict[int, int] = {}
+        self.running: dict[int, JobState] = {}
+        self.heap: list[tuple[float, int, int, int, int]] = []
+        self.dead = 0
+        self.seq = 0
+        self.next_arrival = 0
+        self.events_processed = 0
+        self.events: list[tuple] = []
+        self.tl: dict[str, list] = {k: [] for k in (
+            "time", "gpus_total", "gpus_busy", "utilization", "fragmentation",
+            "fragmentation_fgd", "pending_jobs", "running_jobs", "blocked_free_gpus")}
+        self._last_sample: tuple | None = None
+        self.loc = self.engine_params["locality_factors"]
+        self.open_jobs = len(self.jobs)
+        self.empty: ClusterState | None = None
+        self.infeasible_cache: dict[tuple, str] = {}
+        self.tick_armed = False
+        self.ctx = SchedContext(self)
+
+    # --- heap ---
+
+    def push(self, t: float, kind: int, idx: int, version: int) -> None:
+        """Schedule an engine event; stale ones are recognised by their version."""
+        self.seq += 1
+        heapq.heappush(self.heap, (t, self.seq, kind, idx, version))
+
+    def _stale(self, entry: tuple) -> bool:
+        _, _, kind, idx, version = entry
+        return kind in (_FINISH, _FAIL, _RETRY) and self.jobs[idx].version != version
+
+    def _bump(self, job: JobState) -> None:
+        job.version += 1
+        self.dead += 1
+        if self.dead > 1024 and self.dead * 2 > len(self.heap):
+            self.heap = [e for e in self.heap if not self._stale(e)]
+            heapq.heapify(self.heap)
+            self.dead = 0
+
+    # --- FGD metric helpers ---
+
+    def _node_fgd(self, capacity: int, free_whole: int, partial: tuple[int, ...]) -> float:
+        key = (capacity, free_whole, partial)
+        v = self.fgd_cache.get(key)
+        if v is None:
+            v = _fgd_node(capacity, free_whole, partial, self.size_dist)
+            if len(self.fgd_cache) < 100_000:
+                self.fgd_cache[key] = v
+        return v
+
+    # --- records ---
+
+    def record(self, job: JobState, kind: str, detail: str = "") -> None:
+        """Append one row of events.parquet."""
+        self.events.append((self.env.now, job.spec.job_id, kind, job.spec.num_gpus,
+                            self._cells(job.gpus), detail))
+
+    def _cells(self, gpus: tuple[int, ...]) -> str:
+        if not gpus:
+            return ""
+        topo = self.topo
+        counts: dict[int, int] = {}
+        for g in gpus:
+            n = topo.gpu_node[g]
+            counts[n] = counts.get(n, 0) + 1
+        return ";".join(f"{topo.nodes[n].name}:{k}" for n, k in counts.items())
+
+    def sample(self) -> None:
+        """Add a timeline row if the cluster or queue changed since the last one."""
+        c = self.cluster
+        busy = c.busy_milli / MILLI
+        state = (busy, c.free_whole, c.free_in_free_nodes, len(self.pending), len(self.running),
+                 c.healthy_gpus)
+        if state == self._last_sample:
+            return
+        self._last_sample = state
+        tl = self.tl
+        now = self.env.now
+        if tl["time"] and tl["time"][-1] == now:
+            for col in tl.values():
+                col.pop()
+        healthy = c.healthy_gpus
+        free = healthy - busy
+        blocked = 0.0
+        if self.demand_count and free > 0 and min(self.demand_count) <= free * MILLI + 1e-6:
+            blocked = free
+        tl["time"].append(now)
+        tl["gpus_total"].append(healthy)
+        tl["gpus_busy"].append(busy)
+        tl["utilization"].append(busy / healthy if healthy else 0.0)
+        tl["fragmentation"].append(c.fragmentation)
+        tl["fragmentation_fgd"].append(c.fragmentation_fgd)
+        tl["pending_jobs"].append(len(self.pending))
+        tl["running_jobs"].append(len(self.running))
+        tl["blocked_free_gpus"].append(blocked)
+
+    # --- queue ---
+
+    @staticmethod
+    def _class_key(s: JobSpec) -> tuple:
+        return (s.num_gpus, s.task_gpus, s.gpu_type, s.gpu_share, s.num_cpus, s.mem_gb)
+
+    def enqueue(self, job: JobState) -> None:
+        """Put a job in the pending queue (and its request class)."""
+        job.status = PENDING
+        job.queued_since = self.env.now
+        key = (job.spec.submit_time, job.idx)
+        self.pending.add(key)
+        ck = self._class_key(job.spec)
+        lst = self.classes.get(ck)
+        if lst is None:
+            lst = self.classes[ck] = SortedList()
+        lst.add(key)
+        if job.spec.num_gpus > 0:
+            d = round(job.spec.num_gpus * job_milli(job.spec))
+            self.demand_count[d] = self.demand_count.get(d, 0) + 1
+
+    def dequeue(self, job: JobState) -> None:
+        """Take a job out of the pending queue, adding the time it waited."""
+        key = (job.spec.submit_time, job.idx)
+        self.pending.remove(key)
+        ck = self._class_key(job.spec)
+        lst = self.classes[ck]
+        lst.remove(key)
+        if not lst:
+            del self.classes[ck]
+        if job.spec.num_gpus > 0:
+            d = round(job.spec.num_gpus * job_milli(job.spec))
+            left = self.demand_count[d] - 1
+            if left:
+                self.demand_count[d] = left
+            else:
+                del self.demand_count[d]
+        job.queue_time += self.env.now - job.queued_since
+
+    # --- progress ---
+
+    def _rate(self, job: JobState) -> float:
+        spec = job.spec
+        if not job.gpus:
+            return 1.0
+        topo = self.topo
+        types = {topo.nodes[topo.gpu_node[g]].gpu_type for g in job.gpus}
+        speed = min(spec.speed_on(t) for t in sorted(types))
+        if len(job.gpus) > 1 and spec.locality_sensitivity > 0:
+            actual = topo.lowest_common_level(job.gpus)
+            best = topo.best_level(len(job.gpus))
+            slow = self.loc.get(actual, 1.0) / self.loc.get(best, 1.0)
+            if slow > 1.0:
+                speed /= 1.0 + spec.locality_sensitivity * (slow - 1.0)
+        return speed
+
+    def _advance(self, job: JobState) -> None:
+        """Bring `work` and the last checkpoint up to now."""
+        now = self.env.now
+        if job.status != RUNNING or now <= job.seg_start:
+            return
+        c = job.spec.checkpoint_interval
+        if c:
+            k = math.floor((now - job.run_start) / c + 1e-9)
+            tc = job.run_start + k * c
+            if k >= 1 and tc >= job.seg_start:
+                job.ckpt_work = min(job.spec.duration, job.work + job.rate * (tc - job.seg_start))
+        job.work = min(job.spec.duration, job.work + job.rate * (now - job.seg_start))
+        job.seg_start = now
+
+    def _schedule_finish(self, job: JobState) -> None:
+        if job.rate <= 0:
+            return
+        t = job.seg_start + job.remaining_work / job.rate
+        self.push(t, _FINISH, job.idx, job.version)
+
+    def _release(self, job: JobState) -> None:
+        now = self.env.now
+        s = job.spec
+        if job.gpus:
+            self.cluster.release(job.idx, job.gpus, job.milli, s.num_cpus, s.mem_gb)
+        held = now - job.held_since
+        job.run_time += held
+        job.gpu_seconds += held * len(job.gpus) * job.milli / MILLI
+        del self.running[job.idx]
+        job.gpus = ()
+        job.rate = 0.0
+        self._bump(job)
+
+    def _stop(self, job: JobState, keep_all: bool, kind: str, detail: str) -> None:
+        """Stop a running job; it keeps all work (checkpointed) or work to its checkpoint."""
+        self._advance(job)
+        if keep_all:
+            job.ckpt_work = job.work
+        lost = job.work - job.ckpt_work
+        job.lost_work += lost
+        job.work = job.ckpt_work
+        self.record(job, kind, detail or (f"lost_work={lost:g}" if lost else ""))
+        self._release(job)
+
+    # --- decisions ---
+
+    def apply(self, d: Decision) -> None:
+        """Validate and apply one decision; an invalid one raises InvalidDecision."""
+        idx = self.index.get(d.job_id)
+        if idx is None:
+            raise InvalidDecision(f"{type(d).__name__}: unknown job {d.job_id!r}")
+        job = self.jobs[idx]
+        if isinstance(d, Start | Resume):
+            self._start(job, tuple(d.gpus), type(d).__name__)
+        elif isinstance(d, Preempt):
+            self._need(job, RUNNING, d)
+            job.preemptions += 1
+            self._stop(job, False, "preempt", d.reason)
+            self.enqueue(job)
+        elif isinstance(d, Suspend):
+            self._need(job, RUNNING, d)
+            job.preemptions += 1
+            job.suspended = True
+            self._stop(job, self.engine_params["checkpoint_on_suspend"], "suspend", d.reason)
+            self.enqueue(job)
+        elif isinstance(d, Migrate):
+            self._need(job, RUNNING, d)
+            self._move(job, tuple(d.gpus), "migrate")
+        elif isinstance(d, Resize):
+            self._need(job, RUNNING, d)
+            s = job.spec
+            lo, hi = s.min_gpus or s.num_gpus, s.max_gpus or s.num_gpus
+            if not lo <= len(d.gpus) <= hi:
+                raise InvalidDecision(
+                    f"Resize {d.job_id!r} to {len(d.gpus)} GPUs: allowed {lo}..{hi}"
+                )
+            self._move(job, tuple(d.gpus), "resize")
+        elif isinstance(d, Reject):
+            self._need(job, PENDING, d)
+            self.dequeue(job)
+            self._finalize(job, "rejected", "reject", d.reason)
+        else:
+            raise InvalidDecision(f"unknown decision {d!r}")
+
+    def _need(self, job: JobState, status: str, d: Decision) -> None:
+        if job.status != status:
+            raise InvalidDecision(
+                f"{type(d).__name__} {job.job_id!r}: job is {job.status}, must be {status}"
+            )
+
+    def _check_gpus(self, job: JobState, gpus: tuple[int, ...], what: str) -> None:
+        s = job.spec
+        if what != "resize" and len(gpus) != s.num_gpus:
+            raise InvalidDecision(
+                f"{what} {s.job_id!r}: {len(gpus)} GPUs given, the gang needs {s.num_gpus} "
+                "(all or nothing)"
+            )
+        if s.gpu_type:
+            for g in gpus:
+                if 0 <= g < self.topo.num_gpus:
+                    t = self.topo.nodes[self.topo.gpu_node[g]].gpu_type
+                    if t != s.gpu_type:
+                        raise InvalidDecision(
+                            f"{what} {s.job_id!r}: GPU {g} is {t}, job needs {s.gpu_type}"
+                        )
+
+    def _start(self, job: JobState, gpus: tuple[int, ...], what: str) -> None:
+        if job.status != PENDING:
+            raise InvalidDecision(f"{what} {job.job_id!r}: job is {job.status}, must be pending")
+        self._check_gpus(job, gpus, what)
+        s = job.spec
+        milli = job_milli(s)
+        self.cluster.allocate(job.idx, gpus, milli, s.num_cpus, s.mem_gb)
+        self.dequeue(job)
+        now = self.env.now
+        job.gpus = gpus
+        job.milli = milli
+        job.status = RUNNING
+        job.held_since = now
+        job.rate = self._rate(job)
+        resumed = job.started_before
+        overhead = self.engine_params["restore_overhead"] if resumed and job.work > 0 else 0.0
+        job.seg_start = now + overhead
+        job.run_start = job.seg_start
+        job.attempt_start = now
+        self.running[job.idx] = job
+        self._bump(job)
+        if not resumed:
+            job.first_start = now
+            job.started_before = True
+            if gpus:
+                job.locality_level = int(self.topo.lowest_common_level(gpus))
+            self.record(job, "start")
+            if s.max_lifetime:
+                self.push(now + s.max_lifetime, _LIFETIME, job.idx, -1)
+        else:
+            self.record(job, "resume", f"restore={overhead:g}" if overhead else "")
+        job.suspended = False
+        self._schedule_finish(job)
+        self._schedule_failure(job)
+
+    def _schedule_failure(self, job: JobState) -> None:
+        s = job.spec
+        t = s.fail_at if s.fail_at is not None else math.inf
+        rate = self.engine_params["failure_rate"]
+        if rate > 0:
+            t = min(t, float(self.fail_rng.exponential(3600.0 / rate)))
+        if t < math.inf:
+            self.push(job.attempt_start + t, _FAIL, job.idx, job.version)
+
+    def _move(self, job: JobState, gpus: tuple[int, ...], kind: str) -> None:
+        self._check_gpus(job, gpus, kind)
+        self._advance(job)
+        s = job.spec
+        old = job.gpus
+        self.cluster.release(job.idx, old, job.milli, s.num_cpus, s.mem_gb)
+        try:
+            self.cluster.allocate(job.idx, gpus, job.milli, s.num_cpus, s.mem_gb)
+        except InvalidDecision:
+            self.cluster.allocate(job.idx, old, job.milli, s.num_cpus, s.mem_gb)
+            raise
+        now = self.env.now
+        held = now - job.held_since
+        job.run_time += held
+        job.gpu_seconds += held * len(old) * job.milli / MILLI
+        job.held_since = now
+        job.gpus = gpus
+        if kind == "migrate":
+            job.migrations += 1
+        job.rate = self._rate(job)
+        job.ckpt_work = job.work
+        job.seg_start = now + self.engine_params["restore_overhead"]
+        job.run_start = job.seg_start
+        self._bump(job)
+        self.record(job, kind)
+        self._schedule_finish(job)
+
+    def _finalize(self, job: JobState, status: str, kind: str, detail: str = "") -> None:
+        job.status = status
+        job.end_time = self.env.now
+        job.reason = detail
+        self.open_jobs -= 1
+        self._bump(job)
+        self.record(job, kind, detail)
+
+    # --- engine events ---
+
+    def _arrive(self, job: JobState) -> None:
+        self.events_processed += 1
+        self.record(job, "submit")
+        bad = self._infeasible(job.spec)
+        if bad:
+            job.status = PENDING
+            self._finalize(job, "rejected", "reject", bad)
+            return
+        self.enqueue(job)
+
+    def _infeasible(self, s: JobSpec) -> str:
+        """Why no placement could ever hold the job ('' when one can), cached per class."""
+        if s.num_gpus == 0:
+            return ""
+        key = self._class_key(s)
+        why = self.infeasible_cache.get(key)
+        if why is None:
+            if self.empty is None:
+                self.empty = ClusterState(self.topo)
+            got = self.placer.place(s, self.empty)
+            why = ""
+            if isinstance(got, Unschedulable):
+                why = got.reason if not got.resolvable else (
+                    "cannot be placed even on an empty cluster by placer "
+                    f"{self.engine_params['placer']!r}: {got.reason}")
+            self.infeasible_cache[key] = why
+        return why
+
+    def _on_entry(self, entry: tuple) -> None:
+        t, _, kind, idx, version = entry
+        if kind in (_TIMER, _TICK):
+            if kind == _TICK:
+                self.tick_armed = False
+            self.events_processed += 1
+            return
+        job = self.jobs[idx]
+        if kind == _LIFETIME:
+            if job.status in (RUNNING, PENDING):
+                self.events_processed += 1
+                if job.status == RUNNING:
+                    self._advance(job)
+                    self._release(job)
+                else:
+                    self.dequeue(job)
+                self._finalize(job, "killed", "kill", "max_lifetime")
+            return
+        if job.version != version:
+            return
+        self.events_processed += 1
+        if kind == _FINISH:
+            self._advance(job)
+            job.work = job.spec.duration
+            self._release(job)
+            self._finalize(job, "completed", "finish")
+        elif kind == _FAIL:
+            self._advance(job)
+            lost = job.work - job.ckpt_work
+            job.lost_work += lost
+            job.work = job.ckpt_work
+            self.record(job, "fail", f"lost_work={lost:g}")
+            self._release(job)
+            if job.restarts < job.spec.max_retries:
+                job.restarts += 1
+                job.status = PENDING
+                job.queued_since = self.env.now
+                self.push(self.env.now + self.engine_params["retry_delay"], _RETRY, idx,
+                          job.version)
+            else:
+                job.status = PENDING
+                self._finalize(job, "failed", "kill", "max_retries exhausted")
+        elif kind == _RETRY:
+            waited = self.env.now - job.queued_since
+            self.record(job, "retry")
+            self.enqueue(job)
+            job.queued_since -= waited  # the retry delay counts as queueing
+
+    # --- main loop ---
+
+    def _next_time(self) -> float:
+        heap = self.heap
+        while heap and self._stale(heap[0]):
+            heapq.heappop(heap)
+            self.dead = max(0, self.dead - 1)
+        t = heap[0][0] if heap else math.inf
+        if self.next_arrival < len(self.jobs):
+            t = min(t, self.jobs[self.next_arrival].spec.submit_time)
+        return t
+
+    def process(self) -> Iterator[simpy.Event]:
+        """The SimPy process driving the run."""
+        env = self.env
+        policy = self.sim.policy
+        period = policy.period
+        jobs = self.jobs
+        n = len(jobs)
+        while self.open_jobs > 0:
+            t = self._next_time()
+            if t == math.inf:
+                break
+            if self.until is not None and t > self.until:
+                break
+            if t > env.now:
+                yield env.timeout(t - env.now)
+            while self.next_arrival < n and jobs[self.next_arrival].spec.submit_time <= t:
+                self._arrive(jobs[self.next_arrival])
+                self.next_arrival += 1
+            heap = self.heap
+            while heap and heap[0][0] <= t:
+                self._on_entry(heapq.heappop(heap))
+            for d in policy.schedule(self.ctx):
+                self.apply(d)
+            if period and not self.tick_armed and (self.pending or self.running):
+                self.tick_armed = True
+                self.push(env.now + period, _TICK, -1, 0)
+            self.sample()
+            if self.progress_cb is not None:
+                self.progress_cb(env.now)
+
+
+def _size_distribution(jobs: tuple[JobSpec, ...]) -> tuple[tuple[int, int, float], ...]:
+    """(GPUs, milli per GPU, probability) of the GPU jobs of a trace, for FGD."""
+    counts: dict[tuple[int, int], int] = {}
+    for s in jobs:
+        if s.num_gpus > 0:
+            k = (s.task_gpus, job_milli(s))
+            counts[k] = counts.get(k, 0) + 1
+    total = sum(counts.values())
+    return tuple((g, m, c / total) for (g, m), c in sorted(counts.items())) if total else ()
+
+
+def _fgd_node(capacity: int, free_whole: int, partial: tuple[int, ...],
+              dist: tuple[tuple[int, int, float], ...]) -> float:
+    """Expected free GPU capacity of one node that a job from `dist` could not use."""
+    free_total = free_whole + sum(partial) / MILLI
+    if free_total <= 0 or capacity == 0:
+        return 0.0
+    frag = 0.0
+    for gpus, milli, p in dist:
+        if milli < MILLI:  # a fraction fits a whole free GPU or a partial one with room
+            fits = free_whole > 0 or any(f >= milli for f in partial)
+            unusable = free_total if not fits else sum(f for f in partial if f < milli) / MILLI
+        elif gpus > capacity:  # multi-node task: only a fully free node is usable
+            unusable = 0.0 if free_whole == capacity else free_total
+        elif gpus > free_whole:
+            unusable = free_total
+        else:
+            unusable = sum(partial) / MILLI
+        frag += p * unusable
+    return frag
+
+
+class Simulation:
+    """One policy on one trace and one topology; `run()` returns a SimResult."""
+
+    def __init__(
+        self,
+        trace: Trace | str | Path,
+        topology: Topology | str | Path,
+        policy: Policy | str,
+        seed: int = 0,
+        params: Mapping[str, Any] | None = None,
+        *,
+        max_jobs: int | None = None,
+    ) -> None:
+        from policies import make_policy
+
+        if not isinstance(trace, Trace):
+            from traces import load_trace
+
+            trace = load_trace(trace)
+        if not isinstance(topology, Topology):
+            from topologies import load_topology
+
+            topology = load_topology(topology)
+        self.trace: Trace = trace
+        self.topology: Topology = topology
+        params = dict(params or {})
+        engine_given = {k: v for k, v in params.items() if k in ENGINE_PARAMS}
+        policy_given = {k: v for k, v in params.items() if k not in ENGINE_PARAMS}
+        if isinstance(policy, str):
+            policy = make_policy(policy, **policy_given)
+        elif policy_given:
+            known = sorted(ENGINE_PARAMS)
+            key = next(iter(policy_given))
+            raise InvalidParameter(
+                f"unknown parameter {key!r}{did_you_mean(key, known)}; the policy instance "
+                f"was built already, engine parameters: {', '.join(known)}"
+            )
+        self.policy = policy
+        self.engine_params = resolve(engine_given, ENGINE_PARAMS, "the engine")
+        self.params_given = params
+        if not isinstance(seed, int | np.integer) or seed < 0:
+            raise InvalidParameter(f"seed {seed!r}: expected an integer >= 0")
+        self.seed = int(seed)
+        jobs = self.trace.jobs
+        if max_jobs is not None:
+            if max_jobs < 0:
+                raise InvalidParameter(f"max_jobs {max_jobs}: expected an integer >= 0")
+            jobs = jobs[:max_jobs]
+        self.jobs: tuple[JobSpec, ...] = tuple(sorted(jobs, key=lambda s: s.submit_time))
+
+    def run(self, until: float | None = None,
+            progress: Callable[[float], None] | None = None) -> Any:
+        """Simulate until every job is final (or `until` seconds); return a SimResult."""
+        from sim.results import build_result
+
+        if until is not None and until < 0:
+            raise InvalidParameter(f"until {until}: expected seconds >= 0")
+        wall0 = _time.perf_counter()
+        run = _Run(self, until, progress)
+        self.policy.attach(run.ctx)
+        run.env.process(run.process())
+        run.env.run()
+        end = run.env.now if until is None else max(run.env.now, until)
+        return build_result(self, run, end, _time.perf_counter() - wall0)

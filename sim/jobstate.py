@@ -1,0 +1,80 @@
+"""Mutable per-job run state, owned by the engine (policies read it, never write it)."""
+
+from __future__ import annotations
+
+import math
+
+from sim.model import JobSpec
+
+# statuses during a run; the final ones are those of SPEC sec. 5
+WAITING = "waiting"  # not yet submitted
+PENDING = "pending"  # in the queue (never started, preempted, suspended or retrying)
+RUNNING = "running"
+FINAL = ("completed", "failed", "killed", "rejected", "unfinished")
+
+
+class JobState:
+    """Run state of one job: placement, progress as work at a rate, and accounting.
+
+    Progress is piecewise linear: `work` ideal-seconds were done at `seg_start`, and the
+    job advances at `rate` from then on (a `seg_start` in the future is a restore pause).
+    `version` grows on every change of rate or placement, so completion events scheduled
+    for an older version are recognised as stale and dropped.
+    """
+
+    __slots__ = (
+        "idx", "spec", "status", "gpus", "milli", "rate", "work", "seg_start", "run_start",
+        "ckpt_work", "version", "first_start", "end_time", "queued_since", "queue_time",
+        "held_since", "run_time", "preemptions", "migrations", "restarts", "lost_work",
+        "locality_level", "reason", "started_before", "attempt_start", "gpu_seconds",
+        "retry_at", "suspended",
+    )
+
+    def __init__(self, idx: int, spec: JobSpec) -> None:
+        self.idx = idx
+        self.spec = spec
+        self.status = WAITING
+        self.gpus: tuple[int, ...] = ()
+        self.milli = 0
+        self.rate = 0.0
+        self.work = 0.0
+        self.seg_start = 0.0
+        self.run_start = 0.0
+        self.ckpt_work = 0.0
+        self.version = 0
+        self.first_start = math.nan
+        self.end_time = math.nan
+        self.queued_since = spec.submit_time
+        self.queue_time = 0.0
+        self.held_since = 0.0
+        self.run_time = 0.0
+        self.gpu_seconds = 0.0
+        self.preemptions = 0
+        self.migrations = 0
+        self.restarts = 0
+        self.lost_work = 0.0
+        self.locality_level = 0
+        self.reason = ""
+        self.started_before = False
+        self.attempt_start = 0.0
+        self.retry_at = math.nan
+        self.suspended = False
+
+    @property
+    def job_id(self) -> str:
+        """The trace's job id."""
+        return self.spec.job_id
+
+    @property
+    def remaining_work(self) -> float:
+        """Ideal-seconds of work left as of `seg_start`."""
+        return max(0.0, self.spec.duration - self.work)
+
+    def progress_at(self, now: float) -> float:
+        """Work done by `now` (no side effects)."""
+        if self.status != RUNNING or now <= self.seg_start:
+            return self.work
+        return min(self.spec.duration, self.work + self.rate * (now - self.seg_start))
+
+    def __repr__(self) -> str:
+        return f"JobState({self.job_id!r}, {self.status}, gpus={self.gpus}, work={self.work:g})"

@@ -1,0 +1,183 @@
+"""Results of a run: DataFrames, the summary metrics of SPEC sec. 5 and atomic writing.
+
+The engine hands over flat records; pandas is used only here, once, at the end.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from sim.jobstate import FINAL, PENDING, RUNNING, WAITING
+from sim.metrics import summarize
+
+if TYPE_CHECKING:
+    from sim.engine import Simulation, _Run
+
+JOB_COLUMNS = (
+    "job_id", "user", "vc", "num_gpus", "submit_time", "start_time", "end_time",
+    "queueing_delay", "jct", "duration", "run_time", "status", "preemptions", "migrations",
+    "restarts", "lost_work", "locality_level", "slowdown",
+)
+
+
+@dataclass
+class SimResult:
+    """What a run produced: the three tables, the summary and the config to rerun it."""
+
+    jobs: pd.DataFrame
+    events: pd.DataFrame
+    timeline: pd.DataFrame
+    summary: dict[str, Any]
+    config: dict[str, Any] = field(default_factory=dict)
+
+    def write(self, out_dir: str | Path) -> Path:
+        """Write jobs/events/timeline Parquet, summary.json and config.json atomically."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        for name, df in (("jobs", self.jobs), ("events", self.events),
+                         ("timeline", self.timeline)):
+            _atomic(out / f"{name}.parquet", lambda p, df=df: df.to_parquet(p, index=False))
+        _atomic_text(out / "config.json", json.dumps(self.config, indent=2, default=_json))
+        # the summary last: its presence marks a complete result folder
+        _atomic_text(out / "summary.json", json.dumps(self.summary, indent=2, default=_json))
+        return out
+
+
+def _json(o: Any) -> Any:
+    if isinstance(o, dict):
+        return ",".join(f"{getattr(k, 'label', k)}={v:g}" if isinstance(v, float)
+                        else f"{getattr(k, 'label', k)}={v}" for k, v in o.items())
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if hasattr(o, "label"):
+        return o.label
+    return str(o)
+
+
+def _atomic(path: Path, write: Callable[[str], Any]) -> None:
+    """Write via a temporary file in the same folder, then rename over the final name."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _atomic_text(path: Path, text: str) -> None:
+    _atomic(path, lambda p: Path(p).write_text(text + "\n", encoding="utf-8"))
+
+
+def _jobs_frame(run: _Run, end: float) -> pd.DataFrame:
+    topo = run.topo
+    rows: dict[str, list] = {c: [] for c in JOB_COLUMNS}
+    extra_names = list(run.sim.trace.extra_columns)
+    extras: dict[str, list] = {c: [] for c in extra_names}
+    rows["reason"] = []
+    rows["gpu_seconds"] = []
+    level_names = {lv.value: lv.label for lv in topo.levels}
+    for j in run.jobs:
+        if j.status == WAITING:
+            continue  # never submitted before the end of the run
+        s = j.spec
+        status = j.status if j.status in FINAL else "unfinished"
+        queue = j.queue_time
+        run_time = j.run_time
+        gpu_seconds = j.gpu_seconds
+        if j.status == PENDING:
+            queue += end - j.queued_since
+        elif j.status == RUNNING:
+            held = end - j.held_since
+            run_time += held
+            gpu_seconds += held * len(j.gpus) * j.milli / 1000
+        jct = j.end_time - s.submit_time if status in ("completed", "failed", "killed") \
+            else math.nan
+        rows["job_id"].append(s.job_id)
+        rows["user"].append(s.user)
+        rows["vc"].append(s.vc)
+        rows["num_gpus"].append(s.num_gpus)
+        rows["submit_time"].append(s.submit_time)
+        rows["start_time"].append(j.first_start)
+        rows["end_time"].append(j.end_time if status != "unfinished" else math.nan)
+        rows["queueing_delay"].append(queue)
+        rows["jct"].append(jct)
+        rows["duration"].append(s.duration)
+        rows["run_time"].append(run_time)
+        rows["status"].append(status)
+        rows["preemptions"].append(j.preemptions)
+        rows["migrations"].append(j.migrations)
+        rows["restarts"].append(j.restarts)
+        rows["lost_work"].append(j.lost_work)
+        rows["locality_level"].append(level_names.get(j.locality_level, ""))
+        rows["slowdown"].append(jct / s.duration if not math.isnan(jct) else math.nan)
+        rows["reason"].append(j.reason)
+        rows["gpu_seconds"].append(gpu_seconds)
+        ex = dict(s.extra)
+        for c in extra_names:
+            extras[c].append(ex.get(c))
+    df = pd.DataFrame(rows)
+    for c in extra_names:
+        if c not in df.columns:
+            df[c] = extras[c]
+    return df
+
+
+def _trace_label(sim: Simulation) -> str:
+    return sim.trace.source or sim.trace.name
+
+
+def build_result(sim: Simulation, run: _Run, end: float, wall: float) -> SimResult:
+    """Assemble DataFrames and the summary once the run has stopped at `end`."""
+    from sim import __version__
+
+    run.sample()
+    jobs = _jobs_frame(run, end)
+    events = pd.DataFrame(run.events, columns=["time", "job_id", "kind", "num_gpus", "cells",
+                                               "detail"])
+    timeline = pd.DataFrame(run.tl)
+    params = {**sim.policy.settings, **sim.engine_params}
+    summary = summarize(jobs, timeline, end)
+    summary.update(
+        policy=sim.policy.name,
+        trace=_trace_label(sim),
+        topology=sim.topology.source or sim.topology.name,
+        seed=sim.seed,
+        params={k: _json(v) if not isinstance(v, bool | int | float | str | type(None))
+                else v for k, v in params.items()},
+        schedlab_version=__version__,
+        wall_seconds=wall,
+        events_processed=run.events_processed,
+        jobs_bad_rows=sim.trace.bad_rows,
+    )
+    digest = hashlib.sha256(
+        "\n".join(f"{s.job_id},{s.submit_time!r},{s.num_gpus},{s.duration!r}"
+                  for s in sim.jobs).encode()
+    ).hexdigest()[:16]
+    config = {
+        "trace": _trace_label(sim),
+        "trace_sha": digest,
+        "topology": sim.topology.source or sim.topology.name,
+        "policy": sim.policy.name,
+        "params": {**{k: v for k, v in sim.params_given.items()}},
+        "resolved_params": summary["params"],
+        "seed": sim.seed,
+        "until": None if run.until is None else run.until,
+        "max_jobs": len(sim.jobs),
+        "schedlab_version": __version__,
+    }
+    return SimResult(jobs, events, timeline, summary, config)
