@@ -685,14 +685,23 @@ class Simulation:
         engine_given = {k: v for k, v in params.items() if k in ENGINE_PARAMS}
         policy_given = {k: v for k, v in params.items() if k not in ENGINE_PARAMS}
         if isinstance(policy, str):
+            from policies import policy_class
+
+            pol_known = policy_class(policy).params
+        else:
+            pol_known = {} if not policy_given else type(policy).params
+        for key in policy_given:
+            if key not in pol_known or not isinstance(policy, str):
+                known = sorted({*ENGINE_PARAMS, *pol_known})
+                pname = policy if isinstance(policy, str) else policy.name
+                extra = "" if isinstance(policy, str) else (
+                    " (the policy instance was built already: pass its parameters to it)")
+                raise InvalidParameter(
+                    f"unknown parameter {key!r} for policy {pname!r}{did_you_mean(key, known)}"
+                    f"{extra}; known: {', '.join(known)}"
+                )
+        if isinstance(policy, str):
             policy = make_policy(policy, **policy_given)
-        elif policy_given:
-            known = sorted(ENGINE_PARAMS)
-            key = next(iter(policy_given))
-            raise InvalidParameter(
-                f"unknown parameter {key!r}{did_you_mean(key, known)}; the policy instance "
-                f"was built already, engine parameters: {', '.join(known)}"
-            )
         self.policy = policy
         self.engine_params = resolve(engine_given, ENGINE_PARAMS, "the engine")
         self.params_given = params

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from sim.errors import InvalidTopology, UnknownName, unknown_name_message
 from sim.model import Level
+from topologies.hived import TOP_KEYS as HIVED_KEYS
 from topologies.hived import hived_from_dict, read_hived
 from topologies.machine_list import is_philly_machine_list, read_philly_machine_list
 from topologies.native import load_yaml, native_from_dict, read_native
@@ -38,11 +39,11 @@ def load_topology(source: str | Path) -> Topology:
 
 
 def read_topology_file(path: str | Path) -> Topology:
-    """Read a topology file, detecting its format (HiveD by its `physicalCluster` key)."""
+    """Read a topology file, detecting its format (HiveD by `physicalCluster` & co. keys)."""
     path = Path(path)
     if path.suffix.lower() in YAML_SUFFIXES:
         data = load_yaml(path)
-        if isinstance(data, dict) and "physicalCluster" in data:
+        if isinstance(data, dict) and any(k in data for k in HIVED_KEYS):
             return hived_from_dict(data, path)
         return native_from_dict(data, path)
     if is_philly_machine_list(path):

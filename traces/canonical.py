@@ -238,7 +238,7 @@ def _as_number(s: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     text = _as_text(s)
     missing = text.str.lower().isin(_NA_TOKENS).to_numpy(dtype=bool)
     parsed = pd.to_numeric(text, errors="coerce")
-    values = np.asarray(parsed.to_numpy(dtype=np.float64, na_value=np.nan), dtype=np.float64)
+    values = np.array(parsed.to_numpy(dtype=np.float64, na_value=np.nan), dtype=np.float64)
     values[missing] = np.nan
     return values, missing
 
@@ -595,7 +595,7 @@ def _build_jobs(
                 args.append(repeat(()))
         elif fname in out:
             col = out[fname]
-            args.append([col[i] for i in pick])
+            args.append(list(map(col.__getitem__, pick)))
         else:
             args.append(repeat(defaults[fname]))
     return tuple(map(JobSpec, *args))
@@ -801,6 +801,7 @@ def write_canonical(trace: Trace, path: str | os.PathLike[str]) -> Path:
     os.close(fd)
     tmp = Path(tmp_name)
     try:
+        os.chmod(tmp, _file_mode(p))
         if kind == "csv":
             compression = "gzip" if p.name.lower().endswith(".gz") else None
             df.to_csv(tmp, index=False, compression=compression, lineterminator="\n")
@@ -811,6 +812,16 @@ def write_canonical(trace: Trace, path: str | os.PathLike[str]) -> Path:
         tmp.unlink(missing_ok=True)
         raise
     return p
+
+
+def _file_mode(path: Path) -> int:
+    """Mode for a new file: the existing file's, else 0o666 minus the umask."""
+    try:
+        return path.stat().st_mode & 0o777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 def _write_parquet(df: pd.DataFrame, path: Path, extra_cols: Sequence[str]) -> None:

@@ -1,0 +1,153 @@
+"""`check_policy`: the invariants every policy must keep, run over small seeded scenarios.
+
+Like Gymnasium's `check_env`: one function a plugin author runs on their policy, and one
+test runs it over every registered policy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from policies.base import Policy
+from sim.model import JobSpec
+from topologies.build import uniform_topology
+from topologies.tree import Topology
+from traces.base import Trace
+
+FINAL = {"completed", "failed", "killed", "rejected"}
+HOLD = {"start", "resume", "migrate", "resize"}
+DROP = {"preempt", "suspend", "finish", "fail", "kill"}
+
+
+class ConformanceError(AssertionError):
+    """A policy broke an invariant; the message says which, for which job and when."""
+
+
+def _cells(text: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for part in filter(None, str(text).split(";")):
+        node, _, k = part.rpartition(":")
+        out[node] = out.get(node, 0) + int(k)
+    return out
+
+
+def check_invariants(result: Any, topology: Topology, trace: Trace,
+                     *, finished: bool = True) -> None:
+    """Raise ConformanceError when a result breaks an invariant every policy must keep."""
+    jobs = result.jobs.set_index("job_id")
+    specs = {s.job_id: s for s in trace.jobs}
+    bad: list[str] = []
+    if finished and (jobs.status == "unfinished").any():
+        left = list(jobs.index[jobs.status == "unfinished"])[:5]
+        bad.append(f"jobs never reached a final status: {left}")
+    started = jobs[jobs.start_time.notna()]
+    early = started[started.start_time < started.submit_time - 1e-9]
+    if len(early):
+        bad.append(f"jobs start before submission: {list(early.index[:5])}")
+    ended = jobs[jobs.end_time.notna() & jobs.start_time.notna()]
+    late = ended[ended.end_time < ended.start_time - 1e-9]
+    if len(late):
+        bad.append(f"jobs end before they start: {list(late.index[:5])}")
+    done = jobs[jobs.status == "completed"]
+    for jid, row in done.iterrows():
+        s = specs[jid]
+        if not s.gpu_speeds and row.run_time < s.duration - 1e-6:
+            bad.append(f"job {jid} completed {s.duration}s of work in {row.run_time}s")
+    # GPU time conserved: what jobs held equals the integral of busy GPUs
+    tl = result.timeline
+    t = tl.time.to_numpy(dtype=float)
+    end = max(float(t[-1]) if len(t) else 0.0, float(jobs.end_time.max() if len(jobs) else 0))
+    busy = tl.gpus_busy.to_numpy(dtype=float)
+    area = float((np.diff(np.append(t, end)) * busy).sum()) if len(t) else 0.0
+    held = float(jobs.gpu_seconds.sum())
+    if abs(area - held) > 1e-6 * max(1.0, held):
+        bad.append(f"GPU-time not conserved: jobs held {held:.6f} GPU-s, "
+                   f"timeline shows {area:.6f}")
+    if (tl.gpus_busy > tl.gpus_total + 1e-9).any():
+        bad.append("more GPUs busy than the cluster has")
+    # per node: never more than its GPUs; every start holds the whole gang
+    cap = {n.name: n.num_gpus * 1000 for n in topology.nodes}
+    use = dict.fromkeys(cap, 0)
+    holding: dict[str, dict[str, int]] = {}
+    for ev in result.events.itertuples():
+        s = specs.get(ev.job_id)
+        if s is None:
+            continue
+        milli = 1000 if s.gpu_share >= 1 else round(s.gpu_share * 1000)
+        if ev.kind in HOLD:
+            prev = holding.pop(ev.job_id, {})
+            for node, k in prev.items():
+                use[node] -= k * milli
+            cells = _cells(ev.cells)
+            if ev.kind != "resize" and sum(cells.values()) != s.num_gpus:
+                bad.append(f"t={ev.time}: {ev.kind} of {ev.job_id} holds "
+                           f"{sum(cells.values())} of its {s.num_gpus} GPUs (gang broken)")
+            for node, k in cells.items():
+                use[node] += k * milli
+                if use[node] > cap[node]:
+                    bad.append(f"t={ev.time}: node {node} over-committed by {ev.job_id}")
+            holding[ev.job_id] = cells
+        elif ev.kind in DROP:
+            for node, k in holding.pop(ev.job_id, {}).items():
+                use[node] -= k * milli
+    if bad:
+        raise ConformanceError("; ".join(bad[:10]))
+
+
+def scenarios(seed: int = 0) -> list[tuple[str, Topology, Trace]]:
+    """Small seeded traces on three shapes of cluster, exercising gangs and sharing."""
+    rng = np.random.default_rng(seed)
+    topos = [
+        uniform_topology(1, gpus_per_switch=4, name="one-node"),
+        uniform_topology(2, sockets=2, switches_per_socket=2, gpus_per_switch=2, name="dgx2"),
+        uniform_topology(4, switches_per_socket=2, gpus_per_switch=2, nodes_per_rack=2,
+                         name="racks"),
+    ]
+    out = []
+    for topo in topos:
+        jobs = []
+        t = 0.0
+        for i in range(40):
+            t += float(rng.exponential(20.0))
+            g = int(rng.choice([0, 1, 1, 1, 2, 4, 8]))
+            g = min(g, topo.num_gpus)
+            share = 0.5 if g == 1 and rng.random() < 0.2 else 1.0
+            tasks = 2 if g >= 4 and rng.random() < 0.3 else 1
+            jobs.append(JobSpec(
+                f"j{i}", round(t, 3), g, float(rng.integers(5, 300)),
+                user=f"u{int(rng.integers(0, 3))}", vc=f"vc{int(rng.integers(0, 2))}",
+                gpu_share=share, gpus_per_task=g // tasks if g else 0,
+                checkpoint_interval=60.0 if rng.random() < 0.5 else None,
+            ))
+        out.append((topo.name, topo, Trace(f"conformance-{topo.name}", tuple(jobs))))
+    return out
+
+
+def check_policy(policy: str | Callable[[], Policy], *, seed: int = 0,
+                 params: dict[str, Any] | None = None) -> None:
+    """Run a policy (name or factory) over the scenarios; raise ConformanceError on a breach.
+
+    Checks every invariant of `check_invariants` and that the same seed gives identical
+    jobs and events tables.
+    Engine parameters (e.g. `placer`) and policy parameters both go in `params`.
+    """
+    from policies.registry import make_policy
+    from sim.engine import Simulation
+
+    def fresh() -> Policy | str:
+        return policy if isinstance(policy, str) else policy()
+
+    if isinstance(policy, str):
+        make_policy(policy)  # fails early, with did-you-mean, on an unknown name
+    for name, topo, trace in scenarios(seed):
+        a = Simulation(trace, topo, fresh(), seed=seed, params=params).run()
+        try:
+            check_invariants(a, topo, trace)
+        except ConformanceError as e:
+            raise ConformanceError(f"scenario {name}: {e}") from None
+        b = Simulation(trace, topo, fresh(), seed=seed, params=params).run()
+        if not a.jobs.equals(b.jobs) or not a.events.equals(b.events):
+            raise ConformanceError(f"scenario {name}: same seed, different results")

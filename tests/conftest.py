@@ -1,0 +1,41 @@
+"""Shared fixtures: a tiny DGX-like topology and helpers to build traces inline."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from sim.model import JobSpec
+from topologies.build import uniform_topology
+from traces.base import Trace
+
+SHARED = Path(os.environ.get("SCHEDLAB_SHARED", Path(__file__).resolve().parents[2] / "shared"))
+
+
+def make_trace(*jobs: JobSpec | tuple, name: str = "inline") -> Trace:
+    """A Trace from JobSpecs or (job_id, submit, gpus, duration) tuples."""
+    specs = tuple(j if isinstance(j, JobSpec) else JobSpec(*j) for j in jobs)
+    return Trace(name, specs)
+
+
+@pytest.fixture
+def dgx2():
+    """Two DGX-1-like nodes: 2 sockets x 2 switches x 2 GPUs each (16 GPUs)."""
+    return uniform_topology(2, sockets=2, switches_per_socket=2, gpus_per_switch=2,
+                            name="dgx2")
+
+
+@pytest.fixture
+def one_gpu():
+    """A single node with a single GPU."""
+    return uniform_topology(1, name="one")
+
+
+@pytest.fixture
+def shared_dir() -> Path:
+    """The shared/ folder next to the repo (skips when it is not there)."""
+    if not SHARED.is_dir():
+        pytest.skip("shared/ folder not available")
+    return SHARED
