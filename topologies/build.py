@@ -3,31 +3,8 @@
 from __future__ import annotations
 
 from sim.model import Level
+from topologies.native import node_cell
 from topologies.tree import CellSpec, Topology
-
-
-def node_cells(name: str, sockets: int, switches_per_socket: int, gpus_per_switch: int,
-               attrs: dict) -> CellSpec:
-    """One node's cell subtree; a level that would hold the same GPUs as its parent is omitted.
-
-    A node with one socket has no socket cells, a socket with one switch no switch cells.
-    """
-    def gpus(prefix: str) -> list[CellSpec]:
-        return [CellSpec(Level.GPU, f"{prefix}/g{g}") for g in range(gpus_per_switch)]
-
-    def switches(prefix: str) -> list[CellSpec]:
-        if switches_per_socket == 1:
-            return gpus(prefix)
-        return [CellSpec(Level.SWITCH, f"{prefix}/w{w}", gpus(f"{prefix}/w{w}"))
-                for w in range(switches_per_socket)]
-
-    if sockets == 1:
-        kids = switches(name)
-    else:
-        kids = [CellSpec(Level.SOCKET, f"{name}/s{s}", switches(f"{name}/s{s}"))
-                for s in range(sockets)]
-    # a single switch of several GPUs directly under the node is the node itself
-    return CellSpec(Level.NODE, name, kids, node=dict(attrs))
 
 
 def uniform_topology(
@@ -46,7 +23,7 @@ def uniform_topology(
     """A cluster of identical nodes, optionally grouped in racks."""
     attrs = {"gpu_type": gpu_type, "num_cpus": num_cpus, "mem_gb": mem_gb,
              "gpu_mem_gb": gpu_mem_gb}
-    node_list = [node_cells(f"node{i}", sockets, switches_per_socket, gpus_per_switch, attrs)
+    node_list = [node_cell(f"node{i}", attrs, sockets, switches_per_socket, gpus_per_switch)
                  for i in range(nodes)]
     if nodes_per_rack > 0:
         racks = [CellSpec(Level.RACK, f"rack{r}", node_list[i:i + nodes_per_rack])

@@ -246,9 +246,9 @@ class _Builder:
         listed = [] if listed is None else require_list(self.file, listed,
                                                         f"{key}.cellChildren", empty=True)
         if len(listed) > t["number"]:
-            raise bad_value(self.file, f"{key}.cellChildren", f"{len(listed)} children",
-                            f"at most childCellNumber = {t['number']} children of type "
-                            f"{t['child']!r}")
+            raise InvalidTopology(
+                f"{self.file}: {key}.cellChildren: {len(listed)} children listed; allowed: at "
+                f"most childCellNumber = {t['number']} children of type {t['child']!r}")
         taken = {str(c["cellAddress"]) for c in listed
                  if isinstance(c, dict) and c.get("cellAddress") is not None}
         out = []

@@ -13,7 +13,7 @@ from sim.model import Level
 from topologies import load_topology, read_hived
 
 
-def shared_dir() -> Path | None:
+def _find_shared() -> Path | None:
     here = Path(__file__).resolve().parents[3] / "shared"
     if (here / "hived-configs").is_dir():
         return here
@@ -23,7 +23,7 @@ def shared_dir() -> Path | None:
     return None
 
 
-SHARED = shared_dir()
+SHARED = _find_shared()
 needs_shared = pytest.mark.skipif(SHARED is None, reason="shared/hived-configs not found")
 
 K80_LEVELS = (Level.GPU, Level.SWITCH, Level.NODE, Level.RACK, Level.CLUSTER)
@@ -230,7 +230,7 @@ OK = HEAD + NODE + CELLS
     (HEAD + NODE + "  physicalCells:\n  - cellType: G\n", "physicalCells[0].cellType", "G"),
     (HEAD + NODE + "  physicalCells: []\n", "physicalCluster.physicalCells", "[]"),
     (HEAD + NODE + CELLS + "    cellChildren: [{}, {}, {}]\n",
-     "physicalCells[0].cellChildren", "3 children"),
+     "physicalCells[0].cellChildren", "3 children listed"),
     (HEAD + NODE + CELLS + "    cellChildren: 2\n", "physicalCells[0].cellChildren", "2"),
     (HEAD + NODE + CELLS + "    cellChildren:\n    - {cellType: X}\n",
      "physicalCells[0].cellChildren[0].cellType", "X"),

@@ -1,0 +1,222 @@
+"""The `schedlab` command line (SPEC sec. 1)."""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from sim.errors import SimError
+
+TABLE = (
+    ("policy", "policy", "{}"),
+    ("done", "jobs_completed", "{:d}"),
+    ("rejected", "jobs_rejected", "{:d}"),
+    ("unfinished", "jobs_unfinished", "{:d}"),
+    ("queue mean (s)", "queueing_delay_mean", "{:.0f}"),
+    ("queue p95 (s)", "queueing_delay_p95", "{:.0f}"),
+    ("JCT mean (s)", "jct_mean", "{:.0f}"),
+    ("JCT p95 (s)", "jct_p95", "{:.0f}"),
+    ("makespan (h)", "makespan", "{:.1f}"),
+    ("util", "utilization_mean", "{:.3f}"),
+    ("frag", "fragmentation_mean", "{:.3f}"),
+    ("preempt", "preemptions", "{:d}"),
+    ("wall (s)", "wall_seconds", "{:.2f}"),
+)
+
+
+def format_table(summaries: list[dict[str, Any]]) -> str:
+    """A plain-text comparison table, one row per policy."""
+    rows = [[h for h, _, _ in TABLE]]
+    for s in summaries:
+        row = []
+        for _, key, fmt in TABLE:
+            v = s.get(key)
+            if key == "makespan" and isinstance(v, float):
+                v = v / 3600.0
+            if isinstance(v, float) and math.isnan(v):
+                row.append("-")
+            else:
+                row.append(fmt.format(v))
+        rows.append(row)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(TABLE))]
+    lines = ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in
+                       enumerate(zip(r, widths, strict=True))) for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _fail(e: Exception) -> None:
+    click.echo(f"error: {e}", err=True)
+    sys.exit(2)
+
+
+class _Progress:
+    """A tqdm bar over simulated time, updated at most ~200 times per run."""
+
+    def __init__(self, label: str, total: float) -> None:
+        from tqdm import tqdm
+
+        self.total = max(total, 1.0)
+        self.bar = tqdm(total=1000, desc=label, unit="‰", leave=False, file=sys.stderr,
+                        bar_format="{desc}: {percentage:3.0f}%|{bar}| sim {postfix}")
+        self.shown = 0
+
+    def __call__(self, now: float) -> None:
+        step = min(1000, int(1000 * now / self.total))
+        if step - self.shown >= 5:
+            self.bar.update(step - self.shown)
+            self.bar.set_postfix_str(f"t={now / 3600:.1f}h", refresh=False)
+            self.shown = step
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="schedlab")
+def main() -> None:
+    """schedlab: replay GPU-cluster job traces under scheduling policies and compare them."""
+
+
+@main.command()
+@click.option("--trace", "trace_src", default="default", show_default=True,
+              help="Trace file (CSV/Parquet) or bundled name.")
+@click.option("--topology", "topo_src", default="default", show_default=True,
+              help="Topology file (YAML, HiveD YAML, machine list) or preset name.")
+@click.option("--policy", "policies", multiple=True,
+              help="Policy name (repeatable). Default: every registered policy.")
+@click.option("--param", "params", multiple=True, metavar="KEY=VALUE",
+              help="Policy or engine parameter (repeatable).")
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0))
+@click.option("--until", type=click.FloatRange(min=0), default=None,
+              help="Stop at this simulated time (s); jobs still open are 'unfinished'.")
+@click.option("--max-jobs", type=click.IntRange(min=0), default=None,
+              help="Use only the first N jobs by submit time.")
+@click.option("--out", "out", default="results", show_default=True,
+              type=click.Path(file_okay=False), help="Results folder; one subfolder per policy.")
+@click.option("--skip-bad-rows", is_flag=True, help="Count bad trace rows instead of failing.")
+@click.option("--trace-format", default=None, help="Trace format (default: detect).")
+@click.option("--quiet", is_flag=True, help="No progress bar and no table.")
+def run(trace_src: str, topo_src: str, policies: tuple[str, ...], params: tuple[str, ...],
+        seed: int, until: float | None, max_jobs: int | None, out: str, skip_bad_rows: bool,
+        trace_format: str | None, quiet: bool) -> None:
+    """Run policies on one trace and one topology; print a table; write results."""
+    try:
+        summaries = run_many(trace_src, topo_src, list(policies), list(params), seed, until,
+                             max_jobs, out, skip_bad_rows, trace_format, quiet)
+    except SimError as e:
+        _fail(e)
+    if not quiet:
+        click.echo(format_table(summaries))
+        click.echo(f"results in {Path(out).resolve()}")
+
+
+def split_params(policy_names: list[str], given: dict[str, str]) -> dict[str, dict[str, str]]:
+    """Give each policy the engine keys and its own keys; a key no one knows is an error."""
+    from policies import policy_class
+    from sim.engine import ENGINE_PARAMS
+    from sim.errors import InvalidParameter, did_you_mean
+
+    out: dict[str, dict[str, str]] = {}
+    known_any: set[str] = set(ENGINE_PARAMS)
+    for name in policy_names:
+        keys = set(ENGINE_PARAMS) | set(policy_class(name).params)
+        known_any |= keys
+        out[name] = {k: v for k, v in given.items() if k in keys}
+    for k in given:
+        if k not in known_any:
+            raise InvalidParameter(
+                f"unknown parameter {k!r}{did_you_mean(k, known_any)} for policies "
+                f"{', '.join(policy_names)}; known: {', '.join(sorted(known_any))}"
+            )
+    return out
+
+
+def run_many(trace_src: str, topo_src: str, policies: list[str], params: list[str], seed: int,
+             until: float | None, max_jobs: int | None, out: str, skip_bad_rows: bool,
+             trace_format: str | None, quiet: bool,
+             echo: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+    """Load the inputs once and run each policy; return the summaries."""
+    from policies import policy_class, registered_policies
+    from sim.engine import Simulation
+    from sim.params import parse_kv
+    from topologies import load_topology
+    from traces import load_trace
+
+    names = policies or registered_policies()
+    for n in names:
+        policy_class(n)  # unknown names fail before any work
+    given = parse_kv(params)
+    per_policy = split_params(names, given)
+    trace = load_trace(trace_src, skip_bad_rows=skip_bad_rows, trace_format=trace_format)
+    topo = load_topology(topo_src)
+    if trace.bad_rows and not quiet:
+        click.echo(f"warning: skipped {trace.bad_rows} bad rows of {trace_src}; first: "
+                   f"{trace.bad_row_messages[0] if trace.bad_row_messages else ''}", err=True)
+    show = not quiet and sys.stderr.isatty()
+    summaries = []
+    for name in names:
+        sim = Simulation(trace, topo, name, seed=seed, params=per_policy[name],
+                         max_jobs=max_jobs)
+        bar = None
+        if show:
+            horizon = until if until is not None else (
+                max((s.submit_time for s in sim.jobs), default=0.0) or 1.0)
+            bar = _Progress(name, horizon)
+        try:
+            result = sim.run(until=until, progress=bar)
+        finally:
+            if bar is not None:
+                bar.close()
+        result.write(Path(out) / name)
+        summaries.append(result.summary)
+    return summaries
+
+
+@main.command("policies")
+def policies_cmd() -> None:
+    """List the registered policies, their parameters and defaults."""
+    from policies import PLACERS, policy_class, registered_policies
+    from sim.engine import ENGINE_PARAMS
+
+    for name in registered_policies():
+        cls = policy_class(name)
+        click.echo(f"{name}: {cls.description or (cls.__doc__ or '').strip().splitlines()[0]}")
+        for key, p in cls.params.items():
+            click.echo(f"    {key} = {_show(p.default)}    {p.doc}")
+    click.echo("\nengine parameters (every policy):")
+    for key, p in ENGINE_PARAMS.items():
+        click.echo(f"    {key} = {_show(p.default)}    {p.doc}")
+    click.echo(f"\nplacers: {', '.join(PLACERS)}")
+
+
+def _show(v: Any) -> str:
+    if isinstance(v, dict):
+        return ",".join(f"{getattr(k, 'label', k)}={x:g}" for k, x in v.items())
+    return str(v)
+
+
+@main.group()
+def topology() -> None:
+    """Inspect topologies."""
+
+
+@topology.command("show")
+@click.argument("source", default="default")
+def topology_show(source: str) -> None:
+    """The cell tree, level counts and GPU types of a topology file or preset."""
+    from topologies import describe, load_topology
+
+    try:
+        click.echo(describe(load_topology(source)))
+    except SimError as e:
+        _fail(e)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
