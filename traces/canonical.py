@@ -669,7 +669,8 @@ def read_canonical(
 
     Empty cells (and NaN) take the column's default; unknown columns are kept as
     pass-through values in `JobSpec.extra` and listed in `Trace.extra_columns`. Blank
-    CSV lines are ignored.
+    CSV lines are ignored. CSV line numbers in messages assume one line per record (a
+    quoted cell spanning lines shifts them).
 
     Args:
         path: A `.csv`, `.csv.gz` or `.parquet` file.

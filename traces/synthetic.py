@@ -153,7 +153,9 @@ def _join_cell(value: Any, column: str) -> Any:
     if column == "gpu_speeds":
         if isinstance(value, Mapping):
             return ";".join(f"{k}={v}" for k, v in value.items())
-        if isinstance(value, (list, tuple)):
+        if isinstance(value, (list, tuple)) and all(
+            isinstance(pair, (list, tuple)) and len(pair) == 2 for pair in value
+        ):
             return ";".join(f"{k}={v}" for k, v in value)
     return value
 
