@@ -55,7 +55,11 @@ def _locality(v: Any) -> dict[Level, float]:
 
 
 ENGINE_PARAMS: dict[str, Param] = {
-    "placer": Param("pack", as_choice(*PLACERS), "where jobs go: " + ", ".join(PLACERS)),
+    "placer": Param(
+        "consolidated", as_choice(*PLACERS),
+        "where jobs go: " + ", ".join(PLACERS) + " (consolidated waits rather than spread "
+        "a job over more nodes than it needs)",
+    ),
     "locality_factors": Param(
         dict(DEFAULT_LOCALITY), _locality,
         "slowdown by lowest common level, relative to the best level for the job's size "

@@ -6,8 +6,9 @@ window of it:
 
 1. rows are sorted by `timestamp` (stable, so equal timestamps keep file order);
 2. the window is the first `n_jobs` rows (3,000) whose timestamp is at or after `start`
-   (2017-10-02 00:00:00, a Monday; the window covers the busy weekdays Mon 2 - Wed 4
-   October 2017);
+   (2017-11-19 14:42:00, a Sunday afternoon; the window runs to Fri 24 November 2017,
+   114 h, chosen because its longest job ends within 4 h of the last submission, so a
+   replay measures queueing rather than one job's tail);
 3. nothing else is dropped, and each row maps to the canonical schema as
    `job_id = philly-{R}` (R: 0-based data row index in the source file, i.e. file line
    minus 2, so ids are stable), `submit_time` = seconds since the first job of the window,
@@ -52,7 +53,7 @@ DEFAULT_SOURCE = Path(
 DEFAULT_OUT = Path(__file__).resolve().parent / "data" / "default.csv"
 """Where the bundled default trace lives."""
 
-DEFAULT_START = "2017-10-02 00:00:00"
+DEFAULT_START = "2017-11-19 14:42:00"
 """First submit timestamp of the window (inclusive)."""
 
 DEFAULT_JOBS = 3000

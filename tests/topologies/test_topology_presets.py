@@ -64,7 +64,7 @@ def test_dgx_a100():
 
 def test_default_preset():
     t = load_topology("default")
-    assert len(t.nodes) == 12 and t.num_gpus == 96 and t.gpu_types == {"V100": 96}
+    assert len(t.nodes) == 36 and t.num_gpus == 288 and t.gpu_types == {"V100": 288}
     assert Level.RACK not in t.levels
 
 

@@ -22,7 +22,7 @@ def test_default_trace_loads() -> None:
     assert all(j.user == "" and j.vc != "default" for j in t.jobs)
     stats = trace_stats(t)
     assert stats["max_num_gpus"] == 32
-    assert stats["span_hours"] == pytest.approx(69.04, abs=0.01)
+    assert stats["span_hours"] == pytest.approx(114.33, abs=0.01)
 
 
 def test_default_readme_present() -> None:
