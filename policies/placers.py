@@ -145,14 +145,16 @@ class _Base:
                 continue
             best: tuple[int, ...] | None = None
             for t in types:
-                for key in cluster.cells_fitting(t, level, n):
-                    cell = key[-1]
-                    node = topo.cells[cell].node
-                    if node in avoid or not cluster.node_fits_host(node, cpus, mem):
-                        continue
-                    if best is None or key < best:
-                        best = key
-                    break
+                # one GPU: the tightest GPU-parent cell (GPUs themselves are not indexed)
+                where = cluster.gpu_parent_levels[t] if level == Level.GPU else (level,)
+                for lv in where:
+                    for key in cluster.cells_fitting(t, lv, n):
+                        node = topo.cells[key[-1]].node
+                        if node in avoid or not cluster.node_fits_host(node, cpus, mem):
+                            continue
+                        if best is None or key < best:
+                            best = key
+                        break
             if best is not None:
                 return _take(cluster, best[-1], n)
         return None

@@ -155,7 +155,7 @@ def run_many(trace_src: str, topo_src: str, policies: list[str], params: list[st
     per_policy = split_params(names, given)
     trace = load_trace(trace_src, skip_bad_rows=skip_bad_rows, trace_format=trace_format)
     topo = load_topology(topo_src)
-    if trace.bad_rows and not quiet:
+    if trace.bad_rows:  # a warning, not progress: --quiet keeps it
         click.echo(f"warning: skipped {trace.bad_rows} bad rows of {trace_src}; first: "
                    f"{trace.bad_row_messages[0] if trace.bad_row_messages else ''}", err=True)
     show = not quiet and sys.stderr.isatty()

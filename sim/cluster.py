@@ -18,7 +18,7 @@ are updated from the nodes that changed, never recomputed over the whole cluster
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 from sim.errors import InvalidDecision
 from sim.model import Level
@@ -61,6 +61,22 @@ class ClusterState:
                         break
                     p = cells[p].parent
                 self._anc_in_node[c] = tuple(anc)
+        # cells indexed per node: those above GPU level holding GPUs. A GPU is never indexed:
+        # the tightest single GPU is a free GPU of the tightest GPU-parent cell.
+        self._indexed: list[tuple[int, ...]] = [
+            tuple(c for c in inside if cells[c].level > Level.GPU and cells[c].num_gpus)
+            for inside in self._node_cells
+        ]
+        self._chain: dict[int, tuple[int, ...]] = {
+            c: (c, *self._anc_in_node[c]) for inside in self._indexed for c in inside
+        }
+        self._level_of: list[Level] = [c.level for c in cells]
+        self.gpu_parent_levels: dict[str, tuple[Level, ...]] = {}
+        for t in topo.gpu_types:
+            lv = {cells[cells[g].parent].level for g in topo.gpu_cells
+                  if topo.nodes[cells[g].node].gpu_type == t}
+            self.gpu_parent_levels[t] = tuple(sorted(lv))
+        self._node_partial: list[int] = [0] * len(topo.nodes)
         self._above_node: dict[int, tuple[int, ...]] = {
             n.index: tuple(topo.ancestors(n.cell)[1:]) for n in topo.nodes
         }
@@ -79,9 +95,8 @@ class ClusterState:
         for n in topo.nodes:
             if n.num_gpus:
                 self.node_buckets[n.gpu_type][n.num_gpus].append(n.index)
-            for c in self._node_cells[n.index]:
-                if cells[c].num_gpus:
-                    self._refresh_key(c, n.gpu_type)
+            for c in self._indexed[n.index]:
+                self._refresh_key(c, n.gpu_type)
         # aggregates
         self.total_gpus = topo.num_gpus
         self.healthy_gpus = topo.num_gpus
@@ -103,11 +118,10 @@ class ClusterState:
     def _refresh_key(self, c: int, gpu_type: str) -> None:
         old = self._key.get(c)
         cf = self.cell_free
-        free = cf[c]
-        new = (free, *(cf[a] for a in self._anc_in_node[c]), c) if free > 0 else None
+        new = (*map(cf.__getitem__, self._chain[c]), c) if cf[c] > 0 else None
         if old == new:
             return
-        lst = self.level_index.setdefault((gpu_type, self.topo.cells[c].level), [])
+        lst = self.level_index.setdefault((gpu_type, self._level_of[c]), [])
         if old is not None:
             del lst[bisect_left(lst, old)]
         if new is None:
@@ -129,26 +143,29 @@ class ClusterState:
                 self.free_in_free_nodes -= spec.num_gpus
             if new_free == spec.num_gpus:
                 self.free_in_free_nodes += spec.num_gpus
-        for c in self._node_cells[node]:
-            if topo.cells[c].num_gpus:
-                self._refresh_key(c, spec.gpu_type)
+        gpu_type = spec.gpu_type
+        for c in self._indexed[node]:
+            self._refresh_key(c, gpu_type)
         if self._fgd is not None:
-            partial = tuple(
-                self.gpu_free[g] for g in range(topo.cells[spec.cell].gpu_lo,
-                                               topo.cells[spec.cell].gpu_hi)
-                if 0 < self.gpu_free[g] < MILLI
-            )
+            partial: tuple[int, ...] = ()
+            if self._node_partial[node]:
+                cell = topo.cells[spec.cell]
+                gf = self.gpu_free
+                partial = tuple(gf[g] for g in range(cell.gpu_lo, cell.gpu_hi)
+                                if 0 < gf[g] < MILLI)
             v = self._fgd(spec.num_gpus, new_free, partial) if self.node_up[node] else 0.0
             self.fgd_sum += v - self._node_fgd[node]
             self._node_fgd[node] = v
 
     def _set_partial(self, g: int, old: int, new: int) -> None:
-        t = self.topo.nodes[self.topo.gpu_node[g]].gpu_type
-        lst = self.partial[t]
+        node = self.topo.gpu_node[g]
+        lst = self.partial[self.topo.nodes[node].gpu_type]
         if 0 < old < MILLI:
             del lst[bisect_left(lst, (old, g))]
+            self._node_partial[node] -= 1
         if 0 < new < MILLI:
             insort(lst, (new, g))
+            self._node_partial[node] += 1
 
     # --- allocation ---
 
@@ -230,11 +247,13 @@ class ClusterState:
         i = bisect_left(lst, (n,))
         return lst[i] if i < len(lst) else None
 
-    def cells_fitting(self, gpu_type: str, level: Level, n: int) -> Iterable[tuple[int, ...]]:
+    def cells_fitting(self, gpu_type: str, level: Level, n: int) -> Iterator[tuple[int, ...]]:
         """Keys of cells at `level` with >= n whole free GPUs, tightest first."""
-        lst = self.level_index.get((gpu_type, level), [])
-        i = bisect_left(lst, (n,))
-        return lst[i:]
+        lst = self.level_index.get((gpu_type, level))
+        if not lst:
+            return
+        for i in range(bisect_left(lst, (n,)), len(lst)):
+            yield lst[i]
 
     def free_gpus_in(self, cell: int) -> list[int]:
         """Whole free GPU indices under `cell`, in index order (bounded by the cell size)."""
