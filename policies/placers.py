@@ -223,7 +223,8 @@ class _Base:
 
 
 class PackPlacer(_Base):
-    """Tightest cell first (lowest common level), then the fullest node; spreads if it must."""
+    """Tightest cell first (lowest common level, then fewest free GPUs), ties to the fullest
+    enclosing switch, socket, then node; spreads over nodes when no node fits."""
 
     name = "pack"
     spread = True

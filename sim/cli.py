@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -139,8 +138,7 @@ def split_params(policy_names: list[str], given: dict[str, str]) -> dict[str, di
 
 def run_many(trace_src: str, topo_src: str, policies: list[str], params: list[str], seed: int,
              until: float | None, max_jobs: int | None, out: str, skip_bad_rows: bool,
-             trace_format: str | None, quiet: bool,
-             echo: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+             trace_format: str | None, quiet: bool) -> list[dict[str, Any]]:
     """Load the inputs once and run each policy; return the summaries."""
     from policies import policy_class, registered_policies
     from sim.engine import Simulation
@@ -156,7 +154,7 @@ def run_many(trace_src: str, topo_src: str, policies: list[str], params: list[st
     trace = load_trace(trace_src, skip_bad_rows=skip_bad_rows, trace_format=trace_format)
     topo = load_topology(topo_src)
     if trace.bad_rows:  # a warning, not progress: --quiet keeps it
-        click.echo(f"warning: skipped {trace.bad_rows} bad rows of {trace_src}; first: "
+        click.echo(f"warning: skipped {trace.bad_rows} bad row(s) of {trace_src}; first: "
                    f"{trace.bad_row_messages[0] if trace.bad_row_messages else ''}", err=True)
     show = not quiet and sys.stderr.isatty()
     summaries = []

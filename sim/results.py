@@ -138,7 +138,22 @@ def _jobs_frame(run: _Run, end: float) -> pd.DataFrame:
 
 
 def _trace_label(sim: Simulation) -> str:
-    return sim.trace.source or sim.trace.name
+    """How to load the trace again: a bundled name, or an absolute file path."""
+    from traces import bundled_traces
+
+    t = sim.trace
+    if t.name in bundled_traces() or t.name.startswith("synthetic"):
+        return t.name
+    if t.source and Path(t.source).is_file():
+        return str(Path(t.source).resolve())
+    return t.source or t.name
+
+
+def _topology_label(sim: Simulation) -> str:
+    """How to load the topology again: a preset name, or an absolute file path."""
+    src = sim.topology.source or sim.topology.name
+    p = Path(src)
+    return str(p.resolve()) if p.is_file() else src
 
 
 def build_result(sim: Simulation, run: _Run, end: float, wall: float) -> SimResult:
@@ -155,7 +170,7 @@ def build_result(sim: Simulation, run: _Run, end: float, wall: float) -> SimResu
     summary.update(
         policy=sim.policy.name,
         trace=_trace_label(sim),
-        topology=sim.topology.source or sim.topology.name,
+        topology=_topology_label(sim),
         seed=sim.seed,
         params={k: _json(v) if not isinstance(v, bool | int | float | str | type(None))
                 else v for k, v in params.items()},
@@ -171,7 +186,8 @@ def build_result(sim: Simulation, run: _Run, end: float, wall: float) -> SimResu
     config = {
         "trace": _trace_label(sim),
         "trace_sha": digest,
-        "topology": sim.topology.source or sim.topology.name,
+        "skip_bad_rows": sim.trace.bad_rows > 0,
+        "topology": _topology_label(sim),
         "policy": sim.policy.name,
         "params": {**{k: v for k, v in sim.params_given.items()}},
         "resolved_params": summary["params"],

@@ -356,9 +356,6 @@ def test_config_json_reruns_to_identical_jobs(tmp_path, extra):
     pd.testing.assert_frame_equal(rerun_from_config(config), expected, check_exact=True)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG sim/results.py build_result: config.json keeps the trace path as typed on the "
-    "command line (relative to the cwd of that run), so it cannot be rerun elsewhere"))
 def test_config_json_reruns_from_another_folder_with_a_relative_trace(tmp_path, monkeypatch):
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "t.csv").write_text(BAD_CSV.replace("-3", "3"), encoding="utf-8")
@@ -371,9 +368,6 @@ def test_config_json_reruns_from_another_folder_with_a_relative_trace(tmp_path, 
                                   pd.read_parquet(folder / "jobs.parquet"))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG sim/results.py build_result: config.json does not record skip_bad_rows, so a run "
-    "made with --skip-bad-rows cannot be rerun from its config (the trace fails to load)"))
 def test_config_json_records_skip_bad_rows(tmp_path, bad_csv):
     r = cli("run", "--policy", "fifo", "--trace", str(bad_csv), "--skip-bad-rows",
             "--out", str(tmp_path / "o"), "--quiet")
