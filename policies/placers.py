@@ -55,6 +55,11 @@ def _take(cluster: ClusterState, cell: int, n: int) -> list[int]:
     c = topo.cells[cell]
     if c.level == Level.GPU:
         return [c.gpu_lo]
+    if n == 1 and c.num_gpus == len(c.children):  # a GPU parent: its first free GPU
+        gf = cluster.gpu_free
+        for g in range(c.gpu_lo, c.gpu_hi):
+            if gf[g] == MILLI:
+                return [g]
     free = cluster.cell_free
     kids = [k for k in c.children if free[k] > 0]
     fit = [k for k in kids if free[k] >= n]
@@ -223,8 +228,10 @@ class _Base:
 
 
 class PackPlacer(_Base):
-    """Tightest cell first (lowest common level, then fewest free GPUs), ties to the fullest
-    enclosing switch, socket, then node; spreads over nodes when no node fits."""
+    """Tightest cell first; ties to the fullest switch, socket, node; spreads if it must.
+
+    Tightest means the lowest common level, then the fewest free GPUs at that level.
+    """
 
     name = "pack"
     spread = True

@@ -77,11 +77,13 @@ class ClusterState:
                   if topo.nodes[cells[g].node].gpu_type == t}
             self.gpu_parent_levels[t] = tuple(sorted(lv))
         self._node_partial: list[int] = [0] * len(topo.nodes)
+        self._node_cell: tuple[int, ...] = tuple(n.cell for n in topo.nodes)
+        self._gpu_path: tuple[tuple[int, ...], ...] = tuple(
+            tuple(topo.ancestors(c)) for c in topo.gpu_cells)
         self._above_node: dict[int, tuple[int, ...]] = {
             n.index: tuple(topo.ancestors(n.cell)[1:]) for n in topo.nodes
         }
         self.level_index: dict[tuple[str, Level], list[tuple[int, ...]]] = {}
-        self._key: dict[int, tuple[int, ...]] = {}
         max_gpn = max((n.num_gpus for n in topo.nodes), default=0)
         self.node_buckets: dict[str, list[list[int]]] = {
             t: [[] for _ in range(max_gpn + 1)] for t in topo.gpu_types
@@ -92,11 +94,18 @@ class ClusterState:
             if n.num_gpus:
                 t = n.gpu_type
                 self.max_node_gpus[t] = max(self.max_node_gpus.get(t, 0), n.num_gpus)
+        self._keys: list[tuple[int, ...] | None] = [None] * len(cells)
+        # per node: (cell, chain of cells whose free counts form its key, its index list)
+        self._entries: list[tuple[tuple[int, tuple[int, ...], list], ...]] = []
         for n in topo.nodes:
             if n.num_gpus:
                 self.node_buckets[n.gpu_type][n.num_gpus].append(n.index)
-            for c in self._indexed[n.index]:
-                self._refresh_key(c, n.gpu_type)
+            self._entries.append(tuple(
+                (c, self._chain[c],
+                 self.level_index.setdefault((n.gpu_type, self._level_of[c]), []))
+                for c in self._indexed[n.index]
+            ))
+            self._refresh_keys(n.index)
         # aggregates
         self.total_gpus = topo.num_gpus
         self.healthy_gpus = topo.num_gpus
@@ -115,20 +124,24 @@ class ClusterState:
 
     # --- index maintenance ---
 
-    def _refresh_key(self, c: int, gpu_type: str) -> None:
-        old = self._key.get(c)
+    def _refresh_keys(self, node: int) -> None:
+        """Re-key the indexed cells of one node whose free counts changed."""
         cf = self.cell_free
-        new = (*map(cf.__getitem__, self._chain[c]), c) if cf[c] > 0 else None
-        if old == new:
-            return
-        lst = self.level_index.setdefault((gpu_type, self._level_of[c]), [])
-        if old is not None:
-            del lst[bisect_left(lst, old)]
-        if new is None:
-            self._key.pop(c, None)
-        else:
-            insort(lst, new)
-            self._key[c] = new
+        get = cf.__getitem__
+        keys = self._keys
+        for c, chain, lst in self._entries[node]:
+            old = keys[c]
+            if cf[c] > 0:
+                new = (*map(get, chain), c)
+                if new == old:
+                    continue
+                if old is not None:
+                    del lst[bisect_left(lst, old)]
+                insort(lst, new)
+                keys[c] = new
+            elif old is not None:
+                del lst[bisect_left(lst, old)]
+                keys[c] = None
 
     def _node_changed(self, node: int, old_free: int) -> None:
         topo = self.topo
@@ -143,9 +156,7 @@ class ClusterState:
                 self.free_in_free_nodes -= spec.num_gpus
             if new_free == spec.num_gpus:
                 self.free_in_free_nodes += spec.num_gpus
-        gpu_type = spec.gpu_type
-        for c in self._indexed[node]:
-            self._refresh_key(c, gpu_type)
+        self._refresh_keys(node)
         if self._fgd is not None:
             partial: tuple[int, ...] = ()
             if self._node_partial[node]:
@@ -190,45 +201,46 @@ class ClusterState:
     def release(self, job: int, gpus: Iterable[int], milli: int, cpus: float = 0.0,
                 mem: float = 0.0) -> None:
         """Give back what `allocate` took for `job`."""
-        self._apply(job, tuple(gpus), milli, -cpus, -mem)
+        gpus = tuple(gpus)
+        for g in gpus:
+            if self.gpu_holders[g].get(job, 0) < milli:
+                raise InvalidDecision(f"job index {job} releases GPU {g} it does not hold")
+        self._apply(job, gpus, milli, -cpus, -mem)
 
     def _apply(self, job: int, gpus: tuple[int, ...], delta: int, cpus: float,
                mem: float) -> None:
-        topo = self.topo
-        cells = topo.cells
-        gnode = topo.gpu_node
+        gnode = self.topo.gpu_node
+        node_cell = self._node_cell
+        cf = self.cell_free
+        gf = self.gpu_free
+        paths = self._gpu_path
         touched: dict[int, int] = {}
         per_node: dict[int, int] = {}
         for g in gpus:
             n = gnode[g]
-            if n not in touched:
-                touched[n] = self.cell_free[topo.nodes[n].cell]
-            per_node[n] = per_node.get(n, 0) + 1
-            old = self.gpu_free[g]
-            new = old + delta
-            self.gpu_free[g] = new
-            holders = self.gpu_holders[g]
-            if delta < 0:
-                holders[job] = holders.get(job, 0) - delta
+            if n in per_node:
+                per_node[n] += 1
             else:
-                left = holders.get(job, 0) - delta
-                if left < 0:
-                    raise InvalidDecision(f"job index {job} releases GPU {g} it does not hold")
-                if left:
-                    holders[job] = left
-                else:
-                    holders.pop(job, None)
-            self.busy_milli -= delta
+                touched[n] = cf[node_cell[n]]
+                per_node[n] = 1
+            old = gf[g]
+            new = old + delta
+            gf[g] = new
+            holders = self.gpu_holders[g]
+            left = holders.get(job, 0) - delta
+            if left:
+                holders[job] = left
+            else:
+                del holders[job]
             if (old == MILLI) != (new == MILLI):
                 step = 1 if new == MILLI else -1
                 self.free_whole += step
                 self.free_by_type[self._gpu_type[g]] += step
-                c = topo.gpu_cells[g]
-                while c >= 0:
-                    self.cell_free[c] += step
-                    c = cells[c].parent
+                for c in paths[g]:
+                    cf[c] += step
             if (0 < old < MILLI) or (0 < new < MILLI):
                 self._set_partial(g, old, new)
+        self.busy_milli -= delta * len(gpus)
         if gpus and (cpus or mem):
             share = 1.0 / len(gpus)
             for n, k in per_node.items():

@@ -75,6 +75,11 @@ ENGINE_PARAMS: dict[str, Param] = {
     ),
 }
 
+TIMELINE_COLUMNS = (
+    "time", "gpus_total", "gpus_busy", "utilization", "fragmentation", "fragmentation_fgd",
+    "pending_jobs", "running_jobs", "blocked_free_gpus",
+)
+
 # heap entry kinds
 _FINISH, _FAIL, _RETRY, _TIMER, _LIFETIME, _TICK = 0, 1, 2, 3, 4, 5
 
@@ -179,9 +184,7 @@ class _Run:
         self.next_arrival = 0
         self.events_processed = 0
         self.events: list[tuple] = []
-        self.tl: dict[str, list] = {k: [] for k in (
-            "time", "gpus_total", "gpus_busy", "utilization", "fragmentation",
-            "fragmentation_fgd", "pending_jobs", "running_jobs", "blocked_free_gpus")}
+        self.tl: list[tuple] = []  # rows of TIMELINE_COLUMNS
         self._last_sample: tuple | None = None
         self.loc = self.engine_params["locality_factors"]
         self.open_jobs = len(self.jobs)
@@ -242,29 +245,23 @@ class _Run:
         c = self.cluster
         busy = c.busy_milli / MILLI
         state = (busy, c.free_whole, c.free_in_free_nodes, len(self.pending), len(self.running),
-                 c.healthy_gpus)
+                 c.healthy_gpus, c.fgd_sum)
         if state == self._last_sample:
             return
         self._last_sample = state
-        tl = self.tl
         now = self.env.now
-        if tl["time"] and tl["time"][-1] == now:
-            for col in tl.values():
-                col.pop()
-        healthy = c.healthy_gpus
+        npend, nrun, healthy = state[3], state[4], state[5]
         free = healthy - busy
         blocked = 0.0
         if self.demand_count and free > 0 and min(self.demand_count) <= free * MILLI + 1e-6:
             blocked = free
-        tl["time"].append(now)
-        tl["gpus_total"].append(healthy)
-        tl["gpus_busy"].append(busy)
-        tl["utilization"].append(busy / healthy if healthy else 0.0)
-        tl["fragmentation"].append(c.fragmentation)
-        tl["fragmentation_fgd"].append(c.fragmentation_fgd)
-        tl["pending_jobs"].append(len(self.pending))
-        tl["running_jobs"].append(len(self.running))
-        tl["blocked_free_gpus"].append(blocked)
+        row = (now, healthy, busy, busy / healthy if healthy else 0.0, c.fragmentation,
+               c.fragmentation_fgd, npend, nrun, blocked)
+        tl = self.tl
+        if tl and tl[-1][0] == now:
+            tl[-1] = row
+        else:
+            tl.append(row)
 
     # --- queue ---
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from sim.engine import TIMELINE_COLUMNS
 from sim.jobstate import FINAL, PENDING, RUNNING, WAITING
 from sim.metrics import summarize
 
@@ -84,13 +85,12 @@ def _atomic_text(path: Path, text: str) -> None:
 
 
 def _jobs_frame(run: _Run, end: float) -> pd.DataFrame:
+    """One row per submitted job (SPEC sec. 5 columns, then extras and pass-through)."""
     topo = run.topo
-    rows: dict[str, list] = {c: [] for c in JOB_COLUMNS}
-    extra_names = list(run.sim.trace.extra_columns)
-    extras: dict[str, list] = {c: [] for c in extra_names}
-    rows["reason"] = []
-    rows["gpu_seconds"] = []
+    extra_names = [c for c in run.sim.trace.extra_columns if c not in JOB_COLUMNS]
     level_names = {lv.value: lv.label for lv in topo.levels}
+    nan = math.nan
+    rows = []
     for j in run.jobs:
         if j.status == WAITING:
             continue  # never submitted before the end of the run
@@ -105,36 +105,20 @@ def _jobs_frame(run: _Run, end: float) -> pd.DataFrame:
             held = end - j.held_since
             run_time += held
             gpu_seconds += held * len(j.gpus) * j.milli / 1000
-        jct = j.end_time - s.submit_time if status in ("completed", "failed", "killed") \
-            else math.nan
-        rows["job_id"].append(s.job_id)
-        rows["user"].append(s.user)
-        rows["vc"].append(s.vc)
-        rows["num_gpus"].append(s.num_gpus)
-        rows["submit_time"].append(s.submit_time)
-        rows["start_time"].append(j.first_start)
-        rows["end_time"].append(j.end_time if status != "unfinished" else math.nan)
-        rows["queueing_delay"].append(queue)
-        rows["jct"].append(jct)
-        rows["duration"].append(s.duration)
-        rows["run_time"].append(run_time)
-        rows["status"].append(status)
-        rows["preemptions"].append(j.preemptions)
-        rows["migrations"].append(j.migrations)
-        rows["restarts"].append(j.restarts)
-        rows["lost_work"].append(j.lost_work)
-        rows["locality_level"].append(level_names.get(j.locality_level, ""))
-        rows["slowdown"].append(jct / s.duration if not math.isnan(jct) else math.nan)
-        rows["reason"].append(j.reason)
-        rows["gpu_seconds"].append(gpu_seconds)
-        ex = dict(s.extra)
-        for c in extra_names:
-            extras[c].append(ex.get(c))
-    df = pd.DataFrame(rows)
-    for c in extra_names:
-        if c not in df.columns:
-            df[c] = extras[c]
-    return df
+        ended = status in ("completed", "failed", "killed")
+        jct = j.end_time - s.submit_time if ended else nan
+        row = (
+            s.job_id, s.user, s.vc, s.num_gpus, s.submit_time, j.first_start,
+            j.end_time if status != "unfinished" else nan, queue, jct, s.duration, run_time,
+            status, j.preemptions, j.migrations, j.restarts, j.lost_work,
+            level_names.get(j.locality_level, ""), jct / s.duration if ended else nan,
+            j.reason, gpu_seconds,
+        )
+        if extra_names:
+            ex = dict(s.extra)
+            row += tuple(ex.get(c) for c in extra_names)
+        rows.append(row)
+    return pd.DataFrame(rows, columns=[*JOB_COLUMNS, "reason", "gpu_seconds", *extra_names])
 
 
 def _trace_label(sim: Simulation) -> str:
@@ -164,7 +148,7 @@ def build_result(sim: Simulation, run: _Run, end: float, wall: float) -> SimResu
     jobs = _jobs_frame(run, end)
     events = pd.DataFrame(run.events, columns=["time", "job_id", "kind", "num_gpus", "cells",
                                                "detail"])
-    timeline = pd.DataFrame(run.tl)
+    timeline = pd.DataFrame(run.tl, columns=list(TIMELINE_COLUMNS))
     params = {**sim.policy.settings, **sim.engine_params}
     summary = summarize(jobs, timeline, end)
     summary.update(
