@@ -145,6 +145,35 @@ class SchedContext:
         spec = job.spec if isinstance(job, JobState) else job
         return self._run.placer.place(spec, self._run.cluster)
 
+    def place_if_freed(self, job: JobState | JobSpec, victims: list[JobState]) -> Placement:
+        """Where `job` would go if the running `victims` released their GPUs (what-if).
+
+        The cluster state is restored before returning; nothing is preempted.
+        """
+        run = self._run
+        spec = job.spec if isinstance(job, JobState) else job
+        cluster = run.cluster
+        freed = [v for v in victims if v.status == RUNNING]
+        for v in freed:
+            cluster.release(v.idx, v.gpus, v.milli, v.spec.num_cpus, v.spec.mem_gb)
+        try:
+            return run.placer.place(spec, cluster)
+        finally:
+            for v in reversed(freed):
+                cluster.allocate(v.idx, v.gpus, v.milli, v.spec.num_cpus, v.spec.mem_gb)
+
+    def run_time(self, job: JobState) -> float:
+        """Seconds the job has held GPUs so far (all attempts), up to now."""
+        extra = self.now - job.held_since if job.status == RUNNING else 0.0
+        return job.run_time + extra
+
+    def attained_service(self, job: JobState) -> float:
+        """GPU-seconds received so far (Tiresias' attained service)."""
+        extra = 0.0
+        if job.status == RUNNING:
+            extra = (self.now - job.held_since) * len(job.gpus) * job.milli / MILLI
+        return job.gpu_seconds + extra
+
     def wake_at(self, t: float) -> None:
         """Ask for a scheduling pass at time `t` (in the future)."""
         self._run.push(max(t, self.now), _TIMER, -1, 0)

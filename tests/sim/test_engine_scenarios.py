@@ -220,3 +220,62 @@ def test_nan_free_summary_on_normal_run(dgx2):
     s = Simulation(trace, dgx2, "fifo").run().summary
     for k in ("utilization_mean", "fragmentation_mean", "jct_mean", "fairness_jain"):
         assert not math.isnan(s[k]), k
+
+
+def test_stale_completions_do_not_pile_up_in_the_heap(dgx2):
+    # a job migrated back and forth 3,000 times leaves 3,000 stale completions behind;
+    # the heap is compacted, so it stays small
+    from sim.model import Migrate
+
+    class PingPong(Policy):
+        name = "pingpong"
+
+        def __init__(self):
+            super().__init__()
+            self.n = 0
+
+        def attach(self, ctx):
+            ctx.wake_at(0.0)
+
+        def schedule(self, ctx):
+            j = ctx.job("j")
+            if j.status == "pending":
+                yield Start("j", (0,))
+                ctx.wake_at(ctx.now + 1.0)
+            elif j.status == "running" and self.n < 3000:
+                self.n += 1
+                yield Migrate("j", ((self.n % 2),))
+                ctx.wake_at(ctx.now + 1.0)
+
+    sim = Simulation(make_trace(("j", 0.0, 1, 1e6)), dgx2, PingPong(),
+                     params={"restore_overhead": 0.0})
+    from sim.engine import _Run
+
+    run = _Run(sim, None, None)
+    sim.policy.attach(run.ctx)
+    run.env.process(run.process())
+    run.env.run(until=2000.5)
+    assert len(run.heap) < 1100
+    assert run.jobs[0].migrations == 2000
+
+
+def test_place_if_freed_is_a_pure_what_if(dgx2):
+    from policies.placers import Unschedulable
+
+    seen = {}
+
+    class WhatIf(Policy):
+        name = "whatif"
+
+        def schedule(self, ctx):
+            a, b = ctx.job("a"), ctx.job("b")
+            if a.status == "pending":
+                yield Start("a", tuple(range(16)))
+            elif b.status == "pending" and "b" not in seen:
+                seen["b"] = (ctx.place(b), ctx.place_if_freed(b, [a]),
+                             ctx.cluster.free_whole)
+
+    trace = make_trace(("a", 0.0, 16, 100.0), ("b", 1.0, 4, 10.0))
+    Simulation(trace, dgx2, WhatIf()).run(until=5.0)
+    now, freed, free_after = seen["b"]
+    assert isinstance(now, Unschedulable) and len(freed) == 4 and free_after == 0
