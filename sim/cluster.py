@@ -25,6 +25,7 @@ from sim.model import Level
 from topologies.tree import Topology
 
 MILLI = 1000
+_DOWN = -2  # holder id of the GPUs of a failed node
 
 
 class ClusterState:
@@ -249,6 +250,43 @@ class ClusterState:
         for n, old_free in touched.items():
             self._node_changed(n, old_free)
 
+    # --- health ---
+
+    def fail_node(self, node: int) -> None:
+        """Take a node out of the healthy pool; it must hold no job's GPUs."""
+        if not self.node_up[node]:
+            return
+        cell = self.topo.cells[self.topo.nodes[node].cell]
+        gpus = tuple(range(cell.gpu_lo, cell.gpu_hi))
+        for g in gpus:
+            if self.gpu_holders[g]:
+                raise InvalidDecision(f"node {node} fails while GPU {g} is held")
+        self._apply(_DOWN, gpus, -MILLI, 0.0, 0.0)
+        self.node_up[node] = False
+        self.busy_milli -= MILLI * len(gpus)
+        self.healthy_gpus -= len(gpus)
+        self._node_changed(node, 0)
+
+    def repair_node(self, node: int) -> None:
+        """Return a failed node's GPUs to the healthy pool."""
+        if self.node_up[node]:
+            return
+        cell = self.topo.cells[self.topo.nodes[node].cell]
+        gpus = tuple(range(cell.gpu_lo, cell.gpu_hi))
+        self.node_up[node] = True
+        self._apply(_DOWN, gpus, MILLI, 0.0, 0.0)
+        self.busy_milli += MILLI * len(gpus)
+        self.healthy_gpus += len(gpus)
+
+    def jobs_on_node(self, node: int) -> list[int]:
+        """Indices of the jobs holding GPUs of `node`, sorted."""
+        cell = self.topo.cells[self.topo.nodes[node].cell]
+        held: set[int] = set()
+        for g in range(cell.gpu_lo, cell.gpu_hi):
+            held.update(self.gpu_holders[g])
+        held.discard(_DOWN)
+        return sorted(held)
+
     # --- queries used by placers and metrics ---
 
     def best_cell(self, gpu_type: str, level: Level, n: int) -> tuple[int, ...] | None:
@@ -282,7 +320,10 @@ class ClusterState:
 
     @property
     def fragmentation(self) -> float:
-        """1 - (free GPUs inside fully free nodes) / (free GPUs); 0 when none is free."""
+        """1 - (free GPUs inside fully free nodes) / (free GPUs); 0 when none is free.
+
+        GPUs of failed nodes are neither free nor busy: they count in neither term.
+        """
         if self.free_whole <= 0:
             return 0.0
         return 1.0 - self.free_in_free_nodes / self.free_whole

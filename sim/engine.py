@@ -24,8 +24,8 @@ from sortedcontainers import SortedList
 from policies.base import Policy
 from policies.placers import PLACERS, Placement, Unschedulable, job_milli
 from sim.cluster import MILLI, ClusterState
-from sim.errors import InvalidDecision, InvalidParameter, did_you_mean
-from sim.jobstate import PENDING, RUNNING, JobState
+from sim.errors import InvalidDecision, InvalidParameter, SimError, did_you_mean
+from sim.jobstate import HELD, PENDING, RETRYING, RUNNING, TRANSITIONS, WAITING, JobState
 from sim.model import (
     Decision,
     JobSpec,
@@ -38,7 +38,16 @@ from sim.model import (
     Start,
     Suspend,
 )
-from sim.params import Param, as_bool, as_choice, as_float, as_level_map, resolve
+from sim.params import (
+    Param,
+    as_bool,
+    as_choice,
+    as_float,
+    as_level_map,
+    as_optional,
+    as_path,
+    resolve,
+)
 from topologies.tree import Topology
 from traces.base import Trace
 
@@ -73,6 +82,19 @@ ENGINE_PARAMS: dict[str, Param] = {
     "failure_rate": Param(
         0.0, as_float(0.0), "random attempt failures per job-hour of run time (seeded)"
     ),
+    "failures": Param(
+        None, as_optional(as_path),
+        "CSV of node failures: node,fail_time,repair_time (node name or index; times in s)",
+    ),
+    "mtbf": Param(None, as_optional(as_float(0.0, lo_open=True)),
+                  "mean time between failures per node (s, exponential, seeded)"),
+    "mttr": Param(3600.0, as_float(0.0, lo_open=True), "mean time to repair a node (s)"),
+    "elastic_scaling": Param(
+        "linear", as_choice("linear", "amdahl"),
+        "speed of an elastic job on k GPUs relative to num_gpus: linear k/n, or Amdahl",
+    ),
+    "serial_fraction": Param(0.05, as_float(0.0, 1.0),
+                             "Amdahl's serial fraction for elastic_scaling=amdahl"),
 }
 
 TIMELINE_COLUMNS = (
@@ -81,7 +103,15 @@ TIMELINE_COLUMNS = (
 )
 
 # heap entry kinds
-_FINISH, _FAIL, _RETRY, _TIMER, _LIFETIME, _TICK = 0, 1, 2, 3, 4, 5
+_FINISH, _FAIL, _RETRY, _TIMER, _LIFETIME, _TICK, _NODE_FAIL, _NODE_REPAIR = range(8)
+_VERSIONED = (_FINISH, _FAIL, _RETRY)
+
+
+def resized(spec: JobSpec, num_gpus: int) -> JobSpec:
+    """The same job asking for another number of GPUs (elastic jobs), as one task."""
+    from dataclasses import replace
+
+    return replace(spec, num_gpus=num_gpus, gpus_per_task=0)
 
 
 class SchedContext:
@@ -140,18 +170,26 @@ class SchedContext:
         """A job's state by its trace id."""
         return self._run.jobs[self._run.index[job_id]]
 
-    def place(self, job: JobState | JobSpec) -> Placement:
-        """Ask the run's placer for GPUs for `job` in the current state."""
+    def place(self, job: JobState | JobSpec, num_gpus: int | None = None) -> Placement:
+        """Ask the run's placer for GPUs for `job` in the current state.
+
+        `num_gpus` asks for another size (an elastic job within min_gpus..max_gpus).
+        """
         spec = job.spec if isinstance(job, JobState) else job
+        if num_gpus is not None and num_gpus != spec.num_gpus:
+            spec = resized(spec, num_gpus)
         return self._run.placer.place(spec, self._run.cluster)
 
-    def place_if_freed(self, job: JobState | JobSpec, victims: list[JobState]) -> Placement:
+    def place_if_freed(self, job: JobState | JobSpec, victims: list[JobState],
+                       num_gpus: int | None = None) -> Placement:
         """Where `job` would go if the running `victims` released their GPUs (what-if).
 
         The cluster state is restored before returning; nothing is preempted.
         """
         run = self._run
         spec = job.spec if isinstance(job, JobState) else job
+        if num_gpus is not None and num_gpus != spec.num_gpus:
+            spec = resized(spec, num_gpus)
         cluster = run.cluster
         freed = [v for v in victims if v.status == RUNNING]
         for v in freed:
@@ -193,7 +231,7 @@ class _Run:
         self.engine_params = sim.engine_params
         self.until = until
         self.progress_cb = progress
-        seeds = np.random.SeedSequence(sim.seed).spawn(2)
+        seeds = np.random.SeedSequence(sim.seed).spawn(3)
         self.policy_rng = np.random.default_rng(seeds[0])
         self.fail_rng = np.random.default_rng(seeds[1])
         self.env = simpy.Environment()
@@ -203,6 +241,21 @@ class _Run:
         self.placer = PLACERS[self.engine_params["placer"]]()
         self.jobs = [JobState(i, spec) for i, spec in enumerate(sim.jobs)]
         self.index = {j.spec.job_id: j.idx for j in self.jobs}
+        self.missing_deps: dict[int, list[str]] = {}
+        for j in self.jobs:
+            for dep in j.spec.depends_on:
+                d = self.index.get(dep)
+                if d is None:  # cut off by max_jobs: the job can never become eligible
+                    self.missing_deps.setdefault(j.idx, []).append(dep)
+                else:
+                    j.deps_left += 1
+                    self.jobs[d].dependents.append(j.idx)
+        self.node_rng = np.random.default_rng(seeds[2])
+        self.node_log: list[tuple[float, str, str]] = []
+        self.node_failures = 0
+        self.failure_lost_gpu_s = 0.0
+        self.down_since: dict[int, float] = {}
+        self.decisions = 0
         self.pending: SortedList = SortedList()
         self.classes: dict[tuple, SortedList] = {}
         self.demand_count: dict[int, int] = {}
@@ -221,6 +274,7 @@ class _Run:
         self.infeasible_cache: dict[tuple, str] = {}
         self.tick_armed = False
         self.ctx = SchedContext(self)
+        self._schedule_node_failures()
 
     # --- heap ---
 
@@ -231,7 +285,7 @@ class _Run:
 
     def _stale(self, entry: tuple) -> bool:
         _, _, kind, idx, version = entry
-        return kind in (_FINISH, _FAIL, _RETRY) and self.jobs[idx].version != version
+        return kind in _VERSIONED and self.jobs[idx].version != version
 
     def _bump(self, job: JobState) -> None:
         job.version += 1
@@ -298,9 +352,17 @@ class _Run:
     def _class_key(s: JobSpec) -> tuple:
         return (s.num_gpus, s.task_gpus, s.gpu_type, s.gpu_share, s.num_cpus, s.mem_gb)
 
+    def set_status(self, job: JobState, new: str) -> None:
+        """Move a job along the state machine; an impossible transition is an engine bug."""
+        if new not in TRANSITIONS.get(job.status, ()):
+            raise SimError(
+                f"engine bug: job {job.job_id!r} cannot go from {job.status} to {new}"
+            )
+        job.status = new
+
     def enqueue(self, job: JobState) -> None:
         """Put a job in the pending queue (and its request class)."""
-        job.status = PENDING
+        self.set_status(job, PENDING)
         job.queued_since = self.env.now
         key = (job.spec.submit_time, job.idx)
         self.pending.add(key)
@@ -340,6 +402,13 @@ class _Run:
         topo = self.topo
         types = {topo.nodes[topo.gpu_node[g]].gpu_type for g in job.gpus}
         speed = min(spec.speed_on(t) for t in sorted(types))
+        k, n = len(job.gpus), spec.num_gpus
+        if k != n and n > 0:  # an elastic job away from its nominal size
+            if self.engine_params["elastic_scaling"] == "linear":
+                speed *= k / n
+            else:
+                f = self.engine_params["serial_fraction"]
+                speed *= (f + (1 - f) / n) / (f + (1 - f) / k)
         if len(job.gpus) > 1 and spec.locality_sensitivity > 0:
             actual = topo.lowest_common_level(job.gpus)
             best = topo.best_level(len(job.gpus))
@@ -419,10 +488,9 @@ class _Run:
         elif isinstance(d, Resize):
             self._need(job, RUNNING, d)
             s = job.spec
-            lo, hi = s.min_gpus or s.num_gpus, s.max_gpus or s.num_gpus
-            if not lo <= len(d.gpus) <= hi:
+            if s.min_gpus is None and s.max_gpus is None:
                 raise InvalidDecision(
-                    f"Resize {d.job_id!r} to {len(d.gpus)} GPUs: allowed {lo}..{hi}"
+                    f"Resize {d.job_id!r}: not an elastic job (no min_gpus/max_gpus)"
                 )
             self._move(job, tuple(d.gpus), "resize")
         elif isinstance(d, Reject):
@@ -431,6 +499,7 @@ class _Run:
             self._finalize(job, "rejected", "reject", d.reason)
         else:
             raise InvalidDecision(f"unknown decision {d!r}")
+        self.decisions += 1
 
     def _need(self, job: JobState, status: str, d: Decision) -> None:
         if job.status != status:
@@ -440,7 +509,14 @@ class _Run:
 
     def _check_gpus(self, job: JobState, gpus: tuple[int, ...], what: str) -> None:
         s = job.spec
-        if what != "resize" and len(gpus) != s.num_gpus:
+        if s.min_gpus is not None or s.max_gpus is not None:
+            lo, hi = s.min_gpus or s.num_gpus, s.max_gpus or s.num_gpus
+            if not lo <= len(gpus) <= hi:
+                raise InvalidDecision(
+                    f"{what} {s.job_id!r}: {len(gpus)} GPUs given, the elastic job takes "
+                    f"{lo}..{hi}"
+                )
+        elif len(gpus) != s.num_gpus:
             raise InvalidDecision(
                 f"{what} {s.job_id!r}: {len(gpus)} GPUs given, the gang needs {s.num_gpus} "
                 "(all or nothing)"
@@ -465,7 +541,7 @@ class _Run:
         now = self.env.now
         job.gpus = gpus
         job.milli = milli
-        job.status = RUNNING
+        self.set_status(job, RUNNING)
         job.held_since = now
         job.rate = self._rate(job)
         resumed = job.started_before
@@ -525,25 +601,54 @@ class _Run:
         self.record(job, kind)
         self._schedule_finish(job)
 
-    def _finalize(self, job: JobState, status: str, kind: str, detail: str = "") -> None:
-        job.status = status
+    def _finalize(self, job: JobState, status: str, kind: str | None,
+                  detail: str = "") -> None:
+        """End a job for good; dependents of a job that did not complete are killed."""
+        self.set_status(job, status)
         job.end_time = self.env.now
         job.reason = detail
         self.open_jobs -= 1
         self._bump(job)
-        self.record(job, kind, detail)
+        if kind is not None:
+            self.record(job, kind, detail)
+        if status == "completed":
+            for d in job.dependents:
+                dep = self.jobs[d]
+                dep.deps_left -= 1
+                if dep.deps_left == 0 and dep.status == HELD:
+                    self.enqueue(dep)
+        else:
+            why = f"dependency {job.job_id} {status}"
+            for d in job.dependents:
+                dep = self.jobs[d]
+                if dep.status == HELD:
+                    self._finalize(dep, "killed", "kill", why)
+                elif dep.status == WAITING and not dep.doom:
+                    dep.doom = why  # killed when it arrives
 
     # --- engine events ---
 
     def _arrive(self, job: JobState) -> None:
         self.events_processed += 1
-        self.record(job, "submit")
-        bad = self._infeasible(job.spec)
+        s = job.spec
+        self.record(job, "submit", "waiting for " + ";".join(s.depends_on)
+                    if job.deps_left else "")
+        if job.doom:
+            self._finalize(job, "killed", "kill", job.doom)
+            return
+        missing = self.missing_deps.get(job.idx)
+        if missing:
+            self._finalize(job, "rejected", "reject",
+                           f"depends on jobs not in this run: {';'.join(missing)}")
+            return
+        bad = self._infeasible(s if s.min_gpus is None else resized(s, s.min_gpus))
         if bad:
-            job.status = PENDING
             self._finalize(job, "rejected", "reject", bad)
             return
-        self.enqueue(job)
+        if job.deps_left:
+            self.set_status(job, HELD)
+        else:
+            self.enqueue(job)
 
     def _infeasible(self, s: JobSpec) -> str:
         """Why no placement could ever hold the job ('' when one can), cached per class."""
@@ -570,14 +675,20 @@ class _Run:
                 self.tick_armed = False
             self.events_processed += 1
             return
+        if kind == _NODE_FAIL:
+            self._node_fail(idx, version)
+            return
+        if kind == _NODE_REPAIR:
+            self._node_repair(idx, version)
+            return
         job = self.jobs[idx]
         if kind == _LIFETIME:
-            if job.status in (RUNNING, PENDING):
+            if job.status in (RUNNING, PENDING, RETRYING):
                 self.events_processed += 1
                 if job.status == RUNNING:
                     self._advance(job)
                     self._release(job)
-                else:
+                elif job.status == PENDING:
                     self.dequeue(job)
                 self._finalize(job, "killed", "kill", "max_lifetime")
             return
@@ -590,28 +701,82 @@ class _Run:
             self._release(job)
             self._finalize(job, "completed", "finish")
         elif kind == _FAIL:
-            self._advance(job)
-            lost = job.work - job.ckpt_work
-            job.lost_work += lost
-            job.work = job.ckpt_work
-            self.record(job, "fail", f"lost_work={lost:g}")
-            self._release(job)
-            if job.restarts < job.spec.max_retries:
-                job.restarts += 1
-                job.status = PENDING
-                job.queued_since = self.env.now
-                self.push(self.env.now + self.engine_params["retry_delay"], _RETRY, idx,
-                          job.version)
-            else:
-                job.status = PENDING
-                self._finalize(job, "failed", "kill", "max_retries exhausted")
+            self._interrupt(job, "attempt failed", counts_retry=True)
         elif kind == _RETRY:
             waited = self.env.now - job.queued_since
             self.record(job, "retry")
             self.enqueue(job)
             job.queued_since -= waited  # the retry delay counts as queueing
 
+    def _interrupt(self, job: JobState, why: str, counts_retry: bool) -> float:
+        """A running attempt fails: lose work since the checkpoint, retry or fail for good.
+
+        Returns the work lost. A node failure retries the job without using up its
+        `max_retries` (the job did nothing wrong); its own failure does use one.
+        """
+        self._advance(job)
+        lost = job.work - job.ckpt_work
+        job.lost_work += lost
+        job.work = job.ckpt_work
+        gpus = len(job.gpus) * job.milli / MILLI
+        self.record(job, "fail", f"{why}; lost_work={lost:g}")
+        self._release(job)
+        if counts_retry and job.restarts >= job.spec.max_retries:
+            self._finalize(job, "failed", None, "max_retries exhausted")
+            return lost * gpus
+        job.restarts += 1
+        self.set_status(job, RETRYING)
+        job.queued_since = self.env.now
+        self.push(self.env.now + self.engine_params["retry_delay"], _RETRY, job.idx,
+                  job.version)
+        return lost * gpus
+
+    # --- node failures ---
+
+    def _schedule_node_failures(self) -> None:
+        """Push the explicit failure schedule, or each node's first random failure."""
+        path = self.engine_params["failures"]
+        if path:
+            for node, fail, repair in _read_failures(path, self.topo):
+                self.push(fail, _NODE_FAIL, node, 0)
+                self.push(repair, _NODE_REPAIR, node, 0)
+        elif self.engine_params["mtbf"]:
+            mtbf = self.engine_params["mtbf"]
+            for n in range(len(self.topo.nodes)):
+                self.push(float(self.node_rng.exponential(mtbf)), _NODE_FAIL, n, 1)
+
+    def _node_fail(self, node: int, generated: int) -> None:
+        self.events_processed += 1
+        if self.cluster.node_up[node]:
+            name = self.topo.nodes[node].name
+            for idx in self.cluster.jobs_on_node(node):
+                job = self.jobs[idx]
+                self.failure_lost_gpu_s += self._interrupt(job, f"node {name} failed", False)
+            self.cluster.fail_node(node)
+            self.node_failures += 1
+            self.down_since[node] = self.env.now
+            self.node_log.append((self.env.now, name, "fail"))
+        if generated:
+            mttr = self.engine_params["mttr"]
+            self.push(self.env.now + float(self.node_rng.exponential(mttr)), _NODE_REPAIR,
+                      node, 1)
+
+    def _node_repair(self, node: int, generated: int) -> None:
+        self.events_processed += 1
+        if not self.cluster.node_up[node]:
+            self.cluster.repair_node(node)
+            self.down_since.pop(node, None)
+            self.node_log.append((self.env.now, self.topo.nodes[node].name, "repair"))
+        if generated:
+            mtbf = self.engine_params["mtbf"]
+            self.push(self.env.now + float(self.node_rng.exponential(mtbf)), _NODE_FAIL,
+                      node, 1)
+
     # --- main loop ---
+
+    def _has_future(self) -> bool:
+        """True when the heap holds a live event other than the periodic tick."""
+        return any(e[2] != _TICK and not self._stale(e) for e in self.heap)
 
     def _next_time(self) -> float:
         heap = self.heap
@@ -644,14 +809,59 @@ class _Run:
             heap = self.heap
             while heap and heap[0][0] <= t:
                 self._on_entry(heapq.heappop(heap))
+            before = self.decisions
             for d in policy.schedule(self.ctx):
                 self.apply(d)
             if period and not self.tick_armed and (self.pending or self.running):
-                self.tick_armed = True
-                self.push(env.now + period, _TICK, -1, 0)
+                # tick only while something can change: running jobs, future events, or
+                # a pass that just did something; otherwise the queue is stuck for good
+                if (self.running or self.decisions > before or self._has_future()
+                        or self.next_arrival < n):
+                    self.tick_armed = True
+                    self.push(env.now + period, _TICK, -1, 0)
             self.sample()
             if self.progress_cb is not None:
                 self.progress_cb(env.now)
+
+
+def _read_failures(path: str, topo: Topology) -> list[tuple[int, float, float]]:
+    """Rows of a failure CSV (node,fail_time,repair_time) as (node index, fail, repair)."""
+    import csv
+
+    names = {n.name: n.index for n in topo.nodes}
+    out = []
+    with open(path, newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        cols = {"node", "fail_time", "repair_time"}
+        if not reader.fieldnames or not cols <= set(reader.fieldnames):
+            raise InvalidParameter(
+                f"failures file {path}: needs columns node,fail_time,repair_time; "
+                f"found {reader.fieldnames}"
+            )
+        for line, row in enumerate(reader, start=2):
+            node_text = (row["node"] or "").strip()
+            node = names.get(node_text)
+            if node is None and node_text.isdigit() and int(node_text) < len(topo.nodes):
+                node = int(node_text)
+            if node is None:
+                raise InvalidParameter(
+                    f"failures file {path}, line {line}, column node: {node_text!r} is not a "
+                    f"node name or index of topology {topo.name!r} ({len(topo.nodes)} nodes)"
+                )
+            try:
+                fail, repair = float(row["fail_time"]), float(row["repair_time"])
+            except (TypeError, ValueError):
+                raise InvalidParameter(
+                    f"failures file {path}, line {line}: fail_time {row['fail_time']!r} and "
+                    f"repair_time {row['repair_time']!r} must be numbers (s)"
+                ) from None
+            if not (0 <= fail < repair) or math.isinf(repair):
+                raise InvalidParameter(
+                    f"failures file {path}, line {line}: need 0 <= fail_time < repair_time "
+                    f"(finite), got {fail:g} and {repair:g}"
+                )
+            out.append((node, fail, repair))
+    return out
 
 
 def _size_distribution(jobs: tuple[JobSpec, ...]) -> tuple[tuple[int, int, float], ...]:

@@ -8,9 +8,20 @@ from sim.model import JobSpec
 
 # statuses during a run; the final ones are those of SPEC sec. 5
 WAITING = "waiting"  # not yet submitted
-PENDING = "pending"  # in the queue (never started, preempted, suspended or retrying)
+HELD = "held"  # submitted, waiting for the jobs it depends on to complete
+PENDING = "pending"  # in the queue (never started, preempted or suspended)
 RUNNING = "running"
+RETRYING = "retrying"  # a failed attempt waiting `retry_delay` before it is queued again
 FINAL = ("completed", "failed", "killed", "rejected", "unfinished")
+
+# the job state machine of the seeds: every other transition is an engine bug
+TRANSITIONS: dict[str, frozenset[str]] = {
+    WAITING: frozenset({HELD, PENDING, "rejected", "killed"}),
+    HELD: frozenset({PENDING, "killed"}),
+    PENDING: frozenset({RUNNING, "rejected", "killed"}),
+    RUNNING: frozenset({PENDING, RETRYING, "completed", "failed", "killed"}),
+    RETRYING: frozenset({PENDING, "killed"}),
+}
 
 
 class JobState:
@@ -27,7 +38,7 @@ class JobState:
         "ckpt_work", "version", "first_start", "end_time", "queued_since", "queue_time",
         "held_since", "run_time", "preemptions", "migrations", "restarts", "lost_work",
         "locality_level", "reason", "started_before", "attempt_start", "gpu_seconds",
-        "retry_at", "suspended",
+        "retry_at", "suspended", "deps_left", "dependents", "doom",
     )
 
     def __init__(self, idx: int, spec: JobSpec) -> None:
@@ -59,6 +70,9 @@ class JobState:
         self.attempt_start = 0.0
         self.retry_at = math.nan
         self.suspended = False
+        self.deps_left = 0  # dependencies not yet completed
+        self.dependents: list[int] = []  # indices of jobs that depend on this one
+        self.doom = ""  # set when a dependency ended for good before this job arrived
 
     @property
     def job_id(self) -> str:

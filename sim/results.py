@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from sim.engine import TIMELINE_COLUMNS
-from sim.jobstate import FINAL, PENDING, RUNNING, WAITING
+from sim.jobstate import FINAL, PENDING, RETRYING, RUNNING, WAITING
 from sim.metrics import summarize
 
 if TYPE_CHECKING:
@@ -41,13 +41,15 @@ class SimResult:
     timeline: pd.DataFrame
     summary: dict[str, Any]
     config: dict[str, Any] = field(default_factory=dict)
+    nodes: pd.DataFrame = field(
+        default_factory=lambda: pd.DataFrame(columns=["time", "node", "kind"]))
 
     def write(self, out_dir: str | Path) -> Path:
         """Write jobs/events/timeline Parquet, summary.json and config.json atomically."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         for name, df in (("jobs", self.jobs), ("events", self.events),
-                         ("timeline", self.timeline)):
+                         ("timeline", self.timeline), ("nodes", self.nodes)):
             _atomic(out / f"{name}.parquet", lambda p, df=df: df.to_parquet(p, index=False))
         _atomic_text(out / "config.json", json.dumps(self.config, indent=2, default=_json))
         # the summary last: its presence marks a complete result folder
@@ -99,7 +101,7 @@ def _jobs_frame(run: _Run, end: float) -> pd.DataFrame:
         queue = j.queue_time
         run_time = j.run_time
         gpu_seconds = j.gpu_seconds
-        if j.status == PENDING:
+        if j.status in (PENDING, RETRYING):
             queue += end - j.queued_since
         elif j.status == RUNNING:
             held = end - j.held_since
@@ -162,6 +164,8 @@ def build_result(sim: Simulation, run: _Run, end: float, wall: float) -> SimResu
         wall_seconds=wall,
         events_processed=run.events_processed,
         jobs_bad_rows=sim.trace.bad_rows,
+        node_failures=run.node_failures,
+        failure_lost_gpu_hours=run.failure_lost_gpu_s / 3600.0,
     )
     digest = hashlib.sha256(
         "\n".join(f"{s.job_id},{s.submit_time!r},{s.num_gpus},{s.duration!r}"
@@ -180,4 +184,5 @@ def build_result(sim: Simulation, run: _Run, end: float, wall: float) -> SimResu
         "max_jobs": len(sim.jobs),
         "schedlab_version": __version__,
     }
-    return SimResult(jobs, events, timeline, summary, config)
+    nodes = pd.DataFrame(run.node_log, columns=["time", "node", "kind"])
+    return SimResult(jobs, events, timeline, summary, config, nodes)

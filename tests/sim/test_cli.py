@@ -24,7 +24,8 @@ throughput_jobs_per_hour policy trace topology seed params schedlab_version wall
 events_processed
 """.split()
 
-RESULT_FILES = ("jobs.parquet", "events.parquet", "timeline.parquet", "summary.json",
+RESULT_FILES = ("jobs.parquet", "events.parquet", "timeline.parquet", "nodes.parquet",
+                "summary.json",
                 "config.json")
 
 BAD_CSV = (

@@ -196,8 +196,7 @@ def test_fail_at_retries_then_fails(one_gpu):
     r = Simulation(make_trace(job), one_gpu, "fifo", params={"retry_delay": 2.0}).run()
     j = rows(r).loc["a"]
     assert (j.status, j.restarts, j.end_time, j.lost_work) == ("failed", 1, 10.0, 8.0)
-    assert list(r.events.kind) == ["submit", "start", "fail", "retry", "resume", "fail",
-                                   "kill"]
+    assert list(r.events.kind) == ["submit", "start", "fail", "retry", "resume", "fail"]
     assert j.queueing_delay == 2.0
 
 
