@@ -54,7 +54,8 @@ def check_invariants(result: Any, topology: Topology, trace: Trace,
     done = jobs[jobs.status == "completed"]
     for jid, row in done.iterrows():
         s = specs[jid]
-        if not s.gpu_speeds and row.run_time < s.duration - 1e-6:
+        elastic = s.min_gpus is not None or s.max_gpus is not None
+        if not s.gpu_speeds and not elastic and row.run_time < s.duration - 1e-6:
             bad.append(f"job {jid} completed {s.duration}s of work in {row.run_time}s")
     # GPU time conserved: what jobs held equals the integral of busy GPUs
     tl = result.timeline
@@ -68,31 +69,56 @@ def check_invariants(result: Any, topology: Topology, trace: Trace,
                    f"timeline shows {area:.6f}")
     if (tl.gpus_busy > tl.gpus_total + 1e-9).any():
         bad.append("more GPUs busy than the cluster has")
-    # per node: never more than its GPUs; every start holds the whole gang
+    # per node: never more than its GPUs, never while failed; every start holds its gang
     cap = {n.name: n.num_gpus * 1000 for n in topology.nodes}
     use = dict.fromkeys(cap, 0)
+    down: set[str] = set()
     holding: dict[str, dict[str, int]] = {}
-    for ev in result.events.itertuples():
+    nodes = getattr(result, "nodes", None)
+    node_events = [] if nodes is None else list(nodes.itertuples())
+    k = 0
+    for i, ev in enumerate(result.events.itertuples()):
+        while k < len(node_events) and node_events[k].event_index <= i:
+            ne = node_events[k]
+            k += 1
+            if ne.kind == "fail":
+                if use[ne.node]:
+                    bad.append(f"t={ne.time}: node {ne.node} failed with jobs still on it")
+                down.add(ne.node)
+            else:
+                down.discard(ne.node)
         s = specs.get(ev.job_id)
         if s is None:
             continue
         milli = 1000 if s.gpu_share >= 1 else round(s.gpu_share * 1000)
         if ev.kind in HOLD:
             prev = holding.pop(ev.job_id, {})
-            for node, k in prev.items():
-                use[node] -= k * milli
+            for node, n in prev.items():
+                use[node] -= n * milli
             cells = _cells(ev.cells)
-            if ev.kind != "resize" and sum(cells.values()) != s.num_gpus:
-                bad.append(f"t={ev.time}: {ev.kind} of {ev.job_id} holds "
-                           f"{sum(cells.values())} of its {s.num_gpus} GPUs (gang broken)")
-            for node, k in cells.items():
-                use[node] += k * milli
+            count = sum(cells.values())
+            lo = s.min_gpus or s.num_gpus
+            hi = s.max_gpus or s.num_gpus
+            if not lo <= count <= hi:
+                bad.append(f"t={ev.time}: {ev.kind} of {ev.job_id} holds {count} GPUs, "
+                           f"allowed {lo}..{hi} (gang broken)")
+            for node, n in cells.items():
+                use[node] += n * milli
                 if use[node] > cap[node]:
                     bad.append(f"t={ev.time}: node {node} over-committed by {ev.job_id}")
+                if node in down:
+                    bad.append(f"t={ev.time}: {ev.job_id} placed on failed node {node}")
             holding[ev.job_id] = cells
         elif ev.kind in DROP:
-            for node, k in holding.pop(ev.job_id, {}).items():
-                use[node] -= k * milli
+            for node, n in holding.pop(ev.job_id, {}).items():
+                use[node] -= n * milli
+    # dependencies: nobody starts before all it depends on completed
+    for jid, row in started.iterrows():
+        for dep in specs[jid].depends_on:
+            if dep not in jobs.index or jobs.loc[dep, "status"] != "completed":
+                bad.append(f"{jid} started though its dependency {dep} did not complete")
+            elif jobs.loc[dep, "end_time"] > row.start_time + 1e-9:
+                bad.append(f"{jid} started at {row.start_time} before {dep} ended")
     if bad:
         raise ConformanceError("; ".join(bad[:10]))
 
@@ -123,7 +149,33 @@ def scenarios(seed: int = 0) -> list[tuple[str, Topology, Trace]]:
                 checkpoint_interval=60.0 if rng.random() < 0.5 else None,
             ))
         out.append((topo.name, topo, Trace(f"conformance-{topo.name}", tuple(jobs))))
+    # lifecycle: a DAG, retries, lifetimes and elastic jobs on nodes that fail
+    topo = uniform_topology(3, switches_per_socket=2, gpus_per_switch=2, name="lifecycle")
+    jobs = []
+    t = 0.0
+    for i in range(40):
+        t += float(rng.exponential(15.0))
+        g = int(rng.choice([0, 1, 2, 4]))
+        deps = tuple(sorted({f"k{int(d)}" for d in rng.integers(0, i, size=2)})) \
+            if i > 2 and rng.random() < 0.3 else ()
+        elastic = g >= 2 and rng.random() < 0.4
+        jobs.append(JobSpec(
+            f"k{i}", round(t, 3), g, float(rng.integers(20, 400)), user=f"u{i % 3}",
+            depends_on=deps,
+            min_gpus=1 if elastic else None, max_gpus=g + 2 if elastic else None,
+            fail_at=float(rng.integers(10, 200)) if rng.random() < 0.15 else None,
+            max_retries=int(rng.integers(0, 3)),
+            max_lifetime=300.0 if rng.random() < 0.1 else None,
+            checkpoint_interval=50.0 if rng.random() < 0.5 else None,
+        ))
+    out.append((topo.name, topo, Trace("conformance-lifecycle", tuple(jobs))))
     return out
+
+
+# engine parameters per scenario (node failures for the lifecycle one)
+SCENARIO_PARAMS: dict[str, dict[str, Any]] = {
+    "lifecycle": {"mtbf": 1500.0, "mttr": 200.0, "retry_delay": 5.0},
+}
 
 
 def check_policy(policy: str | Callable[[], Policy], *, seed: int = 0,
@@ -143,11 +195,12 @@ def check_policy(policy: str | Callable[[], Policy], *, seed: int = 0,
     if isinstance(policy, str):
         make_policy(policy)  # fails early, with did-you-mean, on an unknown name
     for name, topo, trace in scenarios(seed):
-        a = Simulation(trace, topo, fresh(), seed=seed, params=params).run()
+        run_params = {**SCENARIO_PARAMS.get(name, {}), **(params or {})}
+        a = Simulation(trace, topo, fresh(), seed=seed, params=run_params).run()
         try:
             check_invariants(a, topo, trace)
         except ConformanceError as e:
             raise ConformanceError(f"scenario {name}: {e}") from None
-        b = Simulation(trace, topo, fresh(), seed=seed, params=params).run()
+        b = Simulation(trace, topo, fresh(), seed=seed, params=run_params).run()
         if not a.jobs.equals(b.jobs) or not a.events.equals(b.events):
             raise ConformanceError(f"scenario {name}: same seed, different results")

@@ -50,5 +50,6 @@ def make_policy(name: str, **params: Any) -> Policy:
 for _name, _entry in {
     "fifo": "policies.fifo:FifoPolicy",
     "fifo-backfill": "policies.fifo:FifoBackfillPolicy",
+    "fifo-elastic": "policies.fifo_elastic:FifoElasticPolicy",
 }.items():
     register(_name, _entry)

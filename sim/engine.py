@@ -251,7 +251,7 @@ class _Run:
                     j.deps_left += 1
                     self.jobs[d].dependents.append(j.idx)
         self.node_rng = np.random.default_rng(seeds[2])
-        self.node_log: list[tuple[float, str, str]] = []
+        self.node_log: list[tuple[float, str, str, int]] = []  # + index into events
         self.node_failures = 0
         self.failure_lost_gpu_s = 0.0
         self.down_since: dict[int, float] = {}
@@ -755,7 +755,7 @@ class _Run:
             self.cluster.fail_node(node)
             self.node_failures += 1
             self.down_since[node] = self.env.now
-            self.node_log.append((self.env.now, name, "fail"))
+            self.node_log.append((self.env.now, name, "fail", len(self.events)))
         if generated:
             mttr = self.engine_params["mttr"]
             self.push(self.env.now + float(self.node_rng.exponential(mttr)), _NODE_REPAIR,
@@ -766,7 +766,8 @@ class _Run:
         if not self.cluster.node_up[node]:
             self.cluster.repair_node(node)
             self.down_since.pop(node, None)
-            self.node_log.append((self.env.now, self.topo.nodes[node].name, "repair"))
+            self.node_log.append((self.env.now, self.topo.nodes[node].name, "repair",
+                                  len(self.events)))
         if generated:
             mtbf = self.engine_params["mtbf"]
             self.push(self.env.now + float(self.node_rng.exponential(mtbf)), _NODE_FAIL,
@@ -948,12 +949,14 @@ class Simulation:
         if not isinstance(seed, int | np.integer) or seed < 0:
             raise InvalidParameter(f"seed {seed!r}: expected an integer >= 0")
         self.seed = int(seed)
-        jobs = self.trace.jobs
+        # stable: jobs submitted at the same time keep their trace order
+        jobs = tuple(sorted(self.trace.jobs, key=lambda s: s.submit_time))
         if max_jobs is not None:
             if max_jobs < 0:
                 raise InvalidParameter(f"max_jobs {max_jobs}: expected an integer >= 0")
             jobs = jobs[:max_jobs]
-        self.jobs: tuple[JobSpec, ...] = tuple(sorted(jobs, key=lambda s: s.submit_time))
+        self.jobs: tuple[JobSpec, ...] = jobs
+        self.max_jobs = max_jobs
 
     def run(self, until: float | None = None,
             progress: Callable[[float], None] | None = None) -> Any:

@@ -25,6 +25,9 @@ from sim.metrics import summarize
 if TYPE_CHECKING:
     from sim.engine import Simulation, _Run
 
+# nodes.parquet: node failures and repairs; event_index = rows of events.parquet before it
+NODE_COLUMNS = ("time", "node", "kind", "event_index")
+
 JOB_COLUMNS = (
     "job_id", "user", "vc", "num_gpus", "submit_time", "start_time", "end_time",
     "queueing_delay", "jct", "duration", "run_time", "status", "preemptions", "migrations",
@@ -42,7 +45,7 @@ class SimResult:
     summary: dict[str, Any]
     config: dict[str, Any] = field(default_factory=dict)
     nodes: pd.DataFrame = field(
-        default_factory=lambda: pd.DataFrame(columns=["time", "node", "kind"]))
+        default_factory=lambda: pd.DataFrame(columns=list(NODE_COLUMNS)))
 
     def write(self, out_dir: str | Path) -> Path:
         """Write jobs/events/timeline Parquet, summary.json and config.json atomically."""
@@ -184,5 +187,5 @@ def build_result(sim: Simulation, run: _Run, end: float, wall: float) -> SimResu
         "max_jobs": len(sim.jobs),
         "schedlab_version": __version__,
     }
-    nodes = pd.DataFrame(run.node_log, columns=["time", "node", "kind"])
+    nodes = pd.DataFrame(run.node_log, columns=list(NODE_COLUMNS))
     return SimResult(jobs, events, timeline, summary, config, nodes)

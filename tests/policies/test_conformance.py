@@ -74,3 +74,48 @@ def test_invariants_hold_on_random_clusters(data, policy, placer):
 
 def test_conformance_error_is_an_assertion():
     assert issubclass(ConformanceError, AssertionError)
+
+
+@st.composite
+def lifecycle_case(draw):
+    topo = uniform_topology(draw(st.integers(1, 3)), switches_per_socket=2,
+                            gpus_per_switch=draw(st.integers(1, 2)))
+    n = draw(st.integers(1, 20))
+    jobs = []
+    for i in range(n):
+        g = draw(st.integers(0, topo.num_gpus))
+        deps = tuple(sorted(set(draw(st.lists(st.integers(0, i - 1), max_size=2))))) \
+            if i else ()
+        elastic = g >= 2 and draw(st.booleans())
+        jobs.append(JobSpec(
+            f"j{i}", float(draw(st.integers(0, 100))), g, float(draw(st.integers(1, 200))),
+            depends_on=tuple(f"j{d}" for d in deps),
+            min_gpus=1 if elastic else None,
+            max_gpus=min(topo.num_gpus, g + 2) if elastic else None,
+            fail_at=draw(st.sampled_from([None, None, 15.0, 60.0])),
+            max_retries=draw(st.integers(0, 2)),
+            max_lifetime=draw(st.sampled_from([None, None, 150.0])),
+            checkpoint_interval=draw(st.sampled_from([None, 20.0])),
+        ))
+    # node failures: a few (node, fail, repair) intervals
+    failures = draw(st.lists(
+        st.tuples(st.integers(0, len(topo.nodes) - 1), st.integers(0, 300),
+                  st.integers(1, 200)), max_size=4))
+    return topo, Trace("hyp-life", tuple(jobs)), failures
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=lifecycle_case(), policy=st.sampled_from(registered_policies()))
+def test_lifecycle_invariants_with_node_failures(case, policy):
+    import tempfile
+    from pathlib import Path
+
+    topo, trace, failures = case
+    with tempfile.TemporaryDirectory() as d:
+        f = Path(d) / "failures.csv"
+        f.write_text("node,fail_time,repair_time\n" + "".join(
+            f"{n},{t},{t + dt}\n" for n, t, dt in failures))
+        result = Simulation(trace, topo, policy,
+                            params={"failures": str(f), "retry_delay": 3.0}).run()
+    check_invariants(result, topo, trace)
+    assert sorted(result.jobs.job_id) == sorted(j.job_id for j in trace.jobs)
