@@ -91,6 +91,14 @@ def check_invariants(result: Any, topology: Topology, trace: Trace,
         if s is None:
             continue
         milli = 1000 if s.gpu_share >= 1 else round(s.gpu_share * 1000)
+        if ev.kind in HOLD and str(ev.detail).startswith(("timeshare", "pack")):
+            # joins GPUs a running job holds (time-slicing or packing): the cluster state
+            # guards their capacity; here only the gang size is checked
+            holding.pop(ev.job_id, None)
+            count = sum(_cells(ev.cells).values())
+            if count != s.num_gpus and s.min_gpus is None and s.max_gpus is None:
+                bad.append(f"t={ev.time}: {ev.job_id} shares {count} of {s.num_gpus} GPUs")
+            continue
         if ev.kind in HOLD:
             prev = holding.pop(ev.job_id, {})
             for node, n in prev.items():

@@ -193,12 +193,12 @@ class SchedContext:
         cluster = run.cluster
         freed = [v for v in victims if v.status == RUNNING]
         for v in freed:
-            cluster.release(v.idx, v.gpus, v.milli, v.spec.num_cpus, v.spec.mem_gb)
+            cluster.release(v.idx, v.gpus, v.milli, *v.host)
         try:
             return run.placer.place(spec, cluster)
         finally:
             for v in reversed(freed):
-                cluster.allocate(v.idx, v.gpus, v.milli, v.spec.num_cpus, v.spec.mem_gb)
+                cluster.allocate(v.idx, v.gpus, v.milli, *v.host)
 
     def run_time(self, job: JobState) -> float:
         """Seconds the job has held GPUs so far (all attempts), up to now."""
@@ -212,6 +212,28 @@ class SchedContext:
             extra = (self.now - job.held_since) * len(job.gpus) * job.milli / MILLI
         return job.gpu_seconds + extra
 
+    def configure_sharing(self, *, time_slice: float | None = None,
+                          switch_cost: float | None = None,
+                          pack_penalty: float | None = None) -> None:
+        """Set the co-location model (time-slice length and switch cost, pack penalty)."""
+        sh = self._run.sharing
+        for key, v in (("time_slice", time_slice), ("switch_cost", switch_cost),
+                       ("pack_penalty", pack_penalty)):
+            if v is not None:
+                sh[key] = float(v)
+        if sh["time_slice"] <= 0 or sh["switch_cost"] < 0 or not 0 <= sh["pack_penalty"] < 1:
+            raise InvalidParameter(f"sharing model out of range: {sh}")
+
+    def group_of(self, job: JobState) -> list[JobState]:
+        """The jobs sharing `job`'s GPUs (itself included); [job] when not shared."""
+        if job.group is None:
+            return [job]
+        return list(self._run.groups[job.group].members)
+
+    def share_mode(self, job: JobState) -> str:
+        """'timeshare', 'pack' or '' for a job running alone."""
+        return "" if job.group is None else self._run.groups[job.group].mode
+
     def wake_at(self, t: float) -> None:
         """Ask for a scheduling pass at time `t` (in the future)."""
         self._run.push(max(t, self.now), _TIMER, -1, 0)
@@ -219,6 +241,17 @@ class SchedContext:
     def progress(self, job: JobState) -> float:
         """Work done by the job so far (ideal seconds)."""
         return job.progress_at(self.now)
+
+
+class _Group:
+    """Jobs co-located on the same GPUs: taking turns (timeshare) or together (pack)."""
+
+    __slots__ = ("gpus", "mode", "members")
+
+    def __init__(self, gpus: tuple[int, ...], mode: str, members: list[JobState]) -> None:
+        self.gpus = gpus
+        self.mode = mode
+        self.members = members
 
 
 class _Run:
@@ -256,6 +289,8 @@ class _Run:
         self.failure_lost_gpu_s = 0.0
         self.down_since: dict[int, float] = {}
         self.decisions = 0
+        self.groups: dict[tuple[int, ...], _Group] = {}
+        self.sharing = {"time_slice": 60.0, "switch_cost": 0.5, "pack_penalty": 0.1}
         self.pending: SortedList = SortedList()
         self.classes: dict[tuple, SortedList] = {}
         self.demand_count: dict[int, int] = {}
@@ -409,6 +444,8 @@ class _Run:
             else:
                 f = self.engine_params["serial_fraction"]
                 speed *= (f + (1 - f) / n) / (f + (1 - f) / k)
+        if job.group is not None:
+            speed *= self._group_factor(job)
         if len(job.gpus) > 1 and spec.locality_sensitivity > 0:
             actual = topo.lowest_common_level(job.gpus)
             best = topo.best_level(len(job.gpus))
@@ -439,9 +476,9 @@ class _Run:
 
     def _release(self, job: JobState) -> None:
         now = self.env.now
-        s = job.spec
         if job.gpus:
-            self.cluster.release(job.idx, job.gpus, job.milli, s.num_cpus, s.mem_gb)
+            self.cluster.release(job.idx, job.gpus, job.milli, *job.host)
+        job.host = (0.0, 0.0)
         held = now - job.held_since
         job.run_time += held
         job.gpu_seconds += held * len(job.gpus) * job.milli / MILLI
@@ -449,6 +486,80 @@ class _Run:
         job.gpus = ()
         job.rate = 0.0
         self._bump(job)
+        if job.group is not None:
+            self._group_remove(job)
+
+    # --- co-location groups (time-slicing and packing) ---
+
+    def _group_factor(self, job: JobState) -> float:
+        """Speed factor of a job in a co-location group (1 alone)."""
+        g = self.groups[job.group]  # type: ignore[index]
+        n = len(g.members)
+        if n <= 1:
+            return 1.0
+        sh = self.sharing
+        if g.mode == "timeshare":
+            # N jobs take turns in slices of T s, each switch costs c s of no progress
+            return max(0.0, 1.0 - sh["switch_cost"] / sh["time_slice"]) / n
+        load = sum(m.spec.gpu_util for m in g.members)
+        return min(1.0, 1.0 / load) * (1.0 - sh["pack_penalty"]) if load > 0 else 1.0
+
+    def _rebalance(self, key: tuple[int, ...], newcomer: JobState | None = None) -> None:
+        """Split a group's GPUs among its members and reset their rates (work kept)."""
+        g = self.groups[key]
+        now = self.env.now
+        old = [m for m in g.members if m is not newcomer]
+        for m in old:
+            self._advance(m)
+            held = now - m.held_since
+            m.run_time += held
+            m.gpu_seconds += held * len(m.gpus) * m.milli / MILLI
+            m.held_since = now
+            self.cluster.release(m.idx, m.gpus, m.milli)
+        n = len(g.members)
+        for i, m in enumerate(g.members):
+            m.milli = MILLI // n + (MILLI % n if i == 0 else 0)
+            self.cluster.allocate(m.idx, m.gpus, m.milli)
+        for m in old:
+            if n == 1:
+                m.group = None
+            m.rate = self._rate(m)
+            if m.seg_start < now:
+                m.seg_start = now
+            self._bump(m)
+            self._schedule_finish(m)
+        if n == 1:
+            del self.groups[key]
+
+    def _group_join(self, job: JobState, gpus: tuple[int, ...], mode: str) -> None:
+        """Validate a co-located start and register the job in the group of `gpus`."""
+        if mode not in ("timeshare", "pack"):
+            raise InvalidDecision(
+                f"Start {job.job_id!r}: share {mode!r} unknown; allowed: timeshare, pack")
+        key = tuple(sorted(gpus))
+        g = self.groups.get(key)
+        if g is None:
+            holders = {h for gpu in key for h in self.cluster.gpu_holders[gpu]}
+            owner = self.jobs[next(iter(holders))] if len(holders) == 1 else None
+            if owner is None or tuple(sorted(owner.gpus)) != key or owner.milli != MILLI:
+                raise InvalidDecision(
+                    f"Start {job.job_id!r} with share={mode}: GPUs {key} must be held, whole, "
+                    f"by one running job or one group (holders: {sorted(holders)})")
+            g = self.groups[key] = _Group(key, mode, [owner])
+            owner.group = key
+        elif g.mode != mode:
+            raise InvalidDecision(
+                f"Start {job.job_id!r} with share={mode}: the GPUs are shared by {g.mode}")
+        if mode == "pack":
+            node = self.topo.nodes[self.topo.gpu_node[key[0]]]
+            mem = sum(m.spec.gpu_mem_gb for m in g.members) + job.spec.gpu_mem_gb
+            if node.gpu_mem_gb > 0 and mem > node.gpu_mem_gb + 1e-9:
+                raise InvalidDecision(
+                    f"Start {job.job_id!r} packed on {node.name}: GPU memory {mem:g} GB of the "
+                    f"pack exceeds the {node.gpu_mem_gb:g} GB per GPU")
+        g.members.append(job)
+        job.group = key
+        self._rebalance(key, newcomer=job)
 
     def _stop(self, job: JobState, keep_all: bool, kind: str, detail: str) -> None:
         """Stop a running job; it keeps all work (checkpointed) or work to its checkpoint."""
@@ -470,7 +581,7 @@ class _Run:
             raise InvalidDecision(f"{type(d).__name__}: unknown job {d.job_id!r}")
         job = self.jobs[idx]
         if isinstance(d, Start | Resume):
-            self._start(job, tuple(d.gpus), type(d).__name__)
+            self._start(job, tuple(d.gpus), type(d).__name__, d.share)
         elif isinstance(d, Preempt):
             self._need(job, RUNNING, d)
             job.preemptions += 1
@@ -484,7 +595,7 @@ class _Run:
             self.enqueue(job)
         elif isinstance(d, Migrate):
             self._need(job, RUNNING, d)
-            self._move(job, tuple(d.gpus), "migrate")
+            self._move(job, tuple(d.gpus), "migrate", d.pause)
         elif isinstance(d, Resize):
             self._need(job, RUNNING, d)
             s = job.spec
@@ -492,7 +603,7 @@ class _Run:
                 raise InvalidDecision(
                     f"Resize {d.job_id!r}: not an elastic job (no min_gpus/max_gpus)"
                 )
-            self._move(job, tuple(d.gpus), "resize")
+            self._move(job, tuple(d.gpus), "resize", d.pause)
         elif isinstance(d, Reject):
             self._need(job, PENDING, d)
             self.dequeue(job)
@@ -530,21 +641,34 @@ class _Run:
                             f"{what} {s.job_id!r}: GPU {g} is {t}, job needs {s.gpu_type}"
                         )
 
-    def _start(self, job: JobState, gpus: tuple[int, ...], what: str) -> None:
+    def _start(self, job: JobState, gpus: tuple[int, ...], what: str, share: str = "") -> None:
         if job.status != PENDING:
             raise InvalidDecision(f"{what} {job.job_id!r}: job is {job.status}, must be pending")
         self._check_gpus(job, gpus, what)
         s = job.spec
-        milli = job_milli(s)
-        self.cluster.allocate(job.idx, gpus, milli, s.num_cpus, s.mem_gb)
-        self.dequeue(job)
         now = self.env.now
-        job.gpus = gpus
-        job.milli = milli
-        self.set_status(job, RUNNING)
+        if share:
+            if not gpus:
+                raise InvalidDecision(f"{what} {job.job_id!r}: share={share} needs GPUs")
+            self.dequeue(job)
+            job.gpus = gpus
+            self.set_status(job, RUNNING)
+            job.held_since = now
+            self.running[job.idx] = job
+            self._group_join(job, gpus, share)
+            job.host = (0.0, 0.0)
+        else:
+            milli = job_milli(s)
+            self.cluster.allocate(job.idx, gpus, milli, s.num_cpus, s.mem_gb)
+            job.host = (s.num_cpus, s.mem_gb)
+            self.dequeue(job)
+            job.gpus = gpus
+            job.milli = milli
+            self.set_status(job, RUNNING)
         job.held_since = now
         job.rate = self._rate(job)
         resumed = job.started_before
+        note = f"{share} N={len(self.groups[job.group].members)}" if job.group else ""
         overhead = self.engine_params["restore_overhead"] if resumed and job.work > 0 else 0.0
         job.seg_start = now + overhead
         job.run_start = job.seg_start
@@ -556,11 +680,12 @@ class _Run:
             job.started_before = True
             if gpus:
                 job.locality_level = int(self.topo.lowest_common_level(gpus))
-            self.record(job, "start")
+            self.record(job, "start", note)
             if s.max_lifetime:
                 self.push(now + s.max_lifetime, _LIFETIME, job.idx, -1)
         else:
-            self.record(job, "resume", f"restore={overhead:g}" if overhead else "")
+            self.record(job, "resume", ";".join(
+                x for x in (note, f"restore={overhead:g}" if overhead else "") if x))
         job.suspended = False
         self._schedule_finish(job)
         self._schedule_failure(job)
@@ -574,32 +699,50 @@ class _Run:
         if t < math.inf:
             self.push(job.attempt_start + t, _FAIL, job.idx, job.version)
 
-    def _move(self, job: JobState, gpus: tuple[int, ...], kind: str) -> None:
+    def _move(self, job: JobState, gpus: tuple[int, ...], kind: str,
+              pause: float | None = None) -> None:
         self._check_gpus(job, gpus, kind)
         self._advance(job)
-        s = job.spec
         old = job.gpus
-        self.cluster.release(job.idx, old, job.milli, s.num_cpus, s.mem_gb)
+        old_milli = job.milli
+        grouped = job.group is not None
+        milli = job_milli(job.spec) if grouped else job.milli
+        self.cluster.release(job.idx, old, old_milli)
         try:
-            self.cluster.allocate(job.idx, gpus, job.milli, s.num_cpus, s.mem_gb)
+            self.cluster.allocate(job.idx, gpus, milli)
         except InvalidDecision:
-            self.cluster.allocate(job.idx, old, job.milli, s.num_cpus, s.mem_gb)
+            self.cluster.allocate(job.idx, old, old_milli)
             raise
         now = self.env.now
         held = now - job.held_since
         job.run_time += held
-        job.gpu_seconds += held * len(old) * job.milli / MILLI
+        job.gpu_seconds += held * len(old) * old_milli / MILLI
         job.held_since = now
         job.gpus = gpus
+        job.milli = milli
+        if grouped:  # moving out of a time-share or pack group
+            self._group_remove(job)
         if kind == "migrate":
             job.migrations += 1
         job.rate = self._rate(job)
         job.ckpt_work = job.work
-        job.seg_start = now + self.engine_params["restore_overhead"]
+        job.seg_start = now + (self.engine_params["restore_overhead"] if pause is None
+                               else pause)
         job.run_start = job.seg_start
         self._bump(job)
         self.record(job, kind)
         self._schedule_finish(job)
+
+    def _group_remove(self, job: JobState) -> None:
+        """Take a job out of its group (its GPUs already released) and rebalance the rest."""
+        key = job.group
+        job.group = None
+        g = self.groups[key]  # type: ignore[index]
+        g.members.remove(job)
+        if g.members:
+            self._rebalance(key)  # type: ignore[arg-type]
+        else:
+            del self.groups[key]  # type: ignore[arg-type]
 
     def _finalize(self, job: JobState, status: str, kind: str | None,
                   detail: str = "") -> None:

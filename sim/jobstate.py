@@ -38,7 +38,7 @@ class JobState:
         "ckpt_work", "version", "first_start", "end_time", "queued_since", "queue_time",
         "held_since", "run_time", "preemptions", "migrations", "restarts", "lost_work",
         "locality_level", "reason", "started_before", "attempt_start", "gpu_seconds",
-        "retry_at", "suspended", "deps_left", "dependents", "doom",
+        "retry_at", "suspended", "deps_left", "dependents", "doom", "group", "host",
     )
 
     def __init__(self, idx: int, spec: JobSpec) -> None:
@@ -73,6 +73,8 @@ class JobState:
         self.deps_left = 0  # dependencies not yet completed
         self.dependents: list[int] = []  # indices of jobs that depend on this one
         self.doom = ""  # set when a dependency ended for good before this job arrived
+        self.group: tuple[int, ...] | None = None  # GPUs of its co-location group, if any
+        self.host: tuple[float, float] = (0.0, 0.0)  # CPUs and memory it holds
 
     @property
     def job_id(self) -> str:

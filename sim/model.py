@@ -116,10 +116,16 @@ def is_missing(value: Any) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Start:
-    """Start (or restart) a pending job on exactly these GPU indices, all at once."""
+    """Start (or restart) a pending job on exactly these GPU indices, all at once.
+
+    `share` puts the job on GPUs that running jobs already hold, as a co-location group:
+    "timeshare" (Gandiva time-slicing: members take turns, each about 1/N of the time)
+    or "pack" (members run concurrently and interfere, by their `gpu_util`).
+    """
 
     job_id: str
     gpus: tuple[int, ...]
+    share: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,22 +150,28 @@ class Resume:
 
     job_id: str
     gpus: tuple[int, ...]
+    share: str = ""
 
 
 @dataclass(frozen=True, slots=True)
 class Migrate:
-    """Move a running job to other GPUs, paying the restore overhead."""
+    """Move a running job to other GPUs, paying `pause` s (default: the restore overhead)."""
 
     job_id: str
     gpus: tuple[int, ...]
+    pause: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Resize:
-    """Change the GPUs of a running elastic job (within min_gpus..max_gpus)."""
+    """Change the GPUs of a running elastic job (within min_gpus..max_gpus).
+
+    The job pays `pause` s (default: the restore overhead) to checkpoint and restore.
+    """
 
     job_id: str
     gpus: tuple[int, ...]
+    pause: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

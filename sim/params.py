@@ -86,11 +86,11 @@ def as_choice(*choices: str) -> Callable[[Any], str]:
 
 
 def as_path(v: Any) -> str:
-    """A path to an existing file."""
+    """A path to an existing file, made absolute so a saved config reruns from anywhere."""
     p = Path(str(v)).expanduser()
     if not p.is_file():
         raise ValueError("expected the path of an existing file")
-    return str(p)
+    return str(p.resolve())
 
 
 def as_optional(parse: Callable[[Any], Any]) -> Callable[[Any], Any]:

@@ -1,0 +1,259 @@
+"""Metric regression (SPEC sec. 1): compare run summaries with a baseline JSON file.
+
+A baseline holds, per run (keyed by its folder name relative to RESULTS), the config that
+produced it and each summary metric's value, with optional per-metric `rtol`/`atol`
+overriding the file's `defaults`. A metric passes when |now - value| <= atol + rtol*|value|
+(NaN equals NaN). Format:
+
+    {"schedlab_baseline": 1, "defaults": {"rtol": 1e-6, "atol": 1e-9},
+     "runs": {"fifo": {"config": {...},
+                       "metrics": {"jct_mean": {"value": 104808.9},
+                                   "utilization_mean": {"value": 0.66, "atol": 0.01}}}}}
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sim.errors import SimError
+from sim.results import _atomic_text
+
+FORMAT_VERSION = 1
+DEFAULT_RTOL = 1e-6
+DEFAULT_ATOL = 1e-9
+
+EXCLUDED_METRICS = frozenset({"wall_seconds", "events_processed", "seed"})
+"""Numeric summary keys that are not results of the schedule (machine time, cost, inputs)."""
+
+CONFIG_KEYS = ("policy", "trace", "topology", "trace_sha", "seed", "params", "max_jobs",
+               "until")
+"""The config kept in a baseline entry."""
+
+COMPARED_CONFIG = ("policy", "trace_sha", "seed", "params", "max_jobs", "until")
+"""Config keys that must match for numbers to be comparable (paths may differ by machine)."""
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One finished run: its key (folder relative to RESULTS), summary and config."""
+
+    key: str
+    summary: Mapping[str, Any]
+    config: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of a check report."""
+
+    run: str
+    metric: str
+    baseline: Any
+    now: Any
+    verdict: str  # ok | DRIFT | new | missing metric | missing run | no baseline | config differs
+
+    @property
+    def failed(self) -> bool:
+        """True unless the row is within tolerance or merely a new metric."""
+        return self.verdict not in ("ok", "new")
+
+    @property
+    def change(self) -> str:
+        """The difference now - baseline, relative when the baseline is not 0."""
+        if not (_num(self.baseline) and _num(self.now)):
+            return ""
+        b, n = float(self.baseline), float(self.now)
+        if math.isnan(b) or math.isnan(n):
+            return ""
+        if n == b:
+            return "0"
+        if b == 0:
+            return f"{n - b:+.6g}"
+        return f"{(n - b) / abs(b) * 100:+.4g}%"
+
+
+def _num(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def metrics_of(summary: Mapping[str, Any]) -> dict[str, float]:
+    """The numeric metrics of a summary (booleans, text and EXCLUDED_METRICS left out)."""
+    return {k: v for k, v in summary.items() if _num(v) and k not in EXCLUDED_METRICS}
+
+
+def collect_runs(path: str | os.PathLike[str]) -> dict[str, RunRecord]:
+    """Finished runs under `path`: a run folder itself, or every folder with a summary.json."""
+    root = Path(path)
+    if (root / "summary.json").is_file():
+        found = [root / "summary.json"]
+        keys = [root.resolve().name]
+    else:
+        found = sorted(root.rglob("summary.json"))
+        keys = [p.parent.relative_to(root).as_posix() for p in found]
+    if not found:
+        raise SimError(f"no finished run under {str(path)!r}: expected a run folder with "
+                       "summary.json, or a folder of them (a `schedlab run --out` or sweep "
+                       "folder)")
+    out = {}
+    for key, summary_path in zip(keys, found, strict=True):
+        summary = _read_json(summary_path)
+        config_path = summary_path.parent / "config.json"
+        config = _read_json(config_path) if config_path.is_file() else {}
+        out[key] = RunRecord(key, summary, config)
+    return out
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise SimError(f"cannot read {str(path)!r}: {e}") from None
+
+
+def read_baseline(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read and validate a baseline file."""
+    p = Path(path)
+    if not p.is_file():
+        raise SimError(f"baseline file {str(path)!r} not found (write one with --update)")
+    data = _read_json(p)
+    if not isinstance(data, dict) or data.get("schedlab_baseline") != FORMAT_VERSION:
+        raise SimError(f"baseline file {str(path)!r}: expected an object with "
+                       f"\"schedlab_baseline\": {FORMAT_VERSION}")
+    runs = data.get("runs")
+    if not isinstance(runs, dict):
+        raise SimError(f"baseline file {str(path)!r}: \"runs\" must be an object of run -> "
+                       "{config, metrics}")
+    for key, entry in runs.items():
+        metrics = entry.get("metrics") if isinstance(entry, dict) else None
+        if not isinstance(metrics, dict) or not all(
+                isinstance(m, dict) and "value" in m for m in metrics.values()):
+            raise SimError(f"baseline file {str(path)!r}: run {key!r} needs \"metrics\": "
+                           "{name: {\"value\": x, optional \"rtol\", \"atol\"}}")
+    return data
+
+
+def _defaults(baseline: Mapping[str, Any]) -> tuple[float, float]:
+    d = baseline.get("defaults") or {}
+    return float(d.get("rtol", DEFAULT_RTOL)), float(d.get("atol", DEFAULT_ATOL))
+
+
+def within(now: float, value: float | None, rtol: float, atol: float) -> bool:
+    """|now - value| <= atol + rtol * |value|, NaN (or null) equal to NaN."""
+    v = math.nan if value is None else float(value)
+    n = float(now)
+    if math.isnan(v) or math.isnan(n):
+        return math.isnan(v) and math.isnan(n)
+    return abs(n - v) <= atol + rtol * abs(v)
+
+
+def compare_run(key: str, entry: Mapping[str, Any], record: RunRecord | None,
+                baseline: Mapping[str, Any]) -> list[Row]:
+    """Rows for one baseline entry against a run (None: the run is missing)."""
+    if record is None:
+        return [Row(key, "*", None, None, "missing run")]
+    rows: list[Row] = []
+    want = entry.get("config") or {}
+    for k in COMPARED_CONFIG:
+        if k in want and k in record.config and want[k] != record.config[k]:
+            rows.append(Row(key, f"config.{k}", want[k], record.config[k], "config differs"))
+    rtol0, atol0 = _defaults(baseline)
+    now = metrics_of(record.summary)
+    for metric, spec in entry["metrics"].items():
+        if metric not in now:
+            rows.append(Row(key, metric, spec["value"], None, "missing metric"))
+            continue
+        ok = within(now[metric], spec["value"], float(spec.get("rtol", rtol0)),
+                    float(spec.get("atol", atol0)))
+        rows.append(Row(key, metric, spec["value"], now[metric], "ok" if ok else "DRIFT"))
+    for metric in now:
+        if metric not in entry["metrics"]:
+            rows.append(Row(key, metric, None, now[metric], "new"))
+    return rows
+
+
+def compare_all(baseline: Mapping[str, Any], runs: Mapping[str, RunRecord]) -> list[Row]:
+    """Rows for every baseline entry, then a 'no baseline' row for each run it lacks."""
+    rows: list[Row] = []
+    for key, entry in baseline["runs"].items():
+        rows.extend(compare_run(key, entry, runs.get(key), baseline))
+    for key in runs:
+        if key not in baseline["runs"]:
+            rows.append(Row(key, "*", None, None, "no baseline"))
+    return rows
+
+
+def make_baseline(runs: Mapping[str, RunRecord], previous: Mapping[str, Any] | None = None,
+                  *, rtol: float | None = None, atol: float | None = None) -> dict[str, Any]:
+    """A baseline of `runs`, keeping the previous file's defaults and per-metric tolerances."""
+    prev = previous or {}
+    rtol0, atol0 = _defaults(prev)
+    out: dict[str, Any] = {
+        "schedlab_baseline": FORMAT_VERSION,
+        "description": prev.get("description", "Golden run summaries; compare with "
+                                "`schedlab check RESULTS --baseline FILE`, rewrite with "
+                                "--update."),
+        "defaults": {"rtol": rtol0 if rtol is None else rtol,
+                     "atol": atol0 if atol is None else atol},
+        "runs": {},
+    }
+    old_runs = prev.get("runs") or {}
+    for key in sorted(runs):
+        rec = runs[key]
+        old = (old_runs.get(key) or {}).get("metrics") or {}
+        metrics = {}
+        for m, v in metrics_of(rec.summary).items():
+            spec: dict[str, Any] = {"value": None if math.isnan(float(v)) else v}
+            spec.update({t: old[m][t] for t in ("rtol", "atol") if t in old.get(m, {})})
+            metrics[m] = spec
+        config = {k: rec.config[k] for k in CONFIG_KEYS if k in rec.config}
+        out["runs"][key] = {"config": config, "metrics": metrics}
+    return out
+
+
+def write_baseline(path: str | os.PathLike[str], data: Mapping[str, Any]) -> None:
+    """Write a baseline file atomically (sorted runs, stable indentation for review diffs)."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    # one line per metric ({"value": x, "rtol": r}) keeps review diffs to the lines that moved
+    compact: dict[str, str] = {}
+    runs = {}
+    for key, entry in data["runs"].items():
+        metrics = {}
+        for m, spec in entry["metrics"].items():
+            mark = f"@@metric{len(compact)}@@"
+            compact[mark] = json.dumps(spec, allow_nan=False)
+            metrics[m] = mark
+        runs[key] = {**entry, "metrics": metrics}
+    text = json.dumps({**data, "runs": runs}, indent=2, allow_nan=False)
+    for mark, spec_text in compact.items():
+        text = text.replace(f'"{mark}"', spec_text, 1)
+    _atomic_text(p, text)
+
+
+def format_report(rows: list[Row]) -> str:
+    """A plain-text table: run, metric, baseline, now, change, verdict."""
+    table = [["run", "metric", "baseline", "now", "change", "verdict"]]
+    for r in rows:
+        table.append([r.run, r.metric, _fmt(r.baseline), _fmt(r.now), r.change, r.verdict])
+    widths = [max(len(row[i]) for row in table) for i in range(6)]
+    lines = ["  ".join(c.rjust(w) if 2 <= i <= 4 else c.ljust(w)
+                       for i, (c, w) in enumerate(zip(row, widths, strict=True))).rstrip()
+             for row in table]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    if isinstance(v, dict):
+        return json.dumps(v, sort_keys=True)
+    return str(v)

@@ -1,0 +1,166 @@
+"""The research commands of `schedlab` (SPEC sec. 1): `sweep`, `plot` and `check`.
+
+Each is a click command that `sim.cli` adds to its group with `main.add_command`.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from sim.errors import SimError
+
+
+def _is_terminal() -> bool:
+    """Whether stderr is a terminal (the progress bar is drawn only then)."""
+    return sys.stderr.isatty()
+
+
+def _fail(e: Exception) -> None:
+    click.echo(f"error: {e}", err=True)
+    sys.exit(2)
+
+
+class _RunBar:
+    """A tqdm bar over runs (finished / total, failures) on stderr."""
+
+    def __init__(self, total: int) -> None:
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=total, desc="sweep", unit="run", file=sys.stderr,
+                        leave=False, dynamic_ncols=True)
+        self.failures = 0
+
+    def __call__(self, outcome: object) -> None:
+        if getattr(outcome, "status", "") == "failed":
+            self.failures += 1
+            self.bar.set_postfix_str(f"failed={self.failures}", refresh=False)
+        self.bar.update(1)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+@click.command("sweep")
+@click.argument("sweep_file", type=click.Path(dir_okay=False))
+@click.option("--out", "out", default=None, type=click.Path(file_okay=False),
+              help="Sweep folder (default: results/<sweep file name>).")
+@click.option("-j", "--jobs", "jobs", type=click.IntRange(min=1), default=None,
+              help="Parallel runs (default: the number of CPUs; 1 runs in this process).")
+@click.option("--scheduler", default=None, metavar="dask-local|tcp://HOST:PORT",
+              help="Run on a Dask LocalCluster (with -j workers) or an existing Dask "
+                   "cluster instead of a local process pool.")
+@click.option("--dry-run", is_flag=True, help="Print the runs and their count; run nothing.")
+@click.option("--quiet", is_flag=True, help="No progress bar and no closing lines.")
+def sweep(sweep_file: str, out: str | None, jobs: int | None, scheduler: str | None,
+          dry_run: bool, quiet: bool) -> None:
+    """Run a sweep file: grid/zip/seeds of runs, one folder each, then summary.parquet."""
+    from sim.sweep import describe_points, load_sweep, open_executor, run_sweep
+
+    try:
+        spec = load_sweep(sweep_file)
+    except SimError as e:
+        _fail(e)
+    root = Path(out) if out else Path("results") / Path(sweep_file).stem
+    if dry_run:
+        click.echo(describe_points(spec, root))
+        return
+    todo = sum(1 for p in spec.points if not (root / p.folder / "summary.json").is_file())
+    bar = _RunBar(todo) if not quiet and todo and _is_terminal() else None
+    try:
+        with open_executor(scheduler, jobs) as executor:
+            report = run_sweep(spec, root, executor, on_outcome=bar)
+    except SimError as e:
+        _fail(e)
+    except KeyboardInterrupt:
+        done = sum(1 for p in spec.points if (root / p.folder / "summary.json").is_file())
+        click.echo(f"\ninterrupted: {done} of {len(spec.points)} runs finished; run the same "
+                   "command again to resume", err=True)
+        sys.exit(130)
+    finally:
+        if bar is not None:
+            bar.close()
+    if not quiet:
+        click.echo(f"{report.total} runs: {report.ran} ran, {report.skipped} finished before, "
+                   f"{len(report.failed)} failed")
+        click.echo(f"summary: {report.summary_path}")
+    if report.failed:
+        click.echo(f"{len(report.failed)} run(s) failed (error.json in each folder):", err=True)
+        for folder, error in report.failed:
+            click.echo(f"  {root / folder}: {error}", err=True)
+        sys.exit(1)
+
+
+@click.command("plot")
+@click.argument("results", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--out", "out", default=None, type=click.Path(file_okay=False),
+              help="Folder for the PNGs (default: RESULTS/figures for one RESULTS, "
+                   "else ./figures).")
+@click.option("--metric", "metrics", multiple=True,
+              help="Summary metric of the sweep line plots (repeatable; default jct_mean "
+                   "and queueing_delay_mean).")
+@click.option("--gantt-max-jobs", default=300, show_default=True,
+              type=click.IntRange(min=0), help="Draw a Gantt chart for runs this small.")
+@click.option("--max-lines", default=12, show_default=True, type=click.IntRange(min=1),
+              help="Most runs drawn in one CDF or timeline figure.")
+def plot(results: tuple[str, ...], out: str | None, metrics: tuple[str, ...],
+         gantt_max_jobs: int, max_lines: int) -> None:
+    """Figures of SPEC sec. 6 for a run folder, several, or a sweep (PNG)."""
+    from sim.plots import render_all
+
+    target = Path(out) if out else (Path(results[0]) / "figures" if len(results) == 1
+                                    else Path("figures"))
+    try:
+        made = render_all([Path(r) for r in results], target, metrics=list(metrics) or None,
+                          gantt_max_jobs=gantt_max_jobs, max_lines=max_lines,
+                          note=lambda m: click.echo(f"note: {m}", err=True))
+    except SimError as e:
+        _fail(e)
+    for path in made:
+        click.echo(str(path))
+
+
+@click.command("check")
+@click.argument("results", type=click.Path(exists=True))
+@click.option("--baseline", "baseline", required=True, type=click.Path(dir_okay=False),
+              help="Baseline JSON file.")
+@click.option("--update", is_flag=True,
+              help="Write the baseline from RESULTS (keeping its tolerances) instead.")
+@click.option("--rtol", type=click.FloatRange(min=0), default=None,
+              help="With --update: the default relative tolerance.")
+@click.option("--atol", type=click.FloatRange(min=0), default=None,
+              help="With --update: the default absolute tolerance.")
+@click.option("--only-failures", is_flag=True, help="List only the rows that fail.")
+def check(results: str, baseline: str, update: bool, rtol: float | None, atol: float | None,
+          only_failures: bool) -> None:
+    """Compare summary metrics with a baseline; exit 1 on drift or a missing run."""
+    from sim.check import (
+        collect_runs,
+        compare_all,
+        format_report,
+        make_baseline,
+        read_baseline,
+        write_baseline,
+    )
+
+    try:
+        runs = collect_runs(Path(results))
+        if update:
+            previous = read_baseline(baseline) if Path(baseline).is_file() else None
+            data = make_baseline(runs, previous, rtol=rtol, atol=atol)
+            write_baseline(baseline, data)
+            n = sum(len(r["metrics"]) for r in data["runs"].values())
+            click.echo(f"wrote {baseline}: {len(data['runs'])} run(s), {n} metrics")
+            return
+        rows = compare_all(read_baseline(baseline), runs)
+    except SimError as e:
+        _fail(e)
+    bad = [r for r in rows if r.failed]
+    click.echo(format_report(bad if only_failures else rows))
+    if bad:
+        click.echo(f"{len(bad)} problem(s) against {baseline}; if the change is intended: "
+                   f"schedlab check {results} --baseline {baseline} --update", err=True)
+        sys.exit(1)
+    click.echo(f"all {len(rows)} metric(s) within tolerance of {baseline}")

@@ -1,0 +1,446 @@
+"""The standard figures of SPEC sec. 6, drawn from result folders as PNG.
+
+Figures are built on `matplotlib.figure.Figure` with the Agg canvas, never pyplot, so
+plotting has no global state and works the same in a worker, a test or a notebook. Each
+`*_figure` function takes loaded runs (or a summary table) and returns a Figure; the
+notebooks call them directly, `render_all` writes them all for `schedlab plot`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from sim.errors import SimError
+
+HOUR = 3600.0
+
+COMPARED = (
+    ("jct_mean", "mean JCT", "hours", 1 / HOUR),
+    ("queueing_delay_mean", "mean queueing delay", "hours", 1 / HOUR),
+    ("makespan", "makespan", "hours", 1 / HOUR),
+    ("utilization_mean", "mean GPU utilization", "fraction of GPUs busy", 1.0),
+    ("fragmentation_mean", "mean fragmentation", "fraction of free GPUs", 1.0),
+    ("fairness_jain", "fairness (Jain's index over users)", "1 = perfectly fair", 1.0),
+)
+"""Metrics of the policy comparison chart: key, title, unit, scale from summary units."""
+
+METRIC_UNITS = {k: (title, unit, scale) for k, title, unit, scale in COMPARED}
+"""How a summary metric is labelled and scaled in figures (seconds become hours)."""
+
+AXIS_LABELS = {
+    "load_scale": "load scale (x the trace's arrival rate)",
+    "max_jobs": "jobs replayed",
+    "until": "simulated horizon (s)",
+    "seed": "seed",
+}
+
+IDENTITY_KEYS = ("policy", "trace", "topology", "seed", "load_scale", "max_jobs",
+                 "trace_window", "until")
+
+_HOLD = ("start", "resume", "migrate", "resize")
+_RELEASE = ("preempt", "suspend", "finish", "fail", "kill")
+
+
+@dataclass(frozen=True)
+class RunData:
+    """One run for plotting: a label, its summary, and its tables (from a folder or memory)."""
+
+    label: str
+    summary: Mapping[str, Any]
+    folder: Path | None = None
+    identity: Mapping[str, Any] = field(default_factory=dict)
+    _tables: dict[str, pd.DataFrame] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def from_result(cls, label: str, result: Any) -> RunData:
+        """Wrap an in-memory SimResult (as in a notebook)."""
+        tables = {"jobs": result.jobs, "events": result.events, "timeline": result.timeline}
+        return cls(label, result.summary, None, _identity(result.summary, result.config),
+                   tables)
+
+    def table(self, name: str) -> pd.DataFrame:
+        """`jobs`, `events` or `timeline`, read from the folder once."""
+        if name not in self._tables:
+            if self.folder is None:
+                raise SimError(f"run {self.label!r} has no {name} table")
+            self._tables[name] = pd.read_parquet(self.folder / f"{name}.parquet")
+        return self._tables[name]
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    import json
+
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def _identity(summary: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
+    """What distinguishes a run: policy, inputs, seed, shaping and the given parameters."""
+    point = config.get("sweep_point") or {}
+    ident: dict[str, Any] = {}
+    for k in IDENTITY_KEYS:
+        v = point.get(k, config.get(k, summary.get(k)))
+        if k == "max_jobs" and not point:
+            v = None  # a plain run's config counts the jobs; only a sweep point sets it
+        if k in ("trace", "topology") and isinstance(v, str) and os.sep in v:
+            v = Path(v).name
+        ident[k] = v
+    params = point.get("params", config.get("params")) or {}
+    ident.update({f"params.{k}": v for k, v in sorted(params.items())})
+    return ident
+
+
+def _labels(idents: Sequence[Mapping[str, Any]], *, skip: tuple[str, ...] = ()) -> list[str]:
+    """'policy', plus 'key=value' for each key that differs between the runs."""
+    keys = sorted({k for i in idents for k in i} - {"policy", *skip})
+    varying = [k for k in keys if len({repr(i.get(k)) for i in idents}) > 1]
+    out = []
+    for i in idents:
+        extra = ", ".join(f"{k.removeprefix('params.')}={_short(i.get(k))}" for k in varying)
+        out.append(f"{i.get('policy')} ({extra})" if extra else str(i.get("policy")))
+    return out
+
+
+def _short(v: Any) -> str:
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def load_results(paths: Sequence[str | os.PathLike[str]]
+                 ) -> tuple[list[RunData], pd.DataFrame | None]:
+    """Runs from run folders, folders of run folders, or sweep folders (with their table)."""
+    folders: list[Path] = []
+    sweeps: list[pd.DataFrame] = []
+    for raw in paths:
+        path = Path(raw)
+        if (path / "summary.parquet").is_file():
+            table = pd.read_parquet(path / "summary.parquet")
+            ok = table[table["status"] == "ok"].copy()
+            ok["path"] = [str(path / f) for f in ok["folder"]]
+            sweeps.append(ok)
+            folders.extend(path / f for f in ok["folder"])
+        elif (path / "summary.json").is_file():
+            folders.append(path)
+        else:
+            found = sorted(p.parent for p in path.rglob("summary.json"))
+            if not found:
+                raise SimError(f"no results in {str(raw)!r}: expected a run folder "
+                               "(summary.json), a sweep folder (summary.parquet) or a folder "
+                               "of run folders")
+            folders.extend(found)
+    summaries = [_read_json(f / "summary.json") for f in folders]
+    idents = [_identity(s, _read_json(f / "config.json")) for f, s in
+              zip(folders, summaries, strict=True)]
+    labels = _labels(idents)
+    runs = [RunData(lbl, s, f, i) for lbl, s, f, i in
+            zip(labels, summaries, folders, idents, strict=True)]
+    sweep = pd.concat(sweeps, ignore_index=True) if sweeps else None
+    return runs, sweep
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def _figure(width: float = 8.0, height: float = 5.0) -> Figure:
+    fig = Figure(figsize=(width, height), layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def cdf_figure(runs: Sequence[RunData], column: str = "jct") -> Figure:
+    """CDF of a per-job time (`jct` or `queueing_delay`) per run, log time axis in hours."""
+    what = {"jct": "job completion time (JCT)", "queueing_delay": "queueing delay"}[column]
+    fig = _figure()
+    ax = fig.add_subplot()
+    floor = 1.0 / HOUR
+    for run in runs:
+        jobs = run.table("jobs")
+        done = jobs[jobs["status"] == "completed"] if "status" in jobs else jobs
+        v = np.sort(done[column].dropna().to_numpy(dtype=float)) / HOUR
+        if v.size == 0:
+            continue
+        y = np.arange(1, v.size + 1) / v.size
+        ax.step(np.maximum(v, floor), y, where="post", label=f"{run.label} (n={v.size})")
+    ax.set_xscale("log")
+    ax.set_ylim(0, 1.01)
+    note = "; 0 drawn at 1 s" if column == "queueing_delay" else ""
+    ax.set_xlabel(f"{what} (hours, log scale{note})")
+    ax.set_ylabel("fraction of completed jobs")
+    ax.set_title(f"CDF of {what} per policy")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(loc="lower right", fontsize="small")
+    return fig
+
+
+def timeline_figure(runs: Sequence[RunData]) -> Figure:
+    """GPU utilization and fragmentation over simulated time, one line per run."""
+    fig = _figure(9, 6)
+    ax_u, ax_f = fig.subplots(2, 1, sharex=True)
+    for run in runs:
+        tl = run.table("timeline")
+        t = tl["time"].to_numpy(dtype=float) / HOUR
+        ax_u.step(t, tl["utilization"], where="post", lw=0.8, label=run.label)
+        ax_f.step(t, tl["fragmentation"], where="post", lw=0.8, label=run.label)
+    ax_u.set_ylabel("utilization\n(busy / healthy GPUs)")
+    ax_f.set_ylabel("fragmentation\n(free GPUs outside\nfully free nodes / free GPUs)")
+    ax_f.set_xlabel("simulated time (hours)")
+    for ax in (ax_u, ax_f):
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(True, alpha=0.3)
+    ax_u.set_title("GPU utilization and fragmentation over time")
+    ax_u.legend(loc="upper right", fontsize="small")
+    return fig
+
+
+def queue_figure(runs: Sequence[RunData]) -> Figure:
+    """Pending jobs (queue length) over simulated time, one line per run."""
+    fig = _figure()
+    ax = fig.add_subplot()
+    for run in runs:
+        tl = run.table("timeline")
+        ax.step(tl["time"].to_numpy(dtype=float) / HOUR, tl["pending_jobs"], where="post",
+                lw=0.8, label=run.label)
+    ax.set_xlabel("simulated time (hours)")
+    ax.set_ylabel("pending jobs")
+    ax.set_title("Queue length over time")
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="upper right", fontsize="small")
+    return fig
+
+
+def gantt_intervals(events: pd.DataFrame) -> pd.DataFrame:
+    """Holding intervals from an event log: job, node, GPUs, start, end (s).
+
+    A start, resume, migrate or resize opens an interval on the event's cells
+    (`node:count;...`); preempt, suspend, finish, fail or kill closes it. Intervals still
+    open at the last event end there.
+    """
+    open_: dict[str, tuple[float, list[tuple[str, int]]]] = {}
+    rows: list[tuple[str, str, int, float, float]] = []
+    end = float(events["time"].max()) if len(events) else 0.0
+
+    def close(job: str, t: float) -> None:
+        if job in open_:
+            t0, cells = open_.pop(job)
+            rows.extend((job, node, k, t0, t) for node, k in cells)
+
+    for t, job, kind, cells in events[["time", "job_id", "kind", "cells"]].itertuples(
+            index=False):
+        if kind in _HOLD:
+            close(job, float(t))
+            parsed = []
+            for part in str(cells or "").split(";"):
+                node, _, k = part.partition(":")
+                if node:
+                    parsed.append((node, int(k or 1)))
+            if parsed:
+                open_[job] = (float(t), parsed)
+        elif kind in _RELEASE:
+            close(job, float(t))
+    for job in list(open_):
+        close(job, end)
+    return pd.DataFrame(rows, columns=["job_id", "node", "gpus", "start", "end"])
+
+
+def _node_key(name: str) -> tuple:
+    """Natural order of node names: node2 before node10."""
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name))
+
+
+def gantt_figure(run: RunData) -> Figure:
+    """GPUs on the y axis grouped by node (cell), one bar per job holding them over time.
+
+    The event log records GPUs per node, not GPU indices, so each node's rows are GPU
+    slots assigned greedily (lowest free slot), as many as the node ever used at once.
+    """
+    iv = gantt_intervals(run.table("events"))
+    nodes = sorted(iv["node"].unique(), key=_node_key) if len(iv) else []
+    jobs = list(dict.fromkeys(iv["job_id"]))
+    color_of = {j: i % 20 for i, j in enumerate(jobs)}
+    lanes: dict[str, list[float]] = {n: [] for n in nodes}  # free-from time per slot
+    bars: dict[tuple[str, int], list[tuple[float, float, int]]] = {}
+    for job, node, k, t0, t1 in iv.sort_values(["start", "end"], kind="stable").itertuples(
+            index=False):
+        slots = lanes[node]
+        free = [i for i, f in enumerate(slots) if f <= t0][:k]
+        while len(free) < k:
+            slots.append(0.0)
+            free.append(len(slots) - 1)
+        for i in free:
+            slots[i] = t1
+            bars.setdefault((node, i), []).append((t0, t1 - t0, color_of[job]))
+    height = min(14.0, 2.5 + 0.12 * sum(len(v) for v in lanes.values()))
+    fig = _figure(10, height)
+    ax = fig.add_subplot()
+    cmap = _tab20()
+    y, ticks, labels = 0, [], []
+    for node in nodes:
+        n_slots = len(lanes[node])
+        for i in range(n_slots):
+            segs = bars.get((node, i), [])
+            if segs:
+                ax.broken_barh([(a / HOUR, w / HOUR) for a, w, _ in segs], (y + i + 0.1, 0.8),
+                               facecolors=[cmap[c] for _, _, c in segs], edgecolor="none")
+        ticks.append(y + n_slots / 2)
+        labels.append(f"{node} ({n_slots})")
+        y += n_slots
+        ax.axhline(y, color="grey", lw=0.5)
+    ax.set_yticks(ticks, labels, fontsize="small")
+    ax.set_ylim(0, max(y, 1))
+    ax.invert_yaxis()
+    ax.set_xlabel("simulated time (hours)")
+    ax.set_ylabel("GPUs by node (cell); slots used at once in brackets")
+    ax.set_title(f"Gantt chart of GPU allocation: {run.label} ({len(jobs)} jobs, colour = job)")
+    ax.grid(True, axis="x", alpha=0.3)
+    return fig
+
+
+def _tab20() -> list[tuple[float, ...]]:
+    from matplotlib import colormaps
+
+    cmap = colormaps["tab20"]
+    return [cmap(i) for i in range(20)]
+
+
+def comparison_table(runs: Sequence[RunData]) -> pd.DataFrame:
+    """Per label (runs differing only by seed pooled): mean, std and count of each metric."""
+    idents = [r.identity for r in runs]
+    labels = _labels(idents, skip=("seed",)) if idents else []
+    rows = [{"label": lbl, **{k: r.summary.get(k, math.nan) for k, *_ in COMPARED}}
+            for lbl, r in zip(labels, runs, strict=True)]
+    frame = pd.DataFrame(rows, columns=["label", *[k for k, *_ in COMPARED]])
+    frame[[k for k, *_ in COMPARED]] = frame[[k for k, *_ in COMPARED]].astype(float)
+    return frame.groupby("label", sort=False).agg(["mean", "std", "count"])
+
+
+def comparison_figure(runs: Sequence[RunData]) -> Figure:
+    """Bar chart of the main summary metrics per policy (mean, error bar = std over seeds)."""
+    table = comparison_table(runs)
+    n = len(table)
+    fig = _figure(13, max(4.5, 1.2 + 0.35 * n * 2))
+    axes = fig.subplots(2, 3).ravel()
+    ypos = np.arange(n)
+    seeds = int(table[(COMPARED[0][0], "count")].max()) if n else 0
+    for ax, (key, title, unit, scale) in zip(axes, COMPARED, strict=True):
+        mean = table[(key, "mean")].to_numpy() * scale
+        std = np.nan_to_num(table[(key, "std")].to_numpy() * scale)
+        ax.barh(ypos, mean, xerr=std if seeds > 1 else None, color=_tab20()[0::2][:n] or None,
+                capsize=3)
+        ax.set_yticks(ypos, list(table.index) if ax in (axes[0], axes[3]) else [""] * n,
+                      fontsize="small")
+        ax.invert_yaxis()
+        ax.set_title(title, fontsize="medium")
+        ax.set_xlabel(unit)
+        ax.grid(True, axis="x", alpha=0.3)
+    spread = f"; error bars: std over {seeds} seeds" if seeds > 1 else ""
+    fig.suptitle(f"Policy comparison{spread}")
+    return fig
+
+
+def varied_axes(sweep: pd.DataFrame) -> list[str]:
+    """Sweep columns (run parameters, `params.*`) that take more than one value."""
+    cols = [c for c in sweep.columns if c in IDENTITY_KEYS or c.startswith("params.")]
+    return [c for c in cols if sweep[c].astype(str).nunique(dropna=False) > 1]
+
+
+def sweep_figure(sweep: pd.DataFrame, x: str, metric: str = "jct_mean") -> Figure:
+    """A metric against a numeric sweep axis, one line per policy (and other varied axes).
+
+    Points are the mean over seeds; error bars are one standard deviation over seeds.
+    """
+    if metric not in sweep:
+        raise SimError(f"metric {metric!r} not in the sweep summary; known: "
+                       f"{', '.join(c for c in sweep.columns if sweep[c].dtype.kind == 'f')}")
+    title, unit, scale = METRIC_UNITS.get(metric, (metric, "", 1.0))
+    group_by = [c for c in varied_axes(sweep) if c not in (x, "seed")] or ["policy"]
+    fig = _figure()
+    ax = fig.add_subplot()
+    data = sweep.assign(_y=sweep[metric].astype(float) * scale)
+    seeds = 1
+    for key, part in data.groupby(group_by, sort=True, dropna=False):
+        key = key if isinstance(key, tuple) else (key,)
+        stats = part.groupby(x)["_y"].agg(["mean", "std", "count"]).sort_index()
+        seeds = max(seeds, int(stats["count"].max()))
+        label = ", ".join(f"{c.removeprefix('params.')}={_short(v)}" if c != "policy"
+                          else str(v) for c, v in zip(group_by, key, strict=True))
+        ax.errorbar(stats.index.to_numpy(dtype=float), stats["mean"],
+                    yerr=np.nan_to_num(stats["std"].to_numpy()), marker="o", capsize=3,
+                    label=label)
+    ax.set_xlabel(AXIS_LABELS.get(x, x.removeprefix("params.")))
+    ax.set_ylabel(f"{title} ({unit})" if unit else title)
+    spread = f" (mean over {seeds} seeds, error bars: std)" if seeds > 1 else ""
+    ax.set_title(f"{title} vs {x.removeprefix('params.')}{spread}")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small")
+    return fig
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def save_png(fig: Figure, path: str | os.PathLike[str], dpi: int = 110) -> Path:
+    """Write a figure as PNG atomically (a temporary file renamed over the final name)."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.stem}.", suffix=".png", dir=out.parent)
+    os.close(fd)
+    try:
+        fig.savefig(tmp, dpi=dpi, format="png")
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return out
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", text).strip("_")[:80]
+
+
+def render_all(paths: Sequence[str | os.PathLike[str]], out_dir: str | os.PathLike[str], *,
+               metrics: list[str] | None = None, gantt_max_jobs: int = 300,
+               max_lines: int = 12, note: Callable[[str], None] | None = None) -> list[Path]:
+    """Write every figure that applies to the results at `paths`; return the PNG paths."""
+    say = note or (lambda _m: None)
+    runs, sweep = load_results(paths)
+    out = Path(out_dir)
+    made: list[Path] = []
+    if len(runs) <= max_lines:
+        made.append(save_png(cdf_figure(runs, "jct"), out / "jct_cdf.png"))
+        made.append(save_png(cdf_figure(runs, "queueing_delay"), out / "queueing_delay_cdf.png"))
+        made.append(save_png(timeline_figure(runs), out / "utilization_fragmentation.png"))
+        made.append(save_png(queue_figure(runs), out / "queue_length.png"))
+    else:
+        say(f"{len(runs)} runs: CDF and timeline figures skipped (more than --max-lines "
+            f"{max_lines}); pass a few run folders to draw them")
+    made.append(save_png(comparison_figure(runs), out / "policy_comparison.png"))
+    small = [r for r in runs if r.summary.get("jobs_submitted", math.inf) <= gantt_max_jobs]
+    if len(runs) <= max_lines:
+        for run in small:
+            made.append(save_png(gantt_figure(run), out / f"gantt_{_slug(run.label)}.png"))
+        if len(runs) > len(small):
+            say(f"Gantt charts only for runs of at most {gantt_max_jobs} jobs "
+                "(--gantt-max-jobs)")
+    if sweep is not None:
+        xs = [c for c in varied_axes(sweep) if c != "seed" and c != "policy"
+              and pd.api.types.is_numeric_dtype(sweep[c])]
+        if not xs:
+            say("the sweep varies no numeric axis: no metric-vs-parameter plot")
+        for x in xs:
+            for metric in metrics or ["jct_mean", "queueing_delay_mean"]:
+                fig = sweep_figure(sweep, x, metric)
+                made.append(save_png(fig, out / f"sweep_{metric}_vs_{_slug(x)}.png"))
+    return made
