@@ -10,6 +10,7 @@ from sim.params import Param, resolve
 
 if TYPE_CHECKING:
     from sim.engine import SchedContext
+    from sim.jobstate import JobState
 
 
 class Policy:
@@ -35,6 +36,13 @@ class Policy:
     def schedule(self, ctx: SchedContext) -> Iterable[Decision]:
         """Yield decisions for the current instant."""
         raise NotImplementedError
+
+    def notify(self, ctx: SchedContext, job: JobState, kind: str) -> None:
+        """Called after every job event (kinds of events.parquet) to keep indexes current.
+
+        Override it to maintain per-policy indexes incrementally instead of rescanning the
+        running jobs each pass; the default does nothing and costs nothing.
+        """
 
     @property
     def settings(self) -> Mapping[str, Any]:

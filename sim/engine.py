@@ -309,6 +309,8 @@ class _Run:
         self.infeasible_cache: dict[tuple, str] = {}
         self.tick_armed = False
         self.ctx = SchedContext(self)
+        pol = sim.policy
+        self.notify = pol.notify if type(pol).notify is not Policy.notify else None
         self._schedule_node_failures()
 
     # --- heap ---
@@ -344,9 +346,11 @@ class _Run:
     # --- records ---
 
     def record(self, job: JobState, kind: str, detail: str = "") -> None:
-        """Append one row of events.parquet."""
+        """Append one row of events.parquet and tell the policy, if it listens."""
         self.events.append((self.env.now, job.spec.job_id, kind, job.spec.num_gpus,
                             self._cells(job.gpus), detail))
+        if self.notify is not None:
+            self.notify(self.ctx, job, kind)
 
     def _cells(self, gpus: tuple[int, ...]) -> str:
         if not gpus:
