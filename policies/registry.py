@@ -51,5 +51,6 @@ for _name, _entry in {
     "fifo": "policies.fifo:FifoPolicy",
     "fifo-backfill": "policies.fifo:FifoBackfillPolicy",
     "fifo-elastic": "policies.fifo_elastic:FifoElasticPolicy",
+    "gandiva": "policies.gandiva:GandivaPolicy",
 }.items():
     register(_name, _entry)
