@@ -22,9 +22,12 @@ import simpy
 from sortedcontainers import SortedList
 
 from policies.base import Policy
-from policies.placers import PLACERS, Placement, Unschedulable, job_milli
+from policies.placers import PLACERS, Unschedulable, job_milli
 from sim.cluster import MILLI, ClusterState
+from sim.context import SchedContext
 from sim.errors import InvalidDecision, InvalidParameter, SimError, did_you_mean
+from sim.failures import read_failures
+from sim.fragmentation import fgd_node, size_distribution
 from sim.jobstate import HELD, PENDING, RETRYING, RUNNING, TRANSITIONS, WAITING, JobState
 from sim.model import (
     Decision,
@@ -37,6 +40,7 @@ from sim.model import (
     Resume,
     Start,
     Suspend,
+    resized,
 )
 from sim.params import (
     Param,
@@ -107,142 +111,6 @@ _FINISH, _FAIL, _RETRY, _TIMER, _LIFETIME, _TICK, _NODE_FAIL, _NODE_REPAIR = ran
 _VERSIONED = (_FINISH, _FAIL, _RETRY)
 
 
-def resized(spec: JobSpec, num_gpus: int) -> JobSpec:
-    """The same job asking for another number of GPUs (elastic jobs), as one task."""
-    from dataclasses import replace
-
-    return replace(spec, num_gpus=num_gpus, gpus_per_task=0)
-
-
-class SchedContext:
-    """What a policy sees of a run: time, queue, running jobs, cluster, placement."""
-
-    def __init__(self, run: _Run) -> None:
-        self._run = run
-        self.topology: Topology = run.topo
-        self.cluster: ClusterState = run.cluster
-        self.rng: np.random.Generator = run.policy_rng
-        self.params: Mapping[str, Any] = run.engine_params
-
-    @property
-    def now(self) -> float:
-        """Current simulated time (s)."""
-        return self._run.env.now
-
-    @property
-    def pending_count(self) -> int:
-        """Jobs waiting in the queue."""
-        return len(self._run.pending)
-
-    def pending(self) -> Iterator[JobState]:
-        """Pending jobs in arrival order (submit time, then trace order).
-
-        Iterates a sorted index; decisions applied while iterating are safe because the
-        iteration works on the keys present when each step is taken.
-        """
-        jobs = self._run.jobs
-        pend = self._run.pending
-        key = None
-        while True:
-            i = 0 if key is None else pend.bisect_right(key)
-            if i >= len(pend):
-                return
-            key = pend[i]
-            yield jobs[key[1]]
-
-    def pending_classes(self) -> dict[tuple, SortedList]:
-        """Pending jobs grouped by identical resource request, each in arrival order.
-
-        Two jobs of one class fit or fail to fit in exactly the same cluster state, so a
-        backfilling policy tries only the head of each class.
-        """
-        return self._run.classes
-
-    def running(self) -> Mapping[int, JobState]:
-        """Running jobs by index."""
-        return self._run.running
-
-    def job_at(self, idx: int) -> JobState:
-        """A job's state by its index (the second element of queue keys)."""
-        return self._run.jobs[idx]
-
-    def job(self, job_id: str) -> JobState:
-        """A job's state by its trace id."""
-        return self._run.jobs[self._run.index[job_id]]
-
-    def place(self, job: JobState | JobSpec, num_gpus: int | None = None) -> Placement:
-        """Ask the run's placer for GPUs for `job` in the current state.
-
-        `num_gpus` asks for another size (an elastic job within min_gpus..max_gpus).
-        """
-        spec = job.spec if isinstance(job, JobState) else job
-        if num_gpus is not None and num_gpus != spec.num_gpus:
-            spec = resized(spec, num_gpus)
-        return self._run.placer.place(spec, self._run.cluster)
-
-    def place_if_freed(self, job: JobState | JobSpec, victims: list[JobState],
-                       num_gpus: int | None = None) -> Placement:
-        """Where `job` would go if the running `victims` released their GPUs (what-if).
-
-        The cluster state is restored before returning; nothing is preempted.
-        """
-        run = self._run
-        spec = job.spec if isinstance(job, JobState) else job
-        if num_gpus is not None and num_gpus != spec.num_gpus:
-            spec = resized(spec, num_gpus)
-        cluster = run.cluster
-        freed = [v for v in victims if v.status == RUNNING]
-        for v in freed:
-            cluster.release(v.idx, v.gpus, v.milli, *v.host)
-        try:
-            return run.placer.place(spec, cluster)
-        finally:
-            for v in reversed(freed):
-                cluster.allocate(v.idx, v.gpus, v.milli, *v.host)
-
-    def run_time(self, job: JobState) -> float:
-        """Seconds the job has held GPUs so far (all attempts), up to now."""
-        extra = self.now - job.held_since if job.status == RUNNING else 0.0
-        return job.run_time + extra
-
-    def attained_service(self, job: JobState) -> float:
-        """GPU-seconds received so far (Tiresias' attained service)."""
-        extra = 0.0
-        if job.status == RUNNING:
-            extra = (self.now - job.held_since) * len(job.gpus) * job.milli / MILLI
-        return job.gpu_seconds + extra
-
-    def configure_sharing(self, *, time_slice: float | None = None,
-                          switch_cost: float | None = None,
-                          pack_penalty: float | None = None) -> None:
-        """Set the co-location model (time-slice length and switch cost, pack penalty)."""
-        sh = self._run.sharing
-        for key, v in (("time_slice", time_slice), ("switch_cost", switch_cost),
-                       ("pack_penalty", pack_penalty)):
-            if v is not None:
-                sh[key] = float(v)
-        if sh["time_slice"] <= 0 or sh["switch_cost"] < 0 or not 0 <= sh["pack_penalty"] < 1:
-            raise InvalidParameter(f"sharing model out of range: {sh}")
-
-    def group_of(self, job: JobState) -> list[JobState]:
-        """The jobs sharing `job`'s GPUs (itself included); [job] when not shared."""
-        if job.group is None:
-            return [job]
-        return list(self._run.groups[job.group].members)
-
-    def share_mode(self, job: JobState) -> str:
-        """'timeshare', 'pack' or '' for a job running alone."""
-        return "" if job.group is None else self._run.groups[job.group].mode
-
-    def wake_at(self, t: float) -> None:
-        """Ask for a scheduling pass at time `t` (in the future)."""
-        self._run.push(max(t, self.now), _TIMER, -1, 0)
-
-    def progress(self, job: JobState) -> float:
-        """Work done by the job so far (ideal seconds)."""
-        return job.progress_at(self.now)
-
-
 class _Group:
     """Jobs co-located on the same GPUs: taking turns (timeshare) or together (pack)."""
 
@@ -269,7 +137,7 @@ class _Run:
         self.fail_rng = np.random.default_rng(seeds[1])
         self.env = simpy.Environment()
         self.fgd_cache: dict[tuple, float] = {}
-        self.size_dist = _size_distribution(sim.jobs)
+        self.size_dist = size_distribution(sim.jobs)
         self.cluster = ClusterState(self.topo, fgd=self._node_fgd)
         self.placer = PLACERS[self.engine_params["placer"]]()
         self.jobs = [JobState(i, spec) for i, spec in enumerate(sim.jobs)]
@@ -320,6 +188,10 @@ class _Run:
         self.seq += 1
         heapq.heappush(self.heap, (t, self.seq, kind, idx, version))
 
+    def wake(self, t: float) -> None:
+        """A policy's timer: a scheduling pass at time t."""
+        self.push(t, _TIMER, -1, 0)
+
     def _stale(self, entry: tuple) -> bool:
         _, _, kind, idx, version = entry
         return kind in _VERSIONED and self.jobs[idx].version != version
@@ -338,7 +210,7 @@ class _Run:
         key = (capacity, free_whole, partial)
         v = self.fgd_cache.get(key)
         if v is None:
-            v = _fgd_node(capacity, free_whole, partial, self.size_dist)
+            v = fgd_node(capacity, free_whole, partial, self.size_dist)
             if len(self.fgd_cache) < 100_000:
                 self.fgd_cache[key] = v
         return v
@@ -884,7 +756,7 @@ class _Run:
         """Push the explicit failure schedule, or each node's first random failure."""
         path = self.engine_params["failures"]
         if path:
-            for node, fail, repair in _read_failures(path, self.topo):
+            for node, fail, repair in read_failures(path, self.topo):
                 self.push(fail, _NODE_FAIL, node, 0)
                 self.push(repair, _NODE_REPAIR, node, 0)
         elif self.engine_params["mtbf"]:
@@ -970,78 +842,6 @@ class _Run:
             self.sample()
             if self.progress_cb is not None:
                 self.progress_cb(env.now)
-
-
-def _read_failures(path: str, topo: Topology) -> list[tuple[int, float, float]]:
-    """Rows of a failure CSV (node,fail_time,repair_time) as (node index, fail, repair)."""
-    import csv
-
-    names = {n.name: n.index for n in topo.nodes}
-    out = []
-    with open(path, newline="", encoding="utf-8") as f:
-        reader = csv.DictReader(f)
-        cols = {"node", "fail_time", "repair_time"}
-        if not reader.fieldnames or not cols <= set(reader.fieldnames):
-            raise InvalidParameter(
-                f"failures file {path}: needs columns node,fail_time,repair_time; "
-                f"found {reader.fieldnames}"
-            )
-        for line, row in enumerate(reader, start=2):
-            node_text = (row["node"] or "").strip()
-            node = names.get(node_text)
-            if node is None and node_text.isdigit() and int(node_text) < len(topo.nodes):
-                node = int(node_text)
-            if node is None:
-                raise InvalidParameter(
-                    f"failures file {path}, line {line}, column node: {node_text!r} is not a "
-                    f"node name or index of topology {topo.name!r} ({len(topo.nodes)} nodes)"
-                )
-            try:
-                fail, repair = float(row["fail_time"]), float(row["repair_time"])
-            except (TypeError, ValueError):
-                raise InvalidParameter(
-                    f"failures file {path}, line {line}: fail_time {row['fail_time']!r} and "
-                    f"repair_time {row['repair_time']!r} must be numbers (s)"
-                ) from None
-            if not (0 <= fail < repair) or math.isinf(repair):
-                raise InvalidParameter(
-                    f"failures file {path}, line {line}: need 0 <= fail_time < repair_time "
-                    f"(finite), got {fail:g} and {repair:g}"
-                )
-            out.append((node, fail, repair))
-    return out
-
-
-def _size_distribution(jobs: tuple[JobSpec, ...]) -> tuple[tuple[int, int, float], ...]:
-    """(GPUs, milli per GPU, probability) of the GPU jobs of a trace, for FGD."""
-    counts: dict[tuple[int, int], int] = {}
-    for s in jobs:
-        if s.num_gpus > 0:
-            k = (s.task_gpus, job_milli(s))
-            counts[k] = counts.get(k, 0) + 1
-    total = sum(counts.values())
-    return tuple((g, m, c / total) for (g, m), c in sorted(counts.items())) if total else ()
-
-
-def _fgd_node(capacity: int, free_whole: int, partial: tuple[int, ...],
-              dist: tuple[tuple[int, int, float], ...]) -> float:
-    """Expected free GPU capacity of one node that a job from `dist` could not use."""
-    free_total = free_whole + sum(partial) / MILLI
-    if free_total <= 0 or capacity == 0:
-        return 0.0
-    frag = 0.0
-    for gpus, milli, p in dist:
-        if milli < MILLI:  # a fraction fits a whole free GPU or a partial one with room
-            fits = free_whole > 0 or any(f >= milli for f in partial)
-            unusable = free_total if not fits else sum(f for f in partial if f < milli) / MILLI
-        elif gpus > capacity:  # multi-node task: only a fully free node is usable
-            unusable = 0.0 if free_whole == capacity else free_total
-        elif gpus > free_whole:
-            unusable = free_total
-        else:
-            unusable = sum(partial) / MILLI
-        frag += p * unusable
-    return frag
 
 
 class Simulation:

@@ -7,7 +7,7 @@ engine can all depend on it without cycles.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from typing import Any
 
@@ -95,6 +95,11 @@ class JobSpec:
             if name == gpu_type:
                 return speed
         return 1.0
+
+
+def resized(spec: JobSpec, num_gpus: int) -> JobSpec:
+    """The same job asking for another number of GPUs (elastic jobs), as one task."""
+    return replace(spec, num_gpus=num_gpus, gpus_per_task=0)
 
 
 def format_speeds(speeds: tuple[tuple[str, float], ...]) -> str:
