@@ -9,6 +9,8 @@ from typing import Any
 
 import click
 
+from sim.cli_trace import shape_from_options, shaping_options
+from sim.cli_trace import trace as trace_group
 from sim.errors import SimError
 
 TABLE = (
@@ -99,15 +101,18 @@ def main() -> None:
 @click.option("--out", "out", default="results", show_default=True,
               type=click.Path(file_okay=False), help="Results folder; one subfolder per policy.")
 @click.option("--skip-bad-rows", is_flag=True, help="Count bad trace rows instead of failing.")
-@click.option("--trace-format", default=None, help="Trace format (default: detect).")
+@click.option("--trace-format", default=None,
+              help="Trace format (default: detect): canonical, philly, philly-json, helios, "
+                   "pai, openb, swf, gavel, tiresias.")
 @click.option("--quiet", is_flag=True, help="No progress bar and no table.")
+@shaping_options(max_jobs=False)
 def run(trace_src: str, topo_src: str, policies: tuple[str, ...], params: tuple[str, ...],
         seed: int, until: float | None, max_jobs: int | None, out: str, skip_bad_rows: bool,
-        trace_format: str | None, quiet: bool) -> None:
+        trace_format: str | None, quiet: bool, **shaping: Any) -> None:
     """Run policies on one trace and one topology; print a table; write results."""
     try:
         summaries = run_many(trace_src, topo_src, list(policies), list(params), seed, until,
-                             max_jobs, out, skip_bad_rows, trace_format, quiet)
+                             max_jobs, out, skip_bad_rows, trace_format, quiet, **shaping)
     except SimError as e:
         _fail(e)
     if not quiet:
@@ -138,8 +143,12 @@ def split_params(policy_names: list[str], given: dict[str, str]) -> dict[str, di
 
 def run_many(trace_src: str, topo_src: str, policies: list[str], params: list[str], seed: int,
              until: float | None, max_jobs: int | None, out: str, skip_bad_rows: bool,
-             trace_format: str | None, quiet: bool) -> list[dict[str, Any]]:
-    """Load the inputs once and run each policy; return the summaries."""
+             trace_format: str | None, quiet: bool, **shaping: Any) -> list[dict[str, Any]]:
+    """Load the inputs once, shape the trace, run each policy; return the summaries.
+
+    `--param load=X` is the target load of a calibrated generator trace (`philly-like`,
+    `helios-like`) on the topology, not a policy parameter.
+    """
     from policies import policy_class, registered_policies
     from sim.engine import Simulation
     from sim.params import parse_kv
@@ -150,9 +159,14 @@ def run_many(trace_src: str, topo_src: str, policies: list[str], params: list[st
     for n in names:
         policy_class(n)  # unknown names fail before any work
     given = parse_kv(params)
+    load = given.pop("load", None)
     per_policy = split_params(names, given)
-    trace = load_trace(trace_src, skip_bad_rows=skip_bad_rows, trace_format=trace_format)
     topo = load_topology(topo_src)
+    trace = load_trace(trace_src, skip_bad_rows=skip_bad_rows, trace_format=trace_format,
+                       topology=topo, load=None if load is None else _float("load", load),
+                       seed=seed)
+    trace = shape_from_options(trace, topo, **shaping)
+    shaped = {k: v for k, v in shaping.items() if v not in (None, False)}
     if trace.bad_rows:  # a warning, not progress: --quiet keeps it
         click.echo(f"warning: skipped {trace.bad_rows} bad row(s) of {trace_src}; first: "
                    f"{trace.bad_row_messages[0] if trace.bad_row_messages else ''}", err=True)
@@ -171,6 +185,10 @@ def run_many(trace_src: str, topo_src: str, policies: list[str], params: list[st
         finally:
             if bar is not None:
                 bar.close()
+        if shaped or load is not None:
+            result.config["shaping"] = shaped
+            result.config["trace_load"] = load
+            result.config["trace_format"] = trace_format
         result.write(Path(out) / name)
         summaries.append(result.summary)
     return summaries
@@ -191,6 +209,15 @@ def policies_cmd() -> None:
     for key, p in ENGINE_PARAMS.items():
         click.echo(f"    {key} = {_show(p.default)}    {p.doc}")
     click.echo(f"\nplacers: {', '.join(PLACERS)}")
+
+
+def _float(key: str, v: str) -> float:
+    from sim.errors import InvalidParameter
+
+    try:
+        return float(v)
+    except ValueError:
+        raise InvalidParameter(f"--param {key}={v!r}: expected a number") from None
 
 
 def _show(v: Any) -> str:
@@ -215,6 +242,8 @@ def topology_show(source: str) -> None:
     except SimError as e:
         _fail(e)
 
+
+main.add_command(trace_group)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -131,7 +131,7 @@ def _trace_label(sim: Simulation) -> str:
     from traces import bundled_traces
 
     t = sim.trace
-    if t.name in bundled_traces() or t.name.startswith("synthetic"):
+    if t.name.partition(":")[0] in bundled_traces():  # default, synthetic:N, philly-like:N
         return t.name
     if t.source and Path(t.source).is_file():
         return str(Path(t.source).resolve())

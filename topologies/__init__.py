@@ -48,9 +48,17 @@ def read_topology_file(path: str | Path) -> Topology:
         return native_from_dict(data, path)
     if is_philly_machine_list(path):
         return read_philly_machine_list(path, path.stem)
+    from traces.readers.openb import is_openb_node_list, read_openb_nodes
+    from traces.readers.pai import is_pai_machine_spec, read_pai_machines
+
+    if is_openb_node_list(path):
+        return read_openb_nodes(path)
+    if is_pai_machine_spec(path):
+        return read_pai_machines(path)
     raise InvalidTopology(f"{path}: unrecognized topology file; allowed: a .yaml/.yml file "
-                          "(native or HiveD) or a Philly machine list (header 'machineId, "
-                          "number of GPUs, single GPU mem')")
+                          "(native or HiveD), a Philly machine list (header 'machineId, "
+                          "number of GPUs, single GPU mem'), an Alibaba openb node list or "
+                          "a PAI machine spec table")
 
 
 def describe(topology: Topology) -> str:

@@ -21,6 +21,7 @@ class Trace:
     bad_rows: int = 0
     bad_row_messages: tuple[str, ...] = field(default=(), compare=False)
     extra_columns: tuple[str, ...] = ()
+    epoch: float | None = field(default=None, compare=False)  # Unix time of submit_time 0
 
     def __len__(self) -> int:
         return len(self.jobs)

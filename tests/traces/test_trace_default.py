@@ -38,7 +38,7 @@ def test_default_trace_is_reproducible(tmp_path: Path) -> None:
 
 
 def test_bundled_names() -> None:
-    assert bundled_traces() == ["default", "synthetic"]
+    assert bundled_traces() == ["default", "helios-like", "philly-like", "synthetic"]
 
 
 def test_unknown_name_did_you_mean() -> None:
@@ -46,7 +46,7 @@ def test_unknown_name_did_you_mean() -> None:
         load_trace("defualt")
     msg = str(e.value)
     assert "unknown trace 'defualt'" in msg and "did you mean 'default'" in msg
-    assert "known: default, synthetic" in msg
+    assert "known: default, helios-like, philly-like, synthetic" in msg
 
 
 def test_missing_file() -> None:
@@ -57,7 +57,7 @@ def test_missing_file() -> None:
 
 
 def test_unsupported_format() -> None:
-    with pytest.raises(InvalidTrace, match="format 'swf' not supported yet; known: canonical"):
+    with pytest.raises(InvalidTrace, match="trace format 'swf' applies to files only"):
         load_trace("default", trace_format="swf")
     assert len(load_trace("default", trace_format="canonical")) == 3000
 

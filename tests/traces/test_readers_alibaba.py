@@ -1,0 +1,190 @@
+"""Alibaba readers: PAI 2020 job/task tables and machine spec, openb 2023 pods and nodes."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from sim.errors import InvalidTopology, InvalidTrace
+from sim.model import Level
+from traces import DATA_DIR
+from traces.readers import detect_format, read_trace
+from traces.readers.openb import read_openb_nodes, read_openb_pods
+from traces.readers.pai import read_pai, read_pai_machines
+
+SAMPLES = DATA_DIR / "samples"
+TASKS = SAMPLES / "pai_task_table_sample.csv"
+JOBS = SAMPLES / "pai_job_table_sample.csv"
+
+
+def pai_rows(t):
+    return [(j.job_id, j.submit_time, j.num_gpus, j.duration, j.gpu_share, j.gpus_per_task,
+             j.gpu_type, j.num_cpus, round(j.mem_gb, 6), j.user, dict(j.extra)) for j in t.jobs]
+
+
+EXPECTED_PAI = [
+    # 4 workers x 1 GPU (+ a CPU ps); launch 90 .. 1110; submitted at 50 (the origin)
+    ("job1", 0.0, 4, 1020.0, 1.0, 1, "V100", 26.0, 127.2, "u1", {"status": "Terminated"}),
+    ("job2", 100.0, 1, 300.0, 0.5, 0, "T4", 6.0, 20.0, "u2", {"status": "Failed"}),
+    # 2 instances x 2 GPUs; MISC means any type
+    ("job3", 950.0, 4, 3600.0, 1.0, 2, "", 16.0, 80.0, "u1", {"status": "Terminated"}),
+]
+
+
+def test_pai_task_table_with_its_job_table_found_next_to_it() -> None:
+    assert detect_format(TASKS) == "pai"
+    t = read_pai(TASKS)
+    assert pai_rows(t) == EXPECTED_PAI
+    assert t.bad_rows == 1 and "line 5: excluded: job 'job4' has no task that ran" in \
+        t.bad_row_messages[0]
+    assert read_trace(JOBS).jobs == t.jobs  # from the job table, the task table is found
+
+
+def test_pai_task_table_alone_submits_at_first_launch(tmp_path: Path) -> None:
+    p = shutil.copy(TASKS, tmp_path / "pai_task_table.csv")
+    t = read_pai(p)
+    assert [(j.job_id, j.submit_time, j.user) for j in t.jobs] == [
+        ("job1", 0.0, ""), ("job2", 110.0, ""), ("job3", 1110.0, "")]
+    with pytest.raises(InvalidTrace, match="a PAI job table needs its task table"):
+        read_pai(shutil.copy(JOBS, tmp_path / "pai_job_table_x.csv"))
+
+
+def test_pai_tables_with_header_lines_and_bad_rows(tmp_path: Path) -> None:
+    p = tmp_path / "tasks.csv"
+    p.write_text("job_name,task_name,inst_num,status,start_time,end_time,plan_cpu,plan_mem,"
+                 "plan_gpu,gpu_type\n"
+                 "a,w,1,Terminated,0,10,100,1,100,T4\n"
+                 "b,w,one,Terminated,0,10,100,1,100,T4\n")
+    assert detect_format(p) == "pai"
+    with pytest.raises(InvalidTrace, match=r"tasks.csv, line 3, field inst_num: value 'one'"):
+        read_pai(p)
+    t = read_pai(p, skip_bad_rows=True)
+    assert [j.job_id for j in t.jobs] == ["a"] and t.bad_rows == 1
+    p.write_text("a,w,1,Terminated,20,10,100,1,100,T4\n")
+    with pytest.raises(InvalidTrace, match="line 1, field end_time: value '10.*before start"):
+        read_pai(p, )
+
+
+def test_pai_machine_spec_topology() -> None:
+    topo = read_pai_machines(SAMPLES / "pai_machine_spec_sample.csv")
+    assert topo.num_gpus == 2 + 8 + 2 + 8 + 8
+    assert topo.gpu_types == {"MISC": 8, "P100": 2, "T4": 2, "V100": 8, "V100M32": 8}
+    assert [(n.gpu_type, n.num_gpus, n.num_cpus, n.mem_gb) for n in topo.nodes][:2] == [
+        ("", 0, 96.0, 512.0), ("T4", 2, 96.0, 512.0)]
+    big = next(n for n in topo.nodes if n.num_gpus == 8)
+    assert topo.cells[big.cell].level == Level.NODE
+    assert {topo.cells[c].level for c in topo.cells[big.cell].children} == {Level.SOCKET}
+
+
+def test_pai_machine_spec_real_archive(shared_dir: Path) -> None:
+    topo = read_pai_machines(shared_dir / "traces/alibaba-gpu-v2020/pai_machine_spec.tar.gz")
+    assert len(topo.nodes) == 1897 and topo.num_gpus == 6742
+
+
+@pytest.mark.parametrize(("line", "fragment"), [
+    ("m1,T4,96,512", "line 1: 'm1,T4,96,512' has 4 fields"),
+    ("m1,T4,96,512,x", "line 1: cap_gpu: got 'x'; allowed: an integer >= 0"),
+    ("m1,,96,512,2", "line 1: gpu_type: got ''"),
+    ("m1,T4,96,512,2\nm1,T4,96,512,2",
+     "line 2: machine: got 'm1'; allowed: a machine id not used before (line 1)"),
+])
+def test_pai_machine_spec_errors(tmp_path: Path, line: str, fragment: str) -> None:
+    p = tmp_path / "spec.csv"
+    p.write_text(line + "\n")
+    with pytest.raises(InvalidTopology) as e:
+        read_pai_machines(p)
+    assert f"spec.csv: {fragment}" in str(e.value)
+
+
+# --------------------------------------------------------------------------- openb
+
+
+def test_openb_pods_sample_exact_rows() -> None:
+    p = SAMPLES / "openb_pod_list_sample.csv"
+    assert detect_format(p) == "openb"
+    t = read_openb_pods(p)
+    got = [(j.job_id, j.submit_time, j.num_gpus, j.duration, j.gpu_share, j.num_cpus, j.mem_gb,
+            dict(j.extra)["pod_phase"]) for j in t.jobs]
+    assert got == [
+        ("openb-pod-0000", 0.0, 1, 12537496.0, 1.0, 12.0, 16.0, "Running"),
+        ("openb-pod-0001", 427061.0, 1, 12475899.0, 0.46, 6.0, 12.0, "Running"),
+        ("openb-pod-0002", 1558381.0, 1, 11344579.0, 1.0, 12.0, 24.0, "Running"),
+        ("openb-pod-0003", 2690044.0, 1, 10212916.0, 0.46, 6.0, 12.0, "Running"),
+        ("openb-pod-0004", 2758084.0, 1, 10144876.0, 1.0, 12.0, 16.0, "Running"),
+        ("openb-pod-0005", 2759674.0, 0, 10143284.0, 1.0, 20.0, 64.0, "Running"),
+        ("openb-pod-0017", 9437497.0, 8, 1332357.0, 1.0, 88.0, 320.0, "Succeeded"),
+        # never scheduled: lives deletion - creation
+        ("openb-pod-0061", 10001278.0, 1, 125.0, 1.0, 11.908, 46.0, "Pending"),
+        ("openb-pod-0084", 10015849.0, 1, 59.0, 1.0, 11.908, 46.0, "Pending"),
+    ]
+    assert t.extra_columns == ("gpu_spec", "qos", "pod_phase")
+
+
+def test_openb_gpu_spec() -> None:
+    t = read_openb_pods(SAMPLES / "openb_pod_list_gpuspec_sample.csv")
+    assert [(j.gpu_type, dict(j.extra)["gpu_spec"]) for j in t.jobs] == [
+        ("", "V100M16|V100M32"), ("", "G2|P100|T4|V100M16|V100M32"), ("V100M32", "V100M32")]
+
+
+def test_openb_variants_without_times_are_refused(tmp_path: Path) -> None:
+    p = tmp_path / "openb_pod_list_multigpu20.csv"
+    p.write_text("name,cpu_milli,memory_mib,num_gpu,gpu_milli\nopenb-pod-0000,1,1,1,1000\n")
+    assert detect_format(p) == "openb"
+    with pytest.raises(InvalidTrace, match="without creation_time and deletion_time"):
+        read_openb_pods(p)
+
+
+@pytest.mark.parametrize(("row", "fragment"), [
+    ("p,1000,1024,1,0,,LS,Running,0,10,0", "field gpu_milli: value '0' is not in (0, 1000]"),
+    ("p,1000,1024,1,1500,,LS,Running,0,10,0", "field gpu_milli: value '1500'"),
+    ("p,1000,1024,1,500,,LS,Running,20,10,20", "field deletion_time: value '10' is before"),
+    ("p,1000,1024,x,500,,LS,Running,0,10,0", "field num_gpu: value 'x' is not an integer"),
+    ("p,-1,1024,1,500,,LS,Running,0,10,0", "field cpu_milli: value '-1' is not a number >= 0"),
+])
+def test_openb_pod_errors(tmp_path: Path, row: str, fragment: str) -> None:
+    p = tmp_path / "pods.csv"
+    p.write_text((SAMPLES / "openb_pod_list_sample.csv").read_text().splitlines()[0] + "\n"
+                 + row + "\n")
+    with pytest.raises(InvalidTrace) as e:
+        read_openb_pods(p)
+    assert f"pods.csv, line 2, {fragment}" in str(e.value)
+
+
+def test_openb_node_list_topology() -> None:
+    topo = read_openb_nodes(SAMPLES / "openb_node_list_sample.csv")
+    assert len(topo.nodes) == 8 and topo.num_gpus == 8 + 4 + 2 + 4 + 8 + 1
+    assert topo.gpu_types == {"A10": 1, "G2": 8, "P100": 2, "T4": 4, "V100M16": 4,
+                              "V100M32": 8}
+    v = next(n for n in topo.nodes if n.gpu_type == "V100M32")
+    assert (v.num_cpus, v.mem_gb, v.gpu_mem_gb) == (96.0, 768.0, 32.0)
+
+
+def test_openb_node_list_real(shared_dir: Path) -> None:
+    topo = read_openb_nodes(shared_dir / "traces/alibaba-gpu-v2023/openb_node_list_all_node.csv")
+    assert len(topo.nodes) == 1523 and topo.num_gpus == 6212
+
+
+def test_openb_node_list_errors(tmp_path: Path) -> None:
+    p = tmp_path / "nodes.csv"
+    p.write_text("sn,cpu,memory_mib,gpu,model\n")
+    with pytest.raises(InvalidTopology, match="line 1: header"):
+        read_openb_nodes(p)
+    p.write_text("sn,cpu_milli,memory_mib,gpu,model\nn1,1000,1024,2,\n")
+    with pytest.raises(InvalidTopology, match="nodes.csv: line 2: model: got ''"):
+        read_openb_nodes(p)
+    p.write_text("sn,cpu_milli,memory_mib,gpu,model\nn1,1000,1024,2.5,T4\n")
+    with pytest.raises(InvalidTopology, match="line 2: gpu: got '2.5'; allowed: an integer"):
+        read_openb_nodes(p)
+
+
+def test_samples_replay_on_their_own_topologies() -> None:
+    from sim.engine import Simulation
+
+    pods = read_openb_pods(SAMPLES / "openb_pod_list_sample.csv")
+    r = Simulation(pods, read_openb_nodes(SAMPLES / "openb_node_list_sample.csv"), "fifo").run()
+    assert set(r.jobs.status) == {"completed"} and len(r.jobs) == 9
+    r = Simulation(read_pai(TASKS), read_pai_machines(SAMPLES / "pai_machine_spec_sample.csv"),
+                   "fifo").run()
+    assert list(r.jobs.status) == ["completed"] * 3
