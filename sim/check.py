@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.errors import SimError
-from sim.results import _atomic_text
+from sim.results import atomic_text
 
 FORMAT_VERSION = 1
 DEFAULT_RTOL = 1e-6
@@ -233,7 +233,7 @@ def write_baseline(path: str | os.PathLike[str], data: Mapping[str, Any]) -> Non
     text = json.dumps({**data, "runs": runs}, indent=2, allow_nan=False)
     for mark, spec_text in compact.items():
         text = text.replace(f'"{mark}"', spec_text, 1)
-    _atomic_text(p, text)
+    atomic_text(p, text)
 
 
 def format_report(rows: list[Row]) -> str:

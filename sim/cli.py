@@ -245,5 +245,10 @@ def topology_show(source: str) -> None:
 
 main.add_command(trace_group)
 
+from sim.cli_research import check, plot, sweep  # noqa: E402
+
+for _cmd in (sweep, plot, check):
+    main.add_command(_cmd)
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -57,7 +57,7 @@ class _RunBar:
 def sweep(sweep_file: str, out: str | None, jobs: int | None, scheduler: str | None,
           dry_run: bool, quiet: bool) -> None:
     """Run a sweep file: grid/zip/seeds of runs, one folder each, then summary.parquet."""
-    from sim.sweep import describe_points, load_sweep, open_executor, run_sweep
+    from sim.sweep import describe_points, load_sweep, open_executor, run_sweep, write_summary
 
     try:
         spec = load_sweep(sweep_file)
@@ -75,6 +75,7 @@ def sweep(sweep_file: str, out: str | None, jobs: int | None, scheduler: str | N
     except SimError as e:
         _fail(e)
     except KeyboardInterrupt:
+        write_summary(spec, root)  # again: the pool may have finished runs while closing
         done = sum(1 for p in spec.points if (root / p.folder / "summary.json").is_file())
         click.echo(f"\ninterrupted: {done} of {len(spec.points)} runs finished; run the same "
                    "command again to resume", err=True)
@@ -107,7 +108,7 @@ def sweep(sweep_file: str, out: str | None, jobs: int | None, scheduler: str | N
               help="Most runs drawn in one CDF or timeline figure.")
 def plot(results: tuple[str, ...], out: str | None, metrics: tuple[str, ...],
          gantt_max_jobs: int, max_lines: int) -> None:
-    """Figures of SPEC sec. 6 for a run folder, several, or a sweep (PNG)."""
+    """The standard figures (SPEC section 6) for a run folder, several, or a sweep (PNG)."""
     from sim.plots import render_all
 
     target = Path(out) if out else (Path(results[0]) / "figures" if len(results) == 1

@@ -382,7 +382,7 @@ def sweep_figure(sweep: pd.DataFrame, x: str, metric: str = "jct_mean") -> Figur
     ax.set_xlabel(AXIS_LABELS.get(x, x.removeprefix("params.")))
     ax.set_ylabel(f"{title} ({unit})" if unit else title)
     spread = f" (mean over {seeds} seeds, error bars: std)" if seeds > 1 else ""
-    ax.set_title(f"{title} vs {x.removeprefix('params.')}{spread}")
+    ax.set_title(f"{title} vs {x.removeprefix('params.').replace('_', ' ')}{spread}")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize="small")
     return fig

@@ -53,10 +53,10 @@ class SimResult:
         out.mkdir(parents=True, exist_ok=True)
         for name, df in (("jobs", self.jobs), ("events", self.events),
                          ("timeline", self.timeline), ("nodes", self.nodes)):
-            _atomic(out / f"{name}.parquet", lambda p, df=df: df.to_parquet(p, index=False))
-        _atomic_text(out / "config.json", json.dumps(self.config, indent=2, default=_json))
+            atomic_write(out / f"{name}.parquet", lambda p, df=df: df.to_parquet(p, index=False))
+        atomic_text(out / "config.json", json.dumps(self.config, indent=2, default=_json))
         # the summary last: its presence marks a complete result folder
-        _atomic_text(out / "summary.json", json.dumps(self.summary, indent=2, default=_json))
+        atomic_text(out / "summary.json", json.dumps(self.summary, indent=2, default=_json))
         return out
 
 
@@ -73,7 +73,7 @@ def _json(o: Any) -> Any:
     return str(o)
 
 
-def _atomic(path: Path, write: Callable[[str], Any]) -> None:
+def atomic_write(path: Path, write: Callable[[str], Any]) -> None:
     """Write via a temporary file in the same folder, then rename over the final name."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     os.close(fd)
@@ -85,8 +85,9 @@ def _atomic(path: Path, write: Callable[[str], Any]) -> None:
         raise
 
 
-def _atomic_text(path: Path, text: str) -> None:
-    _atomic(path, lambda p: Path(p).write_text(text + "\n", encoding="utf-8"))
+def atomic_text(path: Path, text: str) -> None:
+    """Write a text file atomically (UTF-8, one trailing newline)."""
+    atomic_write(path, lambda p: Path(p).write_text(text + "\n", encoding="utf-8"))
 
 
 def _jobs_frame(run: _Run, end: float) -> pd.DataFrame:

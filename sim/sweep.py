@@ -21,14 +21,14 @@ import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from sim.errors import InvalidParameter, SimError, did_you_mean
-from sim.results import _atomic, _atomic_text
+from sim.results import atomic_text, atomic_write
 
 TOP_KEYS = ("base", "grid", "zip", "seeds")
 """Keys allowed at the top of a sweep file."""
@@ -96,7 +96,7 @@ class Sweep:
     axes: tuple[str, ...]
     source: str = "<sweep>"
     duplicates: int = 0
-    param_columns: tuple[str, ...] = field(default=())
+    param_columns: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -166,7 +166,11 @@ def parse_sweep(data: Any, base_dir: str | os.PathLike[str] | None = None,
     combos = _combinations(grid, zipped, seeds)
     axes = tuple(dict.fromkeys([*grid, *zipped, *(["seed"] if seeds is not None else [])]))
     overrides = [dict(c) for c in combos]
-    policies = sorted({o.get("policy", base["policy"]) for o in overrides})
+    named = [o.get("policy", base["policy"]) for o in overrides]
+    for name in named:
+        if not isinstance(name, str):
+            raise InvalidParameter(f"{where}: policy {name!r} is not a name")
+    policies = sorted(set(named))
     known = _known_params(policies, where)
     points: list[RunPoint] = []
     seen: set[str] = set()
@@ -288,8 +292,6 @@ def _known_params(policies: list[str], where: str) -> dict[str, set[str]]:
 
     out: dict[str, set[str]] = {}
     for name in policies:
-        if not isinstance(name, str):
-            raise InvalidParameter(f"{where}: policy {name!r} is not a name")
         try:
             out[name] = set(ENGINE_PARAMS) | set(policy_class(name).params)
         except SimError as e:
@@ -369,17 +371,25 @@ def _nonneg(v: Any, key: str, at: str) -> float | None:
 
 
 def _window(v: Any, at: str) -> str | None:
-    """`START:END` (either may be empty) from a string or a [start, end] list."""
+    """`START:END` from a string, or `START..END` from a [start, end] list (dates may hold ':')."""
     if v is None:
         return None
     if isinstance(v, list) and len(v) == 2:
         parts = ["" if x is None else (f"{x:g}" if isinstance(x, int | float)
                                        and not isinstance(x, bool) else str(x)) for x in v]
-        return f"{parts[0]}:{parts[1]}"
-    if isinstance(v, str) and ":" in v:
-        return v.strip()
-    raise InvalidParameter(f"{at}: trace_window {v!r}: expected 'START:END' or "
-                           "[start, end] (seconds from the first submission)")
+        text = f"{parts[0]}..{parts[1]}"
+    elif isinstance(v, str) and (":" in v or ".." in v):
+        text = v.strip()
+    else:
+        raise InvalidParameter(f"{at}: trace_window {v!r}: expected 'START:END' or "
+                               "[start, end] (seconds from the first submission, or dates)")
+    from traces.shaping import parse_window
+
+    try:
+        parse_window(text, 0.0)  # syntax only: epoch 0 lets any date through
+    except SimError as e:
+        raise InvalidParameter(f"{at}: {e}") from None
+    return text
 
 
 def _scalar(v: Any) -> Any:
@@ -460,37 +470,14 @@ def _load_trace(source: str) -> Any:
 
 
 def shaped_trace(point: RunPoint) -> Any:
-    """The point's trace after `trace_window` and `load_scale` (`max_jobs` goes to the engine).
+    """The point's trace after `trace_window`, `load_scale` and `max_jobs` (traces.shaping)."""
+    from traces.shaping import shape
 
-    Uses `traces.shaping.shape` when it exists; otherwise a local equivalent for seconds.
-    """
     trace = _load_trace(point.trace)
-    if point.trace_window is None and point.load_scale is None:
+    if point.trace_window is None and point.load_scale is None and point.max_jobs is None:
         return trace
-    try:
-        from traces.shaping import shape  # type: ignore[import-not-found]
-    except ImportError:
-        return _shape_local(trace, point.trace_window, point.load_scale)
-    return shape(trace, window=point.trace_window, load_scale=point.load_scale)
-
-
-def _shape_local(trace: Any, window: str | None, load_scale: float | None) -> Any:
-    """Keep submissions in [START, END) seconds shifted to start at 0; divide gaps by the scale."""
-    jobs = list(trace.jobs)
-    if window is not None:
-        lo_text, _, hi_text = window.partition(":")
-        try:
-            lo = float(lo_text) if lo_text.strip() else 0.0
-            hi = float(hi_text) if hi_text.strip() else math.inf
-        except ValueError:
-            raise InvalidParameter(f"trace_window {window!r}: expected seconds START:END "
-                                   "(dates need traces.shaping)") from None
-        jobs = [replace(j, submit_time=j.submit_time - lo) for j in jobs
-                if lo <= j.submit_time < hi]
-    if load_scale is not None and jobs:
-        t0 = min(j.submit_time for j in jobs)
-        jobs = [replace(j, submit_time=t0 + (j.submit_time - t0) / load_scale) for j in jobs]
-    return replace(trace, jobs=tuple(jobs))
+    return shape(trace, window=point.trace_window, load_scale=point.load_scale,
+                 max_jobs=point.max_jobs)
 
 
 def run_point(point: RunPoint, out: str) -> RunOutcome:
@@ -502,11 +489,11 @@ def run_point(point: RunPoint, out: str) -> RunOutcome:
     if is_finished(folder):  # a retried task whose first attempt got this far
         return RunOutcome(point.run_id, point.folder, "skipped")
     (folder / "error.json").unlink(missing_ok=True)
-    _atomic_text(folder / "point.json", json.dumps(point.config(), indent=2, default=str))
+    atomic_text(folder / "point.json", json.dumps(point.config(), indent=2, default=str))
     wall0 = time.perf_counter()
     try:
         sim = Simulation(shaped_trace(point), point.topology, point.policy, seed=point.seed,
-                         params=dict(point.params), max_jobs=point.max_jobs)
+                         params=dict(point.params))
         result = sim.run(until=point.until)
         result.config["sweep_point"] = point.config()
         result.write(folder)
@@ -521,7 +508,7 @@ def run_point(point: RunPoint, out: str) -> RunOutcome:
 def write_error(folder: Path, point: RunPoint, message: str, tb: str) -> None:
     """Record a failed run: error, traceback and the point, in error.json."""
     folder.mkdir(parents=True, exist_ok=True)
-    _atomic_text(folder / "error.json", json.dumps(
+    atomic_text(folder / "error.json", json.dumps(
         {"error": message, "traceback": tb, "point": point.config()}, indent=2, default=str))
 
 
@@ -535,10 +522,11 @@ def run_sweep(sweep: Sweep, out: str | os.PathLike[str], executor: Executor, *,
     Finished folders are skipped; a run that raises, or that the executor loses, is
     recorded as failed and the others go on. On KeyboardInterrupt the pending runs are
     cancelled, the summary of what finished is written, and the interrupt propagates.
+    The summary's `status` is `ok`, `failed` (with `error`) or `not run`.
     """
     root = Path(out).resolve()
     root.mkdir(parents=True, exist_ok=True)
-    _atomic_text(root / "sweep.json", json.dumps(
+    atomic_text(root / "sweep.json", json.dumps(
         {"source": sweep.source, "axes": list(sweep.axes),
          "runs": [{"folder": p.folder, **p.config()} for p in sweep.points]},
         indent=2, default=str))
@@ -610,7 +598,7 @@ def write_summary(sweep: Sweep, root: str | os.PathLike[str]) -> Path:
     """Write OUT/summary.parquet atomically; return its path."""
     path = Path(root) / "summary.parquet"
     frame = summary_frame(sweep, root)
-    _atomic(path, lambda p: frame.to_parquet(p, index=False))
+    atomic_write(path, lambda p: frame.to_parquet(p, index=False))
     return path
 
 
@@ -661,7 +649,7 @@ def open_executor(scheduler: str | None = None, jobs: int | None = None
                                "pip install 'schedlab[dask]'") from None
     if scheduler == "dask-local":
         with LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                          dashboard_address=None) as cluster, Client(cluster) as client:
+                          dashboard_address=":0") as cluster, Client(cluster) as client:
             yield client.get_executor(pure=False)
         return
     try:

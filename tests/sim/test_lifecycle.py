@@ -232,3 +232,14 @@ def test_random_node_failures_are_seeded(dgx2):
     c = Simulation(trace, dgx2, "fifo", seed=2, params=params).run()
     assert a.jobs.equals(b.jobs) and a.summary["node_failures"] > 0
     assert not a.nodes.equals(c.nodes)
+
+
+def test_random_attempt_failures_follow_the_rate_and_seed(one_gpu):
+    # 1 failure per job-hour on 1-hour jobs with 3 retries: some fail, deterministically
+    trace = make_trace(*[JobSpec(f"j{i}", 0.0, 1, 3600.0, max_retries=3,
+                                 checkpoint_interval=600.0) for i in range(30)])
+    a = Simulation(trace, one_gpu, "fifo", seed=4, params={"failure_rate": 1.0}).run()
+    b = Simulation(trace, one_gpu, "fifo", seed=4, params={"failure_rate": 1.0}).run()
+    assert a.jobs.equals(b.jobs)
+    assert a.jobs.restarts.sum() > 10
+    assert (a.jobs.status == "failed").any() or (a.jobs.restarts == 3).any()

@@ -1,0 +1,136 @@
+"""Figures (SPEC sec. 6): each renders a valid, non-empty PNG from a small run."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from conftest import make_trace
+from research_helpers import assert_png, write_inputs
+
+from sim.cli_research import plot as plot_cmd
+from sim.engine import Simulation
+from sim.errors import SimError
+from sim.plots import (
+    RunData,
+    cdf_figure,
+    comparison_figure,
+    gantt_figure,
+    gantt_intervals,
+    load_results,
+    queue_figure,
+    render_all,
+    save_png,
+    sweep_figure,
+    timeline_figure,
+)
+from sim.sweep import InlineExecutor, load_sweep, run_sweep
+
+JOBS = [(f"j{i}", 20.0 * i, (1, 2, 4, 8)[i % 4], 300.0 + 40 * i) for i in range(24)]
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory, request):
+    """Two small runs written as `schedlab run --out` would: OUT/<policy>/."""
+    from topologies.build import uniform_topology
+
+    topo = uniform_topology(2, sockets=2, switches_per_socket=2, gpus_per_switch=2,
+                            name="dgx2")
+    out = tmp_path_factory.mktemp("runs")
+    for policy in ("fifo", "fifo-backfill"):
+        Simulation(make_trace(*JOBS), topo, policy, seed=0).run().write(out / policy)
+    return out
+
+
+@pytest.fixture(scope="module")
+def runs(results):
+    loaded, sweep = load_results([results])
+    assert sweep is None
+    return loaded
+
+
+def test_labels_are_policies_when_only_the_policy_differs(runs):
+    assert [r.label for r in runs] == ["fifo", "fifo-backfill"]
+
+
+@pytest.mark.parametrize("name", ["jct_cdf", "queueing_delay_cdf", "timeline", "queue",
+                                  "gantt", "comparison"])
+def test_each_figure_renders_a_png(runs, tmp_path, name):
+    fig = {
+        "jct_cdf": lambda: cdf_figure(runs, "jct"),
+        "queueing_delay_cdf": lambda: cdf_figure(runs, "queueing_delay"),
+        "timeline": lambda: timeline_figure(runs),
+        "queue": lambda: queue_figure(runs),
+        "gantt": lambda: gantt_figure(runs[0]),
+        "comparison": lambda: comparison_figure(runs),
+    }[name]()
+    assert fig.get_suptitle() or fig.axes[0].get_title()
+    assert all(ax.get_xlabel() or ax.get_shared_x_axes().get_siblings(ax)[1:]
+               for ax in fig.axes)  # every axis labelled, or sharing a labelled one
+    assert all(ax.get_ylabel() or ax.get_yticklabels() for ax in fig.axes)
+    assert_png(save_png(fig, tmp_path / f"{name}.png"))
+
+
+def test_figures_from_an_in_memory_result(tmp_path, dgx2):
+    result = Simulation(make_trace(*JOBS), dgx2, "fifo", seed=0).run()
+    run = RunData.from_result("fifo", result)
+    assert_png(save_png(cdf_figure([run]), tmp_path / "a.png"))
+    assert_png(save_png(gantt_figure(run), tmp_path / "b.png"))
+
+
+def test_gantt_intervals_follow_holds_and_releases():
+    events = pd.DataFrame(
+        [(0.0, "a", "submit", 2, "", ""), (0.0, "a", "start", 2, "node0:2", ""),
+         (5.0, "b", "start", 3, "node0:1;node1:2", ""), (10.0, "a", "preempt", 2, "", ""),
+         (12.0, "a", "resume", 2, "node1:2", ""), (20.0, "b", "finish", 3, "", ""),
+         (30.0, "c", "start", 1, "node0:1", "")],
+        columns=["time", "job_id", "kind", "num_gpus", "cells", "detail"])
+    got = gantt_intervals(events).sort_values(["start", "node"]).values.tolist()
+    assert got == [["a", "node0", 2, 0.0, 10.0], ["b", "node0", 1, 5.0, 20.0],
+                   ["b", "node1", 2, 5.0, 20.0], ["a", "node1", 2, 12.0, 30.0],
+                   ["c", "node0", 1, 30.0, 30.0]]
+
+
+@pytest.fixture(scope="module")
+def sweep_dir(tmp_path_factory):
+    base = tmp_path_factory.mktemp("sweep")
+    spec = load_sweep(write_inputs(base / "in", jobs=30))
+    run_sweep(spec, base / "out", InlineExecutor())
+    return base / "out"
+
+
+def test_sweep_line_plot_has_a_line_per_policy_with_seed_error_bars(sweep_dir, tmp_path):
+    _, table = load_results([sweep_dir])
+    fig = sweep_figure(table, "load_scale", "jct_mean")
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["fifo", "fifo-backfill"]
+    assert "2 seeds" in ax.get_title() and ax.get_ylabel() == "mean JCT (hours)"
+    assert ax.get_xlabel() == "load scale (x the trace's arrival rate)"
+    assert_png(save_png(fig, tmp_path / "s.png"))
+    with pytest.raises(SimError, match="metric 'nope' not in the sweep summary"):
+        sweep_figure(table, "load_scale", "nope")
+
+
+def test_render_all_for_a_sweep_and_for_run_folders(sweep_dir, results, tmp_path):
+    made = render_all([sweep_dir], tmp_path / "s", max_lines=4)
+    assert sorted(p.name for p in made) == [
+        "policy_comparison.png", "sweep_jct_mean_vs_load_scale.png",
+        "sweep_queueing_delay_mean_vs_load_scale.png"]
+    made = render_all([results / "fifo", results / "fifo-backfill"], tmp_path / "r")
+    assert sorted(p.name for p in made) == [
+        "gantt_fifo-backfill.png", "gantt_fifo.png", "jct_cdf.png", "policy_comparison.png",
+        "queue_length.png", "queueing_delay_cdf.png", "utilization_fragmentation.png"]
+    for p in made:
+        assert_png(p)
+
+
+def test_plot_command(results, tmp_path):
+    res = CliRunner().invoke(plot_cmd, [str(results / "fifo"), "--gantt-max-jobs", "0"])
+    assert res.exit_code == 0, res.output
+    made = res.stdout.split()
+    assert all(p.startswith(str(results / "fifo" / "figures")) for p in made)
+    assert len(made) == 5 and "Gantt charts only for runs of at most 0 jobs" in res.stderr
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    res = CliRunner().invoke(plot_cmd, [str(empty)])
+    assert res.exit_code == 2 and "no results in" in res.stderr
