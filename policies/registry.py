@@ -52,5 +52,7 @@ for _name, _entry in {
     "fifo-backfill": "policies.fifo:FifoBackfillPolicy",
     "fifo-elastic": "policies.fifo_elastic:FifoElasticPolicy",
     "gandiva": "policies.gandiva:GandivaPolicy",
+    "hai": "policies.hai:HaiPolicy",
+    "quota-priority": "policies.quota_priority:QuotaPriorityPolicy",
 }.items():
     register(_name, _entry)

@@ -189,6 +189,13 @@ class Reject:
 
 Decision = Start | Preempt | Suspend | Resume | Migrate | Resize | Reject
 
+# Priority level names accepted in the trace's `priority` column (the HAI platform's
+# levels); AUTO (-1) takes the highest level at which the user still has quota room.
+PRIORITY_NAMES: dict[str, int] = {
+    "EXTREME_HIGH": 50, "VERY_HIGH": 40, "HIGH": 30, "ABOVE_NORMAL": 20, "NORMAL": 10,
+    "UNDER_NORMAL": 8, "BELOW_NORMAL": 5, "LOW": 0, "AUTO": -1,
+}
+
 STATUSES = ("completed", "failed", "killed", "rejected", "unfinished")
 EVENT_KINDS = (
     "submit", "start", "preempt", "suspend", "resume", "migrate",

@@ -127,6 +127,13 @@ def _jobs_frame(run: _Run, end: float) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=[*JOB_COLUMNS, "reason", "gpu_seconds", *extra_names])
 
 
+def _policy_metrics(policy: Any) -> dict[str, Any]:
+    """A policy's own counters (suspend commands, demotions, ...) when it keeps any."""
+    m = getattr(policy, "metrics", None)
+    return {k: _json(v) if isinstance(v, np.generic) else v for k, v in m().items()} \
+        if callable(m) else {}
+
+
 def _trace_label(sim: Simulation) -> str:
     """How to load the trace again: a bundled name, or an absolute file path."""
     from traces import bundled_traces
@@ -168,6 +175,7 @@ def build_result(sim: Simulation, run: _Run, end: float, wall: float) -> SimResu
         wall_seconds=wall,
         events_processed=run.events_processed,
         jobs_bad_rows=sim.trace.bad_rows,
+        policy_metrics=_policy_metrics(sim.policy),
         node_failures=run.node_failures,
         failure_lost_gpu_hours=run.failure_lost_gpu_s / 3600.0,
     )

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from sim.errors import InvalidTrace
-from sim.model import JobSpec
+from sim.model import PRIORITY_NAMES, JobSpec
 from traces.base import Trace
 
 __all__ = [
@@ -100,7 +100,8 @@ _NUM_COLS: dict[str, _NumCol] = {
         _NumCol("num_gpus", True, None, "an integer >= 0", lo=0.0, required=True),
         _NumCol("duration", False, None, "a finite number > 0", lo=0.0, lo_open=True,
                 required=True),
-        _NumCol("priority", True, 0, "an integer"),
+        _NumCol("priority", True, 0,
+                "an integer or a level name (" + ", ".join(PRIORITY_NAMES) + ")"),
         _NumCol("num_cpus", False, 0.0, "a finite number >= 0", lo=0.0),
         _NumCol("mem_gb", False, 0.0, "a finite number >= 0", lo=0.0),
         _NumCol("gpus_per_task", True, 0, "an integer >= 1", lo=1.0),
@@ -351,6 +352,10 @@ def frame_to_trace(
             out[col] = text.tolist()
         elif col in _NUM_COLS:
             spec = _NUM_COLS[col]
+            if col == "priority" and not pd.api.types.is_numeric_dtype(raw.dtype):
+                # HAI level names (NORMAL, HIGH, AUTO, ...) stand for their numbers
+                text = _as_text(raw)
+                raw = text.map(lambda t: str(PRIORITY_NAMES.get(t.upper(), t)))
             values, missing = _as_number(raw)
             bad = ~spec.ok(values) & ~missing
             if spec.required:

@@ -174,7 +174,7 @@ BAD_CELLS = [
     ("duration", "1e400", "finite number > 0", {}, "1"),
     ("duration", "NaN", "missing", {}, "1"),
     ("priority", "1.5", "is not an integer", {}, "1"),
-    ("priority", "high", "is not an integer", {}, "1"),
+    ("priority", "urgent", "is not an integer or a level name", {}, "1"),
     ("num_cpus", "-1", "finite number >= 0", {}, "1"),
     ("mem_gb", "-0.5", "finite number >= 0", {}, "1"),
     ("gpus_per_task", "0", "integer >= 1", {}, "4"),
@@ -396,3 +396,11 @@ def test_garbage_only_raises_invalid_trace(tmp_path: Path, cells: list[list[str]
         return
     for j in t.jobs:
         assert j.num_gpus >= 0 and j.duration > 0 and math.isfinite(j.submit_time)
+
+
+def test_priority_level_names_are_accepted(tmp_path):
+    f = tmp_path / "t.csv"
+    f.write_text("job_id,submit_time,num_gpus,duration,priority\n"
+                 "a,0,1,10,NORMAL\nb,0,1,10,above_normal\nc,0,1,10,AUTO\nd,0,1,10,7\n")
+    t = read_canonical(f)
+    assert [j.priority for j in t.jobs] == [10, 20, -1, 7]
