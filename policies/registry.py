@@ -54,5 +54,7 @@ for _name, _entry in {
     "gandiva": "policies.gandiva:GandivaPolicy",
     "hai": "policies.hai:HaiPolicy",
     "quota-priority": "policies.quota_priority:QuotaPriorityPolicy",
+    "hived": "policies.hived:HivedPolicy",
+    "vc-quota": "policies.hived.vc_quota:VcQuotaPolicy",
 }.items():
     register(_name, _entry)

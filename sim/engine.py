@@ -794,6 +794,11 @@ class _Run:
 
     # --- main loop ---
 
+    def _has_job_events(self) -> bool:
+        """True when a live job event or policy timer is still due (not only node churn)."""
+        return any(e[2] not in (_NODE_FAIL, _NODE_REPAIR, _TICK) and not self._stale(e)
+                   for e in self.heap)
+
     def _has_future(self) -> bool:
         """True when the heap holds a live event other than the periodic tick."""
         return any(e[2] != _TICK and not self._stale(e) for e in self.heap)
@@ -832,6 +837,13 @@ class _Run:
             before = self.decisions
             for d in policy.schedule(self.ctx):
                 self.apply(d)
+            if (not self.running and self.decisions == before and self.next_arrival >= n
+                    and self.cluster.healthy_gpus == self.cluster.total_gpus
+                    and not self._has_job_events()):
+                # nothing runs, nothing can arrive, every node is up and the policy starts
+                # nothing: only random node failures are left, which can never help
+                self.sample()
+                break
             if period and not self.tick_armed and (self.pending or self.running):
                 # tick only while something can change: running jobs, future events, or
                 # a pass that just did something; otherwise the queue is stuck for good

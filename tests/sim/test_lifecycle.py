@@ -243,3 +243,19 @@ def test_random_attempt_failures_follow_the_rate_and_seed(one_gpu):
     assert a.jobs.equals(b.jobs)
     assert a.jobs.restarts.sum() > 10
     assert (a.jobs.status == "failed").any() or (a.jobs.restarts == 3).any()
+
+
+def test_run_ends_when_only_random_failures_are_left(dgx2):
+    # a job no policy pass will ever start (fifo head larger than what consolidated
+    # can place is rejected, so use a policy that starts nothing) must not loop forever
+    from policies.base import Policy
+
+    class Idle(Policy):
+        name = "idle"
+
+        def schedule(self, ctx):
+            return iter(())
+
+    r = Simulation(make_trace(("a", 0.0, 1, 10.0)), dgx2, Idle(),
+                   params={"mtbf": 100.0, "mttr": 10.0}).run()
+    assert list(r.jobs.status) == ["unfinished"]

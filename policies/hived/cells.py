@@ -1,0 +1,200 @@
+"""HiveD's cell model: physical and virtual cells, priorities, usage counts and free lists.
+
+Levels are HiveD's chain levels: 1 is a leaf (one GPU), each parent one more. A cell's
+`used` maps a priority to the leaves used at that priority in its subtree (updated for a
+cell and its ancestors), as in HiveD's `usedLeafCellNumAtPriorities`. Only leaves carry a
+priority of their own (`prio`): FREE, OPP (an opportunistic job) or the guaranteed
+priority 0..1000 of the job using it.
+
+`FreeList` is the buddy free list of one chain: cells per level, kept sorted by their
+position in the topology so every choice is deterministic. Taking a cell splits its free
+ancestor down to it; giving it back merges it with its buddies when all are free.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, insort
+from collections.abc import Iterable
+from typing import Any
+
+FREE = -2  # a leaf no job uses
+OPP = -1  # opportunistic (trace priority -1)
+MIN_GUARANTEED = 0
+MAX_GUARANTEED = 1000
+
+
+def _order(cell: Cell) -> int:
+    return cell.order
+
+
+class Cell:
+    """What physical and virtual cells share: tree links, level and usage counts."""
+
+    __slots__ = ("chain", "level", "parent", "children", "total", "used", "order", "prio",
+                 "name", "view", "vpos")
+
+    def __init__(self, chain: str, level: int, total: int, order: int, name: str) -> None:
+        self.chain = chain
+        self.level = level
+        self.parent: Cell | None = None
+        self.children: list = []
+        self.total = total  # leaves under the cell
+        self.used: dict[int, int] = {}
+        self.order = order  # position for deterministic tie-breaks
+        self.prio = FREE  # leaves only
+        self.name = name
+        self.view: Any = None  # the NodeIndex of the cluster view this cell is a node of
+        self.vpos = -1  # its position in that view
+
+    def max_prio(self) -> int:
+        """The highest priority using a leaf of this cell (FREE when none)."""
+        return max(self.used) if self.used else FREE
+
+    def leaves(self) -> list:
+        """The leaf cells under this cell, left to right."""
+        if not self.children:
+            return [self]
+        out: list = []
+        stack = [self]
+        while stack:
+            c = stack.pop()
+            if c.children:
+                stack.extend(reversed(c.children))
+            else:
+                out.append(c)
+        return out
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r}, level={self.level})"
+
+
+class PCell(Cell):
+    """A cell of the physical cluster (one per topology cell below the root)."""
+
+    __slots__ = ("id", "node", "gpu", "vcell", "split", "pinned", "healthy", "group",
+                 "in_free", "multi_node", "doomed")
+
+    def __init__(self, chain: str, level: int, total: int, order: int, name: str,
+                 cell_id: int, node: int, gpu: int, multi_node: bool) -> None:
+        super().__init__(chain, level, total, order, name)
+        self.id = cell_id  # topology cell id
+        self.node = node  # topology node index (-1 above node level)
+        self.gpu = gpu  # GPU index for a leaf, -1 otherwise
+        self.vcell: VCell | None = None  # bound virtual cell
+        self.split = False
+        self.pinned = False
+        self.healthy = True
+        self.group = -1  # index of the job using this leaf
+        self.in_free = False
+        self.multi_node = multi_node  # above node level (a rack of nodes)
+        self.doomed = False  # bound to a VC's free cell because it is bad
+
+
+class VCell(Cell):
+    """A cell of a virtual cluster; bound to a physical cell while in use."""
+
+    __slots__ = ("vc", "preassigned", "pcell", "pinned_id")
+
+    def __init__(self, chain: str, level: int, total: int, order: int, name: str,
+                 vc: str, pinned_id: str = "") -> None:
+        super().__init__(chain, level, total, order, name)
+        self.vc = vc
+        self.preassigned: VCell = self  # top-level ancestor (the VC's unit of quota)
+        self.pcell: PCell | None = None
+        self.pinned_id = pinned_id
+
+    @property
+    def healthy(self) -> bool:
+        """A virtual cell is bad when it is bound to a bad physical cell."""
+        return self.pcell is None or self.pcell.healthy
+
+
+def add_used(cell: Cell | None, prio: int, delta: int) -> None:
+    """Count `delta` leaves used at `prio` on a cell and its ancestors (and their views)."""
+    while cell is not None:
+        used = cell.used
+        n = used.get(prio, 0) + delta
+        if n:
+            used[prio] = n
+        else:
+            del used[prio]
+        if cell.view is not None:
+            cell.view.changed(cell, prio, delta)
+        cell = cell.parent
+
+
+class FreeList:
+    """Buddy free list of one chain: free physical cells per level, in topology order."""
+
+    def __init__(self, top_level: int) -> None:
+        self.levels: dict[int, list[PCell]] = {lv: [] for lv in range(1, top_level + 1)}
+
+    def add(self, cell: PCell) -> None:
+        """Put a cell in the list of its level (no merging)."""
+        insort(self.levels[cell.level], cell, key=_order)
+        cell.in_free = True
+
+    def discard(self, cell: PCell) -> None:
+        """Take a cell out of the list of its level (no splitting)."""
+        lst = self.levels[cell.level]
+        i = bisect_left(lst, cell.order, key=_order)
+        if i >= len(lst) or lst[i] is not cell:
+            raise ValueError(f"cell {cell.name} is not in the free list of level {cell.level}")
+        del lst[i]
+        cell.in_free = False
+
+    def take(self, cell: PCell) -> int:
+        """Remove `cell` (free itself or under a free ancestor), splitting ancestors.
+
+        Returns the highest level touched (HiveD's `splitLevelUpTo`).
+        """
+        c = cell
+        while True:
+            parent = c.parent
+            stop = parent is None or parent.split
+            if not stop:
+                for ch in parent.children:
+                    self.add(ch)
+                parent.split = True
+            self.discard(c)
+            if stop:
+                return c.level
+            c = parent
+
+    def give(self, cell: PCell) -> int:
+        """Return `cell`, merging it with its buddies while they are all free.
+
+        Returns the highest level touched (HiveD's `mergeLevelUpTo`).
+        """
+        c = cell
+        while True:
+            parent = c.parent
+            if parent is not None and all(b is c or b.in_free for b in parent.children):
+                for b in parent.children:
+                    if b is not c:
+                        self.discard(b)
+                parent.split = False
+                c = parent
+                continue
+            self.add(c)
+            return c.level
+
+    def snapshot(self) -> dict[int, list[PCell]]:
+        """A copy of the per-level lists for planning (HiveD's shallowCopy)."""
+        return {lv: list(cells) for lv, cells in self.levels.items()}
+
+    def cells(self) -> Iterable[PCell]:
+        """Every free cell, level by level bottom up."""
+        for lv in sorted(self.levels):
+            yield from self.levels[lv]
+
+
+def in_free_list(cell: PCell) -> bool:
+    """True when the cell or an ancestor is in the free list (HiveD's inFreeCellList)."""
+    c = cell
+    while True:
+        if c.vcell is not None or c.split:
+            return False
+        if c.parent is None or c.parent.split:
+            return True
+        c = c.parent

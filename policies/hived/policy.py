@@ -1,0 +1,475 @@
+"""The `hived` policy: HiveD's VCs and buddy cell allocation, with an ordering inside each VC.
+
+Trace mapping: `vc` -> virtual cluster; `priority` -1 -> opportunistic, 0..1000 ->
+guaranteed (higher first); `gpu_type` -> leaf cell type (any when empty);
+`gpus_per_task` -> the pods of the gang (a task larger than a node is split into
+node-sized pods, since HiveD puts one pod on one node); an optional pass-through column
+`pinned_cell_id` asks for one of the VC's pinned cells. A job of an unknown VC, with a
+priority out of range, or of a leaf type its VC has no cells of, is rejected with the
+reason in `jobs.parquet`. With no VCs in the topology (and no `vcs` file), one VC
+`default` owns every cell and every job belongs to it, whatever its `vc`.
+
+Each VC keeps its guaranteed jobs in a queue, highest priority first then arrival; one
+more queue holds the opportunistic jobs of every VC. An instance of the `order` policy
+runs on each queue and sees only that queue through a context whose `place` answers with
+HiveD's placement (and whose preemption what-ifs always say no: victims are HiveD's
+choice). When the ordering starts a job, HiveD binds its cells, preempts the victims
+(opportunistic gangs, or lower-priority gangs of the same VC) and starts it.
+
+A job of a VC that can never hold it (more GPUs than its cells, a pod larger than its
+node-level cells) waits, as in HiveD, and blocks its VC under a strict `fifo` order.
+Fractional jobs (`gpu_share` < 1) take a whole leaf cell; elastic jobs run at `num_gpus`.
+
+Per pass the policy looks only at what changed (`tracking.JobTracker`: ended and new
+jobs from the engine's events, arrivals by index), node health (a list comparison), and
+reruns a queue's ordering only when that queue changed (arrivals, requeues, releases in
+its VC, health, doomed cells returned) unless the ordering has a `period`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sortedcontainers import SortedList
+
+from policies.base import Policy
+from policies.hived.algorithm import HivedAlgorithm, Plan, Request
+from policies.hived.cells import MAX_GUARANTEED, MIN_GUARANTEED, OPP
+from policies.hived.config import DEFAULT_VC, build_physical, resolve_vcs
+from policies.hived.tracking import JobTracker
+from policies.placers import Placement, Unschedulable
+from sim.errors import InvalidDecision, InvalidParameter, SimError, did_you_mean
+from sim.jobstate import PENDING, JobState
+from sim.model import (
+    Decision,
+    JobSpec,
+    Preempt,
+    Reject,
+    Resume,
+    Start,
+    Suspend,
+    is_missing,
+)
+from sim.params import Param, as_bool, as_optional, as_path
+
+if TYPE_CHECKING:
+    from sim.engine import SchedContext
+
+PINNED_COLUMN = "pinned_cell_id"
+
+
+def as_order(v: Any) -> str:
+    """A registered policy name other than `hived`, used to order jobs inside each VC."""
+    from policies.registry import policy_class
+    from sim.errors import UnknownName
+
+    name = str(v).strip()
+    if name == HivedPolicy.name:
+        raise ValueError("hived cannot order the jobs of its own VCs; allowed: another "
+                         "registered policy such as fifo or fifo-backfill")
+    try:
+        policy_class(name)
+    except UnknownName as e:
+        raise ValueError(str(e)) from None
+    return name
+
+
+@dataclass(eq=False)
+class _Queue:
+    """Pending and running jobs of one VC (or of every opportunistic job), with its order."""
+
+    name: str
+    policy: Policy
+    pos: int  # processing order: the VCs in config order, then the opportunistic queue
+    keys: SortedList = field(default_factory=SortedList)  # (-priority, submit, idx)
+    classes: dict[tuple, SortedList] = field(default_factory=dict)  # -> (submit, idx)
+    running: dict[int, JobState] = field(default_factory=dict)
+    ctx: _QueueContext | None = None
+
+
+def _class_key(s: JobSpec, pinned: str) -> tuple:
+    return (s.num_gpus, s.task_gpus, s.gpu_type, s.gpu_share, s.num_cpus, s.mem_gb,
+            s.priority, pinned)
+
+
+class _QueueContext:
+    """What an ordering policy sees of one queue: a SchedContext narrowed to the queue."""
+
+    def __init__(self, owner: HivedPolicy, queue: _Queue, ctx: SchedContext) -> None:
+        self._owner = owner
+        self._q = queue
+        self._ctx = ctx
+        self.topology = ctx.topology
+        self.cluster = ctx.cluster
+        self.rng = ctx.rng
+        self.params = ctx.params
+
+    @property
+    def now(self) -> float:
+        """Current simulated time (s)."""
+        return self._ctx.now
+
+    @property
+    def pending_count(self) -> int:
+        """Jobs waiting in this queue."""
+        return len(self._q.keys)
+
+    def pending(self) -> Iterator[JobState]:
+        """This queue's pending jobs, highest priority first, then in arrival order."""
+        keys = self._q.keys
+        key = None
+        while True:
+            i = 0 if key is None else keys.bisect_right(key)
+            if i >= len(keys):
+                return
+            key = keys[i]
+            job = self._ctx.job_at(key[2])
+            if job.status != PENDING:  # left the queue behind our back (e.g. killed)
+                self._owner._dequeue(job)
+                continue
+            yield job
+
+    def pending_classes(self) -> dict[tuple, SortedList]:
+        """This queue's pending jobs grouped by identical request, keys (submit, idx)."""
+        return self._q.classes
+
+    def running(self) -> Mapping[int, JobState]:
+        """This queue's running jobs by index."""
+        return self._q.running
+
+    def job_at(self, idx: int) -> JobState:
+        """A job's state by index."""
+        return self._ctx.job_at(idx)
+
+    def job(self, job_id: str) -> JobState:
+        """A job's state by trace id."""
+        return self._ctx.job(job_id)
+
+    def place(self, job: JobState | JobSpec, num_gpus: int | None = None) -> Placement:
+        """HiveD's placement for the job now (preemption included), or why not."""
+        spec = job.spec if isinstance(job, JobState) else job
+        if num_gpus is not None and num_gpus != spec.num_gpus:
+            return Unschedulable("hived places a job at its num_gpus only", False)
+        state = job if isinstance(job, JobState) else self._ctx.job(spec.job_id)
+        return self._owner._place(state)
+
+    def place_if_freed(self, job: JobState | JobSpec, victims: list[JobState],
+                       num_gpus: int | None = None) -> Placement:
+        """Always no: under hived, HiveD alone chooses preemption victims."""
+        return Unschedulable("hived chooses preemption victims itself", False)
+
+    def run_time(self, job: JobState) -> float:
+        """Seconds the job has held GPUs so far."""
+        return self._ctx.run_time(job)
+
+    def attained_service(self, job: JobState) -> float:
+        """GPU-seconds received so far."""
+        return self._ctx.attained_service(job)
+
+    def progress(self, job: JobState) -> float:
+        """Work done by the job so far (ideal seconds)."""
+        return self._ctx.progress(job)
+
+    def wake_at(self, t: float) -> None:
+        """Ask for a scheduling pass at time `t`."""
+        self._ctx.wake_at(t)
+
+    def __getattr__(self, name: str) -> Any:
+        """Anything else a SchedContext offers, unchanged."""
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self._ctx, name)
+
+
+class HivedPolicy(Policy):
+    """HiveD (OSDI'20): guaranteed jobs in VCs of multi-level cells, buddy cell allocation."""
+
+    name = "hived"
+    description = ("HiveD: VCs of multi-level cells bound to physical cells by buddy "
+                   "allocation; guaranteed and opportunistic jobs, (lazy) preemption")
+    params = {
+        "order": Param("fifo", as_order,
+                       "registered policy ordering the jobs inside each VC (and the "
+                       "opportunistic queue); HiveD chooses cells and victims"),
+        "lazy_preemption": Param(
+            False, as_bool, "a guaranteed gang preempted inside its VC is first downgraded "
+            "to opportunistic and keeps running until its cells are really needed"),
+        "vcs": Param(
+            None, as_optional(as_path),
+            "YAML of virtual clusters overriding the topology's: vc -> {level: count} or "
+            "vc -> {virtualCells: [{cellType, cellNumber}], pinnedCells: [...]}"),
+    }
+
+    def attach(self, ctx: SchedContext) -> None:
+        """Build the cells, check VC safety, and make one ordering instance per queue."""
+        from policies.registry import make_policy
+
+        topo = ctx.topology
+        pc = build_physical(topo)
+        data = None
+        source = topo.source or topo.name
+        if self.p["vcs"]:
+            from topologies.native import load_yaml
+
+            try:
+                data = load_yaml(self.p["vcs"])
+            except SimError as e:
+                raise InvalidParameter(f"parameter vcs: {e}") from None
+            source = self.p["vcs"]
+        vcs, self.explicit_vcs = resolve_vcs(topo, pc, data, source)
+        self.algo = HivedAlgorithm(pc, vcs, lazy=self.p["lazy_preemption"], source=source)
+        order = self.p["order"]
+        self.queues: dict[str, _Queue] = {
+            vc: _Queue(vc, make_policy(order), i) for i, vc in enumerate(vcs)}
+        self.opp = _Queue("(opportunistic)", make_policy(order), len(vcs))
+        self.by_pos = self._all_queues()
+        self.dirty: set[int] = set(range(len(self.by_pos)))  # queues that changed
+        for q in self._all_queues():
+            q.ctx = _QueueContext(self, q, ctx)
+            q.policy.attach(q.ctx)  # type: ignore[arg-type]
+        periods = [q.policy.period for q in self._all_queues() if q.policy.period]
+        self.period = min(periods) if periods else None
+        self.timed = {q.pos for q in self._all_queues() if q.policy.period}
+        self.jobs = JobTracker()  # running / pending job -> its queue
+        self.requests: dict[int, Request | str] = {}
+        self.plans: dict[int, tuple[int, Plan]] = {}  # last dry-run plan per job
+        self.up = list(ctx.cluster.node_up)
+        self.lazy_preemptions = 0
+        self.downgraded: set[str] = set()  # ids of jobs ever lazily preempted
+        self.preemptions = 0
+
+    def _all_queues(self) -> list[_Queue]:
+        return [*self.queues.values(), self.opp]
+
+    # --- the pass ---
+
+    def schedule(self, ctx: SchedContext) -> Iterator[Decision]:
+        """Catch up with the engine, then run the ordering of each queue that changed."""
+        yield from self._sync(ctx)
+        done = -1
+        while True:
+            self._touch_doomed()
+            todo = [i for i in self.dirty | self.timed if i > done]
+            if not todo:
+                return
+            done = min(todo)
+            self.dirty.discard(done)
+            q = self.by_pos[done]
+            if q.keys:
+                yield from self._run(ctx, q)
+
+    def _mark(self, q: _Queue) -> None:
+        self.dirty.add(q.pos)
+
+    def _touch_doomed(self) -> None:
+        touched = self.algo.touched_vcs
+        if touched:
+            for vc in touched:
+                self._mark(self.queues[vc])
+            touched.clear()
+
+    def _run(self, ctx: SchedContext, q: _Queue) -> Iterator[Decision]:
+        for d in q.policy.schedule(q.ctx):  # type: ignore[arg-type]
+            yield from self._apply(ctx, q, d)
+
+    def _apply(self, ctx: SchedContext, q: _Queue, d: Decision) -> Iterator[Decision]:
+        job = ctx.job(d.job_id)
+        if isinstance(d, Start | Resume):
+            if job.status != PENDING:
+                self._dequeue(job)
+                return
+            if self.jobs.pending.get(job.idx) is not q:
+                raise InvalidDecision(f"hived: order policy {q.policy.name!r} started "
+                                      f"{job.job_id!r}, which is not in queue {q.name!r}")
+            req = self._request(job)
+            if isinstance(req, str):
+                return
+            plan: Plan | None = None
+            if job.spec.num_gpus:
+                cached = self.plans.pop(job.idx, None)
+                if cached is not None and cached[0] == self.algo.version:
+                    plan = cached[1]  # nothing changed since `place` computed it
+                    self.algo.commit(plan)
+                else:
+                    got = self.algo.schedule(req, commit=True)
+                    if isinstance(got, str):
+                        return  # the state changed since `place`: the job keeps waiting
+                    plan = got
+                self.lazy_preemptions += len(plan.lazy)
+                self.downgraded.update(ctx.job_at(i).job_id for i in plan.lazy)
+                for v in plan.victims:
+                    yield from self._preempt_victim(ctx, v, job)
+            else:
+                self.algo.add_empty(req)
+            self._dequeue(job)
+            self.jobs.running[job.idx] = q
+            q.running[job.idx] = job
+            gpus = plan.gpus if plan is not None else ()
+            self._check_healthy(ctx, job, gpus)
+            yield type(d)(job.job_id, gpus)
+        elif isinstance(d, Preempt | Suspend):
+            if self.jobs.running.get(job.idx) is not q:
+                raise InvalidDecision(f"hived: order policy {q.policy.name!r} stopped "
+                                      f"{job.job_id!r}, which is not running in {q.name!r}")
+            self.jobs.running.pop(job.idx)
+            q.running.pop(job.idx, None)
+            self._released(self.algo.release(job.idx), job.idx)
+            yield d
+            self._enqueue_after(ctx, job)
+        elif isinstance(d, Reject):
+            self._dequeue(job)
+            yield d
+        else:
+            raise InvalidDecision(
+                f"hived: order policy {q.policy.name!r} yielded {type(d).__name__}; hived "
+                "supports orderings that start, preempt, suspend or reject jobs")
+
+    def _preempt_victim(self, ctx: SchedContext, idx: int, by: JobState) -> Iterator[Decision]:
+        victim = ctx.job_at(idx)
+        q = self.jobs.running.pop(idx)
+        q.running.pop(idx, None)
+        self._mark(self.queues[self._request(victim).vc])  # type: ignore[union-attr]
+        self._mark(self.opp)
+        self.preemptions += 1
+        spec = by.spec
+        yield Preempt(victim.job_id, f"hived: job {spec.job_id} (VC {self._vc_of(spec)}, "
+                                     f"priority {spec.priority}) needs its cells")
+        self._enqueue_after(ctx, victim)
+
+    def _enqueue_after(self, ctx: SchedContext, job: JobState) -> None:
+        """Requeue a job the engine just put back in its queue (no rejection possible)."""
+        if job.status == PENDING:
+            self._enqueue(job)
+        else:
+            self.jobs.requeued(job)
+
+    def _check_healthy(self, ctx: SchedContext, job: JobState, gpus: tuple[int, ...]) -> None:
+        up = ctx.cluster.node_up
+        gn = ctx.topology.gpu_node
+        bad = [g for g in gpus if not up[gn[g]]]
+        if bad:
+            raise SimError(f"hived: internal error, {job.job_id!r} placed on failed nodes "
+                           f"(GPUs {bad})")
+
+    # --- placement for the orderings ---
+
+    def _place(self, job: JobState) -> Placement:
+        req = self._request(job)
+        if isinstance(req, str):
+            return Unschedulable(req, False)
+        if not job.spec.num_gpus:
+            return ()
+        got = self.algo.schedule(req, commit=False)
+        if isinstance(got, str):
+            return Unschedulable(got, False)
+        if not got.lazy:
+            self.plans[job.idx] = (self.algo.version, got)
+        return got.gpus
+
+    def _vc_of(self, spec: JobSpec) -> str:
+        return spec.vc if self.explicit_vcs else DEFAULT_VC
+
+    def _request(self, job: JobState) -> Request | str:
+        """The job's gang request, or why it can never run (cached per job)."""
+        got = self.requests.get(job.idx)
+        if got is None:
+            got = self.requests[job.idx] = self._make_request(job.idx, job.spec)
+        return got
+
+    def _make_request(self, idx: int, s: JobSpec) -> Request | str:
+        algo = self.algo
+        vc = self._vc_of(s)
+        if vc not in algo.vcs:
+            known = list(algo.vcs)
+            return (f"hived: unknown VC {s.vc!r}{did_you_mean(s.vc, known)}; known: "
+                    f"{', '.join(known)}")
+        p = s.priority
+        if p != OPP and not MIN_GUARANTEED <= p <= MAX_GUARANTEED:
+            return (f"hived: priority {p} out of range; allowed: -1 (opportunistic) or "
+                    f"{MIN_GUARANTEED}..{MAX_GUARANTEED} (guaranteed)")
+        raw = dict(s.extra).get(PINNED_COLUMN)
+        pinned = "" if is_missing(raw) else str(raw).strip()
+        st = algo.vcs[vc]
+        if pinned:
+            if p == OPP:
+                return f"hived: an opportunistic job cannot use pinned cell {pinned!r}"
+            if pinned not in st.pinned:
+                return (f"hived: VC {vc!r} has no pinned cell {pinned!r}; its pinned cells: "
+                        f"{', '.join(st.pinned) or 'none'}")
+            leaf = algo.chains[st.pinned[pinned].chain].leaf_type
+            if s.gpu_type and s.gpu_type != leaf:
+                return (f"hived: pinned cell {pinned!r} has {leaf} leaves, the job asks for "
+                        f"{s.gpu_type}")
+        elif s.num_gpus:
+            if s.gpu_type and s.gpu_type not in algo.chains_of_type:
+                return (f"hived: no cells of leaf type {s.gpu_type!r}; known: "
+                        f"{', '.join(algo.chains_of_type)}")
+            if p != OPP and not algo.vc_chains(vc, s.gpu_type):
+                types = sorted({algo.chains[c].leaf_type for c in st.views})
+                return (f"hived: VC {vc!r} has no cells of leaf type "
+                        f"{s.gpu_type or 'any'!r}; its types: {', '.join(types) or 'none'}")
+        return Request(idx, vc, p, s.gpu_type, s.task_gpus, s.num_tasks, pinned)
+
+    # --- keeping up with the engine ---
+
+    def notify(self, ctx: SchedContext, job: JobState, kind: str) -> None:
+        """Remember jobs that left the running set or were requeued (checked next pass)."""
+        self.jobs.notify(job, kind)
+
+    def _sync(self, ctx: SchedContext) -> Iterator[Decision]:
+        """Releases, node health, arrivals and requeues since the last pass."""
+        up = ctx.cluster.node_up
+        if up != self.up:  # failed jobs are released first (the tracker sees them below)
+            changed = [n for n, (was, now) in enumerate(zip(self.up, up, strict=True))
+                       if was != now]
+            self.up = list(up)
+        else:
+            changed = []
+        yield from self.jobs.sync(ctx, self._gone, self._enqueue, self._dequeue)
+        if changed:
+            for n in changed:
+                self.algo.set_node_health(n, up[n])
+            self.dirty.update(range(len(self.by_pos)))
+
+    def _gone(self, idx: int, q: _Queue) -> None:
+        """A job of ours stopped running (finished, failed, killed): free its cells."""
+        q.running.pop(idx, None)
+        self._released(self.algo.release(idx), idx)
+
+    def _released(self, g: Any, idx: int) -> None:
+        """A gang gave its cells back: its VC and the opportunistic queue may move."""
+        self._mark(self.opp)
+        if g is not None and g.orig_prio >= MIN_GUARANTEED and g.vc in self.queues:
+            self._mark(self.queues[g.vc])
+
+    def _enqueue(self, job: JobState) -> str:
+        """Put a pending job in its queue; returns why it is refused ('' when queued)."""
+        req = self._request(job)
+        if isinstance(req, str):
+            return req
+        q = self.opp if req.prio == OPP else self.queues[req.vc]
+        s = job.spec
+        q.keys.add((-s.priority, s.submit_time, job.idx))
+        ck = _class_key(s, req.pinned)
+        lst = q.classes.get(ck)
+        if lst is None:
+            lst = q.classes[ck] = SortedList()
+        lst.add((s.submit_time, job.idx))
+        self.jobs.pending[job.idx] = q
+        self._mark(q)
+        return ""
+
+    def _dequeue(self, job: JobState) -> None:
+        q = self.jobs.pending.pop(job.idx, None)
+        if q is None:
+            return
+        s = job.spec
+        q.keys.discard((-s.priority, s.submit_time, job.idx))
+        ck = _class_key(s, self._request(job).pinned)  # type: ignore[union-attr]
+        lst = q.classes.get(ck)
+        if lst is not None:
+            lst.discard((s.submit_time, job.idx))
+            if not lst:
+                del q.classes[ck]

@@ -1,0 +1,282 @@
+"""HiveD's topology-aware scheduler: pods of a gang onto "nodes", then leaves in each node.
+
+Runs on a cluster view (a `NodeIndex`): the node-level cells of a VC's virtual cells (plus its
+preassigned cells below node level, each a node of its own) or of a chain's physical
+cells. Nodes are ranked as in HiveD's `clusterView.Less`: healthy first, then the most
+leaves used at the pod's priority (all priorities when `cross` packing, as inside a VC),
+then the fewest used by higher priorities. Pods, smallest first, go greedily to the
+first nodes that hold them; a pass that would need a bad node fails. The first pass
+treats every used leaf as taken (no preemption); a guaranteed pod that finds no place
+tries again treating lower-priority leaves as free. The index keeps the nodes bucketed
+by rank and free leaves, updated when a node's usage changes, so a search walks the
+fitting nodes in rank order instead of sorting the view; only the second (preempting)
+pass, needed only when the view holds lower-priority leaves, scans the whole view.
+
+Inside a node the pod takes the leaves with the lowest common ancestor (HiveD's optimal
+affinity): the lowest level with a cell holding enough available leaves, needing the
+fewest preemptions, then the tightest such cell, ties to the fullest ancestors. This
+best-fit choice replaces HiveD's first-found depth-first search: both reach the optimal
+affinity level, ours also keeps whole buddies free for later pods.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator, Sequence
+
+from sortedcontainers import SortedList
+
+from policies.hived.cells import FREE, OPP, Cell
+
+Placement = list[list[Cell]]
+
+
+class NodeIndex:
+    """The nodes of one cluster view, bucketed by (rank, free leaves), in view order."""
+
+    def __init__(self, nodes: Sequence[Cell], cross: bool) -> None:
+        self.nodes = list(nodes)
+        self.cross = cross  # rank by all usage (inside a VC) or opportunistic usage
+        self.by_rank: dict[tuple, dict[int, SortedList]] = {}
+        self.ranks: SortedList = SortedList()
+        self.keys: list[tuple[tuple, int]] = []
+        self.stale: set[int] = set()  # positions whose bucket may be out of date
+        self.prios: dict[int, int] = {}  # leaves used per priority in the whole view
+        for i, n in enumerate(self.nodes):
+            n.view = self
+            n.vpos = i
+            key = self._key(n)
+            self.keys.append(key)
+            self._add(i, key)
+            for q, k in n.used.items():
+                self.prios[q] = self.prios.get(q, 0) + k
+
+    def _key(self, n: Cell) -> tuple[tuple, int]:
+        used = n.used
+        total = sum(used.values()) if used else 0
+        if self.cross:
+            rank: tuple = (-total,)
+        else:
+            opp = used.get(OPP, 0)
+            rank = (-opp, total - opp)
+        return rank, n.total - total
+
+    def _add(self, i: int, key: tuple[tuple, int]) -> None:
+        rank, free = key
+        by_free = self.by_rank.get(rank)
+        if by_free is None:
+            by_free = self.by_rank[rank] = {}
+            self.ranks.add(rank)
+        lst = by_free.get(free)
+        if lst is None:
+            lst = by_free[free] = SortedList()
+        lst.add(i)
+
+    def _remove(self, i: int, key: tuple[tuple, int]) -> None:
+        rank, free = key
+        by_free = self.by_rank[rank]
+        lst = by_free[free]
+        lst.remove(i)
+        if not lst:
+            del by_free[free]
+            if not by_free:
+                del self.by_rank[rank]
+                self.ranks.remove(rank)
+
+    def changed(self, node: Cell, prio: int, delta: int) -> None:
+        """A leaf under `node` changed usage at `prio` by `delta` (re-bucketed lazily)."""
+        k = self.prios.get(prio, 0) + delta
+        if k:
+            self.prios[prio] = k
+        else:
+            del self.prios[prio]
+        self.stale.add(node.vpos)
+
+    def _flush(self) -> None:
+        nodes = self.nodes
+        keys = self.keys
+        for i in self.stale:
+            new = self._key(nodes[i])
+            old = keys[i]
+            if new != old:
+                self._remove(i, old)
+                self._add(i, new)
+                keys[i] = new
+        self.stale.clear()
+
+    def fitting(self, smallest: int) -> Iterator[Cell]:
+        """Nodes with at least `smallest` free leaves, in HiveD's rank order (health aside)."""
+        if self.stale:
+            self._flush()
+        nodes = self.nodes
+        for rank in self.ranks:
+            lists = [lst for free, lst in self.by_rank[rank].items() if free >= smallest]
+            if len(lists) == 1:
+                for i in lists[0]:
+                    yield nodes[i]
+            elif lists:
+                for i in heapq.merge(*lists):
+                    yield nodes[i]
+
+
+def schedule(index: NodeIndex, pods: Sequence[int], prio: int) -> Placement | str:
+    """Leaves for each pod (pods sorted by size), or why the gang does not fit."""
+    pods = sorted(pods)
+    used_prio = OPP
+    picked = find_nodes_indexed(index, pods)
+    if isinstance(picked, str) and prio > OPP and any(q < prio for q in index.prios):
+        used_prio = prio
+        picked = find_nodes(index.nodes, pods, prio, index.cross)
+    if isinstance(picked, str):
+        return picked
+    taken: dict[int, set[int]] = {}
+    out: Placement = []
+    for n, node in zip(pods, picked, strict=True):
+        seen = taken.setdefault(id(node), set())
+        leaves = pick_leaves(node, n, used_prio, seen)
+        seen.update(id(c) for c in leaves)
+        out.append(leaves)
+    return out
+
+
+def _stats(node: Cell, prio: int, cross: bool) -> tuple[int, int, int]:
+    """(leaves used at the same priority, at higher ones, leaves free at `prio`)."""
+    used = node.used
+    if not used:
+        return 0, 0, node.total
+    same = used.get(prio, 0)
+    higher = 0
+    free = node.total
+    for q, k in used.items():
+        if cross:
+            if q != prio:
+                same += k
+        elif q > prio:
+            higher += k
+        if q >= prio:
+            free -= k
+    return same, higher, free
+
+
+def find_nodes_indexed(index: NodeIndex, pods: Sequence[int]) -> list[Cell] | str:
+    """HiveD's findNodesForPods for the no-preemption pass, walking only fitting nodes.
+
+    Bad nodes rank after every healthy one in HiveD, so skipping them and going on is
+    the same walk; a gang that healthy nodes cannot hold fails.
+    """
+    picked: list[Cell] = []
+    k = 0
+    bad: Cell | None = None
+    for node in index.fitting(pods[0]):
+        if not node.healthy:
+            bad = bad or node
+            continue
+        free = node.total - (sum(node.used.values()) if node.used else 0)
+        acc = 0
+        while k < len(pods) and free - acc >= pods[k]:
+            picked.append(node)
+            acc += pods[k]
+            k += 1
+        if k == len(pods):
+            return picked
+    if bad is not None:
+        return f"have to use at least one bad node {bad.name}"
+    return "insufficient capacity"
+
+
+def find_nodes(nodes: Sequence[Cell], pods: Sequence[int], prio: int, cross: bool
+               ) -> list[Cell] | str:
+    """The node of each pod (pods sorted ascending), or a reason (HiveD's findNodesForPods)."""
+    smallest = pods[0]
+    ranked = []
+    for i, node in enumerate(nodes):
+        same, higher, free = _stats(node, prio, cross)
+        if free >= smallest:
+            ranked.append((not node.healthy, -same, higher, i, free))
+    if not ranked:
+        return "insufficient capacity"
+    if len(pods) == 1:
+        best = min(ranked)
+        if best[0]:
+            return f"have to use at least one bad node {nodes[best[3]].name}"
+        return [nodes[best[3]]]
+    ranked.sort()
+    picked: list[Cell] = []
+    k = 0
+    for bad, _same, _higher, i, free in ranked:
+        acc = 0
+        while k < len(pods) and free - acc >= pods[k]:
+            if bad:
+                return f"have to use at least one bad node {nodes[i].name}"
+            picked.append(nodes[i])
+            acc += pods[k]
+            k += 1
+        if k == len(pods):
+            return picked
+    return "insufficient capacity"
+
+
+def pick_leaves(node: Cell, n: int, prio: int, taken: set[int]) -> list[Cell]:
+    """`n` leaves of `node` with the lowest common ancestor (free before preemptible)."""
+    if not node.used and not taken:  # an idle node: its leftmost smallest cell that fits
+        cell = node
+        while cell.children and cell.children[0].total >= n:
+            cell = cell.children[0]
+        return cell.leaves()[:n]
+    avail: dict[int, tuple[int, int]] = {}
+    by_level: dict[int, list[Cell]] = {}
+
+    def walk(c: Cell) -> tuple[int, int]:
+        if not c.children:
+            if id(c) in taken:
+                fq = (0, 0)
+            elif c.prio == FREE:
+                fq = (1, 0)
+            elif c.prio < prio:
+                fq = (0, 1)
+            else:
+                fq = (0, 0)
+        else:
+            f = q = 0
+            for ch in c.children:
+                a, b = walk(ch)
+                f += a
+                q += b
+            fq = (f, q)
+        avail[id(c)] = fq
+        by_level.setdefault(c.level, []).append(c)
+        return fq
+
+    walk(node)
+
+    def key(c: Cell, k: int) -> tuple:
+        f, q = avail[id(c)]
+        up = []
+        p = c.parent
+        while p is not None and id(p) in avail:
+            up.append(sum(avail[id(p)]))
+            p = p.parent
+        return (max(0, k - f), f + q, *up, c.order)
+
+    for level in sorted(by_level):
+        fits = [c for c in by_level[level] if sum(avail[id(c)]) >= n]
+        if fits:
+            best = min(fits, key=lambda c: key(c, n))
+            return sorted(_take(best, n, avail, key), key=lambda c: c.order)
+    raise AssertionError(f"node {node.name} cannot hold {n} leaves")  # find_nodes checked
+
+
+def _take(cell: Cell, n: int, avail: dict[int, tuple[int, int]], key) -> list[Cell]:
+    if not cell.children:
+        return [cell]
+    kids = [c for c in cell.children if sum(avail[id(c)]) > 0]
+    fits = [c for c in kids if sum(avail[id(c)]) >= n]
+    if fits:
+        return _take(min(fits, key=lambda c: key(c, n)), n, avail, key)
+    out: list[Cell] = []
+    for c in sorted(kids, key=lambda c: (-avail[id(c)][0], -sum(avail[id(c)]), c.order)):
+        k = min(sum(avail[id(c)]), n - len(out))
+        out.extend(_take(c, k, avail, key))
+        if len(out) == n:
+            break
+    return out

@@ -1,0 +1,111 @@
+"""What changed in the engine since a policy's last pass, without scanning the queue.
+
+The engine starts jobs only when the policy says so; between passes it only takes jobs
+away from the running set (finish, failure, kill) and adds jobs to the queue (arrivals,
+retries, held jobs whose dependencies completed, preempted jobs). `JobTracker` follows
+both: `notify` lists the jobs events touched, arrivals are read by index (jobs arrive in
+index order), a set difference catches unreported ends when the running set shrank, and
+the queue is rescanned only when its size disagrees with the tracker's (pending jobs
+killed, held jobs released).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from sim.jobstate import HELD, PENDING, RETRYING, JobState
+from sim.model import Reject
+
+if TYPE_CHECKING:
+    from sim.engine import SchedContext
+
+LEFT = frozenset({"finish", "fail", "kill", "retry"})  # events after which a job may move
+
+
+class JobTracker:
+    """Running and pending jobs a policy knows of, each with the policy's own tag."""
+
+    def __init__(self) -> None:
+        self.running: dict[int, Any] = {}  # job index -> tag (e.g. its queue)
+        self.pending: dict[int, Any] = {}
+        self.left: list[int] = []
+        self.watch: set[int] = set()  # held or retrying jobs, pending later
+        self.next_arrival = 0
+
+    def notify(self, job: JobState, kind: str) -> None:
+        """Remember a job an event touched (checked at the next pass)."""
+        if kind in LEFT:
+            self.left.append(job.idx)
+
+    def sync(self, ctx: SchedContext, gone: Callable[[int, Any], None],
+             enqueue: Callable[[JobState], str], drop: Callable[[JobState], None]
+             ) -> Iterator[Reject]:
+        """Report ended jobs to `gone`, new pending ones to `enqueue`; yield rejections.
+
+        `gone(idx, tag)` is called after the job left `running`; `enqueue(job)` must put
+        the job in `pending` (with its tag) or return why it is refused; `drop(job)` must
+        take a job that is no longer pending out of `pending` (and the policy's queues).
+        """
+        rejects: list[Reject] = []
+        running = ctx.running()
+        if self.left:
+            for idx in sorted(set(self.left)):
+                if idx in self.running and idx not in running:
+                    self._gone(ctx, idx, gone, enqueue, rejects)
+                else:
+                    self._found(ctx.job_at(idx), enqueue, rejects)
+            self.left.clear()
+        if len(running) < len(self.running):  # ends the engine did not report
+            for idx in sorted(self.running.keys() - running.keys()):
+                self._gone(ctx, idx, gone, enqueue, rejects)
+        now = ctx.now
+        while True:
+            try:
+                job = ctx.job_at(self.next_arrival)
+            except IndexError:
+                break
+            if job.spec.submit_time > now:
+                break
+            self.next_arrival += 1
+            self._found(job, enqueue, rejects)
+        if len(self.pending) + len(rejects) != ctx.pending_count:
+            for idx in sorted(self.watch):
+                self._found(ctx.job_at(idx), enqueue, rejects)
+            if len(self.pending) + len(rejects) != ctx.pending_count:
+                self._resync(ctx, enqueue, drop, rejects)
+        yield from rejects
+
+    def requeued(self, job: JobState) -> None:
+        """A job we stopped went back to the engine's queue (or waits to retry)."""
+        if job.status in (HELD, RETRYING):
+            self.watch.add(job.idx)
+
+    def _gone(self, ctx: SchedContext, idx: int, gone: Callable[[int, Any], None],
+              enqueue: Callable[[JobState], str], rejects: list[Reject]) -> None:
+        gone(idx, self.running.pop(idx))
+        self._found(ctx.job_at(idx), enqueue, rejects)
+
+    def _found(self, job: JobState, enqueue: Callable[[JobState], str],
+               rejects: list[Reject]) -> None:
+        if job.status == PENDING:
+            self.watch.discard(job.idx)
+            if job.idx not in self.pending:
+                why = enqueue(job)
+                if why:
+                    rejects.append(Reject(job.job_id, why))
+        elif job.status in (HELD, RETRYING):
+            self.watch.add(job.idx)
+        else:
+            self.watch.discard(job.idx)
+
+    def _resync(self, ctx: SchedContext, enqueue: Callable[[JobState], str],
+                drop: Callable[[JobState], None], rejects: list[Reject]) -> None:
+        """Rebuild the pending index from the engine's queue (rare)."""
+        pending = {j.idx: j for j in ctx.pending()}
+        for idx in sorted(self.pending.keys() - pending.keys()):
+            drop(ctx.job_at(idx))
+        refused = {ctx.job(r.job_id).idx for r in rejects}
+        for idx in sorted(pending.keys() - self.pending.keys() - refused):
+            self._found(pending[idx], enqueue, rejects)
+        self.watch = {i for i in self.watch if ctx.job_at(i).status in (HELD, RETRYING)}

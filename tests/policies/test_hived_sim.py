@@ -1,0 +1,226 @@
+"""The `hived` policy in whole simulations: VC guarantees, preemption, rejection, options."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import make_trace
+
+import policies
+from policies.conformance import check_policy
+from policies.hived import HivedPolicy
+from sim.engine import Simulation
+from sim.errors import InvalidParameter, InvalidTopology
+from sim.model import JobSpec
+from topologies import load_topology
+from topologies.build import uniform_topology
+from topologies.native import native_from_dict
+
+
+@pytest.fixture
+def hived_registered():
+    assert policies.policy_class("hived") is HivedPolicy  # a built-in registration
+    return "hived"
+
+
+@pytest.fixture
+def basic(shared_dir):
+    """3 K80 nodes of 4 GPUs: VC1 one node, VC2 one node plus the pinned 10.151.41.21."""
+    return load_topology(shared_dir / "hived-configs" / "basic-hivedscheduler.yaml")
+
+
+def job(jid, t, gpus, dur, vc="VC1", prio=0, per_task=0, **kw):
+    return JobSpec(jid, t, gpus, dur, vc=vc, priority=prio, gpus_per_task=per_task, **kw)
+
+
+def run(topo, *jobs, until=None, **params):
+    return Simulation(make_trace(*jobs), topo, HivedPolicy(**params)).run(until=until)
+
+
+def starts(result):
+    ev = result.events
+    return {r.job_id: (r.time, r.cells) for r in ev[ev.kind == "start"].itertuples()}
+
+
+def test_gang_of_four_one_gpu_tasks_lands_on_one_node(basic):
+    r = run(basic, job("g", 0, 4, 100, per_task=1))
+    assert starts(r) == {"g": (0.0, "10.151.41.20:4")}
+
+
+def test_request_larger_than_the_vc_waits_and_preempts_nothing(basic):
+    r = run(basic,
+            job("opp", 0, 4, 1000, prio=-1),
+            job("big", 1, 8, 100, per_task=4),  # VC1 has one node of 4 GPUs
+            until=500)
+    jobs = r.jobs.set_index("job_id")
+    assert jobs.loc["big", "status"] == "unfinished"
+    assert jobs.loc["opp", "preemptions"] == 0
+    assert r.summary["preemptions"] == 0
+
+
+def test_opportunistic_gang_beyond_quota_runs_then_is_preempted_whole(basic):
+    r = run(basic,
+            job("g1", 0, 4, 1000),  # VC1's node
+            job("o1", 1, 8, 500, prio=-1, per_task=4),  # beyond VC1's quota: 2 free nodes
+            job("g2", 2, 4, 100, vc="VC2"))  # VC2's cell binds to a node o1 holds
+    st = starts(r)
+    assert st["o1"] == (1.0, "10.151.41.21:4;10.151.41.22:4")
+    assert st["g2"] == (2.0, "10.151.41.22:4")
+    ev = r.events
+    pre = ev[ev.kind == "preempt"]
+    assert list(pre.job_id) == ["o1"] and list(pre.time) == [2.0]
+    assert "g2" in pre.detail.iloc[0]
+    jobs = r.jobs.set_index("job_id")
+    assert (jobs.status == "completed").all()
+    assert jobs.loc["o1", "preemptions"] == 1
+    # o1 needs two free nodes again: g2 ends at 102, g1 at 1000 -> 21 and 22 are free at 102
+    resumed = ev[(ev.job_id == "o1") & (ev.kind == "resume")]
+    assert list(resumed.time) == [102.0]
+
+
+def test_higher_priority_preempts_lower_in_the_vc(basic):
+    r = run(basic, job("low", 0, 4, 1000, prio=1), job("high", 5, 4, 100, prio=5))
+    st = starts(r)
+    assert st["high"] == (5.0, "10.151.41.20:4")
+    jobs = r.jobs.set_index("job_id")
+    assert jobs.loc["low", "preemptions"] == 1
+    ev = r.events
+    assert ev[(ev.job_id == "low") & (ev.kind == "resume")].time.tolist() == [105.0]
+
+
+def test_equal_priority_does_not_preempt(basic):
+    r = run(basic, job("a", 0, 4, 1000, prio=3), job("b", 5, 4, 100, prio=3))
+    assert r.summary["preemptions"] == 0
+    assert starts(r)["b"][0] == 1000.0
+
+
+def test_lazy_preemption_keeps_the_victim_running_until_its_cells_are_needed(basic):
+    r = run(basic,
+            job("low", 0, 4, 1000, prio=1),
+            job("high", 5, 4, 100, prio=5),  # lazy: low leaves VC1, VC1 rebinds to 22
+            job("vc2", 10, 4, 100, vc="VC2"),  # VC2's cell gets the last free node: low's
+            lazy_preemption=True)
+    st = starts(r)
+    assert st["high"] == (5.0, "10.151.41.22:4")
+    assert st["vc2"] == (10.0, "10.151.41.20:4")
+    ev = r.events
+    pre = ev[ev.kind == "preempt"]
+    assert list(pre.job_id) == ["low"] and list(pre.time) == [10.0]
+
+
+def test_lazy_preemption_without_need_never_preempts(basic):
+    pol = HivedPolicy(lazy_preemption=True)
+    r = Simulation(make_trace(job("low", 0, 4, 300, prio=1), job("high", 5, 4, 100, prio=5)),
+                   basic, pol).run()
+    assert r.summary["preemptions"] == 0
+    assert pol.lazy_preemptions == 1
+    assert starts(r)["high"][0] == 5.0
+
+
+def test_rejections_carry_a_reason(basic):
+    r = run(basic,
+            job("novc", 0, 1, 10, vc="nope"),
+            job("prio", 0, 1, 10, prio=1001),
+            job("neg", 0, 1, 10, prio=-2),
+            job("ok", 0, 1, 10))
+    jobs = r.jobs.set_index("job_id")
+    assert jobs.loc["ok", "status"] == "completed"
+    assert jobs.loc["novc", "status"] == "rejected"
+    assert "unknown VC 'nope'" in jobs.loc["novc", "reason"]
+    assert "VC1" in jobs.loc["novc", "reason"]
+    for jid in ("prio", "neg"):
+        assert jobs.loc[jid, "status"] == "rejected"
+        assert "out of range" in jobs.loc[jid, "reason"]
+
+
+def test_vc_without_the_leaf_type_rejects(shared_dir):
+    topo = load_topology(shared_dir / "hived-configs" / "hived-config-2.yaml")
+    r = run(topo, job("m60", 0, 1, 10, vc="default", gpu_type="M60"),
+            job("opp", 0, 1, 10, vc="default", gpu_type="M60", prio=-1))
+    jobs = r.jobs.set_index("job_id")
+    assert jobs.loc["m60", "status"] == "rejected"
+    assert "no cells of leaf type 'M60'" in jobs.loc["m60", "reason"]
+    assert jobs.loc["opp", "status"] == "completed"  # opportunistic: any physical cell
+
+
+def test_pinned_cell_column(basic):
+    jobs = [job("p", 0, 4, 10, vc="VC2", extra=(("pinned_cell_id", "VC2-K80"),)),
+            job("q", 0, 4, 10, vc="VC1", extra=(("pinned_cell_id", "VC2-K80"),))]
+    r = run(basic, *jobs)
+    assert starts(r)["p"] == (0.0, "10.151.41.21:4")
+    out = r.jobs.set_index("job_id")
+    assert out.loc["q", "status"] == "rejected" and "no pinned cell" in out.loc["q", "reason"]
+
+
+def test_unsafe_native_vcs_are_rejected_at_start():
+    data = {"name": "t", "nodes": [{"count": 2, "sockets": 1, "switches_per_socket": 2,
+                                    "gpus_per_switch": 2}],
+            "vcs": {"a": {"node": 1}, "b": {"node": 1, "switch": 1}}}
+    topo = native_from_dict(data, "t.yaml")
+    with pytest.raises(InvalidTopology, match=r"VC 'b' cannot be backed .*level 2 .*switch"):
+        run(topo, job("x", 0, 1, 1, vc="a"))
+
+
+def test_vcs_parameter_file(tmp_path, dgx2):
+    f = tmp_path / "vcs.yaml"
+    f.write_text("a: {node: 1}\nb: {socket: 1, switch: 1}\n")
+    r = run(dgx2, job("a8", 0, 8, 10, vc="a"), job("b4", 0, 4, 10, vc="b"),
+            job("b2", 0, 2, 10, vc="b"), job("b8", 0, 8, 10, vc="b"), vcs=str(f), until=100)
+    jobs = r.jobs.set_index("job_id")
+    assert jobs.loc[["a8", "b4", "b2"], "status"].tolist() == ["completed"] * 3
+    assert jobs.loc["b8", "status"] == "unfinished"  # b holds 6 GPUs in two cells
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("a: {node: 3}\n")
+    with pytest.raises(InvalidTopology, match="VC 'a' cannot be backed"):
+        run(dgx2, job("x", 0, 1, 1, vc="a"), vcs=str(bad))
+    typo = tmp_path / "typo.yaml"
+    typo.write_text("a: {nod: 1}\n")
+    with pytest.raises(InvalidParameter, match="nod: unknown level"):
+        run(dgx2, job("x", 0, 1, 1, vc="a"), vcs=str(typo))
+
+
+def test_no_vcs_means_one_default_vc_for_every_job(dgx2):
+    r = run(dgx2, job("x", 0, 8, 10, vc="anything"), job("y", 0, 8, 10, vc="other"),
+            job("z", 0, 16, 10, vc="x"))
+    st = starts(r)
+    assert st["x"] == (0.0, "node0:8") and st["y"] == (0.0, "node1:8")
+    assert st["z"][0] == 10.0 and st["z"][1] == "node0:8;node1:8"
+
+
+def test_order_parameter_composes_an_ordering_inside_each_vc(basic):
+    jobs = [job("run", 0, 2, 100), job("head", 1, 4, 10), job("small", 2, 1, 10)]
+    fifo = starts(run(basic, *jobs))
+    backfill = starts(run(basic, *jobs, order="fifo-backfill"))
+    assert fifo["small"][0] == 110.0  # behind the blocked head
+    assert backfill["small"][0] == 2.0  # backfilled inside VC1
+    with pytest.raises(InvalidParameter, match="did you mean"):
+        HivedPolicy(order="fif")
+    with pytest.raises(InvalidParameter, match="hived cannot order"):
+        HivedPolicy(order="hived")
+
+
+def test_priority_orders_the_vc_queue(basic):
+    r = run(basic, job("run", 0, 4, 100), job("first", 1, 4, 10, prio=0),
+            job("urgent", 2, 4, 10, prio=0), job("vip", 3, 4, 10, prio=7))
+    st = starts(r)
+    assert st["vip"][0] == 3.0  # preempts "run" (priority 0)
+    assert st["first"][0] < st["urgent"][0]
+
+
+def test_zero_gpu_jobs_start_at_once(basic):
+    assert starts(run(basic, job("cpu", 0, 0, 10)))["cpu"][0] == 0.0
+
+
+def test_native_racks_default_vc_and_failures_conform(hived_registered):
+    check_policy(hived_registered)
+    check_policy(hived_registered, params={"order": "fifo-backfill", "lazy_preemption": True})
+
+
+def test_native_vcs_topology_runs():
+    topo = uniform_topology(4, switches_per_socket=2, gpus_per_switch=2, nodes_per_rack=2)
+    topo.vcs.update({"a": {"rack": 1}, "b": {"node": 1}})
+    r = run(topo, job("a", 0, 8, 10, vc="a", per_task=4), job("b", 0, 4, 10, vc="b"),
+            job("b2", 0, 4, 10, vc="b"))
+    st = starts(r)
+    assert st["a"] == (0.0, "node0:4;node1:4")
+    assert st["b"] == (0.0, "node2:4")
+    assert st["b2"] == (10.0, "node0:4")  # buddies merged back: lowest free node
