@@ -56,5 +56,7 @@ for _name, _entry in {
     "quota-priority": "policies.quota_priority:QuotaPriorityPolicy",
     "hived": "policies.hived:HivedPolicy",
     "vc-quota": "policies.hived.vc_quota:VcQuotaPolicy",
+    "drf": "policies.drf:DrfPolicy",
+    "capacity": "policies.capacity:CapacityPolicy",
 }.items():
     register(_name, _entry)

@@ -184,7 +184,7 @@ def native_from_dict(data: Any, file: str | Path, *, source: str | None = None) 
         top = nodes
     root = CellSpec(Level.CLUSTER, name, top)
     vcs = _vcs(file, data.get("vcs"), root)
-    queues = _queues(file, data["queues"], "queues", set()) if data.get("queues") else ()
+    queues = parse_queues(file, data["queues"], "queues", set()) if data.get("queues") else ()
     return Topology(name, root, vcs=vcs, queues=queues, source=str(source or file))
 
 
@@ -245,7 +245,10 @@ def _vcs(file: str | Path, data: Any, root: CellSpec) -> dict[str, dict[str, Any
     return out
 
 
-def _queues(file: str | Path, items: Any, where: str, seen: set[str]) -> tuple[QueueSpec, ...]:
+def parse_queues(
+    file: str | Path, items: Any, where: str, seen: set[str]
+) -> tuple[QueueSpec, ...]:
+    """Validate a `queues:` list (hierarchical) into QueueSpecs; errors name file and key."""
     items = require_list(file, items, where)
     rows: list[dict[str, Any]] = []
     for i, q in enumerate(items):
@@ -267,7 +270,8 @@ def _queues(file: str | Path, items: Any, where: str, seen: set[str]) -> tuple[Q
         row["user_limit_factor"] = require_number(
             file, q.get("user_limit_factor", 1.0), f"{key}.user_limit_factor", low_open=True)
         kids = q.get("queues")
-        row["children"] = _queues(file, kids, f"{key}.queues", seen) if kids is not None else ()
+        row["children"] = (parse_queues(file, kids, f"{key}.queues", seen)
+                           if kids is not None else ())
         rows.append(row)
     _default_capacities(file, rows, where)
     out = []
