@@ -175,10 +175,13 @@ def build_result(sim: Simulation, run: _Run, end: float, wall: float) -> SimResu
         wall_seconds=wall,
         events_processed=run.events_processed,
         jobs_bad_rows=sim.trace.bad_rows,
-        policy_metrics=_policy_metrics(sim.policy),
         node_failures=run.node_failures,
         failure_lost_gpu_hours=run.failure_lost_gpu_s / 3600.0,
     )
+    # a policy's own counters, flattened (scalars only) so sweeps can tabulate them
+    for k, v in _policy_metrics(sim.policy).items():
+        if isinstance(v, bool | int | float | str):
+            summary[f"policy_{k}"] = v
     digest = hashlib.sha256(
         "\n".join(f"{s.job_id},{s.submit_time!r},{s.num_gpus},{s.duration!r}"
                   for s in sim.jobs).encode()
