@@ -132,7 +132,8 @@ class _Base:
         got = self._single_node(job, cluster, types, n, avoid)
         if got is not None:
             return got
-        if n <= cluster.topo.max_node_gpus and not self.spread:
+        # the largest node of the allowed types, not of the whole cluster
+        if not self.spread and n <= max(cluster.max_node_gpus.get(t, 0) for t in types):
             return None
         return self._multi_node(job, cluster, types, n, avoid)
 
@@ -273,6 +274,12 @@ class FirstFitPlacer(_Base):
         yield from nodes
 
 
-PLACERS: dict[str, type[_Base]] = {
+PLACERS: dict[str, type] = {
     p.name: p for p in (PackPlacer, ConsolidatedPlacer, FirstFitPlacer)
 }
+
+# FGD (fragmentation gradient descent) places by the workload's size mix; it builds on the
+# classes above, so it is registered after them
+from policies.fgd import FgdPlacer  # noqa: E402
+
+PLACERS[FgdPlacer.name] = FgdPlacer

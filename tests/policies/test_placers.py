@@ -136,3 +136,14 @@ def test_cluster_indexes_stay_consistent_after_churn():
             free = sum(1 for g in range(c.gpu_lo, c.gpu_hi) if st.gpu_free[g] == 1000)
             assert st.cell_free[c.id] == free
         assert st.free_whole == sum(1 for f in st.gpu_free if f == 1000)
+
+
+def test_consolidated_uses_the_node_size_of_the_jobs_gpu_type():
+    # 2-GPU K80 nodes next to 8-GPU P40 nodes: an 8-GPU K80 job must span 4 K80 nodes
+    topo = native_from_dict({"name": "mix", "nodes": [
+        {"count": 4, "gpu_type": "K80", "sockets": 1, "switches_per_socket": 1,
+         "gpus_per_switch": 2},
+        {"count": 1, "gpu_type": "P40", "sockets": 2, "switches_per_socket": 2,
+         "gpus_per_switch": 2}]}, "mix.yaml")
+    got = place("consolidated", J(8, gpu_type="K80"), ClusterState(topo))
+    assert len(got) == 8 and {topo.node_of_gpu(g).gpu_type for g in got} == {"K80"}
