@@ -58,5 +58,15 @@ for _name, _entry in {
     "vc-quota": "policies.hived.vc_quota:VcQuotaPolicy",
     "drf": "policies.drf:DrfPolicy",
     "capacity": "policies.capacity:CapacityPolicy",
+    "sjf": "policies.sjf:SjfPolicy",
+    "srtf": "policies.sjf:SrtfPolicy",
+    "tiresias-las": "policies.tiresias:TiresiasLasPolicy",
+    "tiresias-gittins": "policies.tiresias:TiresiasGittinsPolicy",
+    "easy-backfill": "policies.backfill:EasyBackfillPolicy",
+    "conservative-backfill": "policies.backfill:ConservativeBackfillPolicy",
+    "themis-ftf": "policies.themis:ThemisFtfPolicy",
+    "fgd": "policies.fgd:FgdPolicy",
+    "gavel-mmf": "policies.gavel:GavelPolicy",
+    "gavel-mmf-agnostic": "policies.gavel:GavelAgnosticPolicy",
 }.items():
     register(_name, _entry)

@@ -106,6 +106,15 @@ class SchedContext:
             for v in reversed(freed):
                 cluster.allocate(v.idx, v.gpus, v.milli, *v.host)
 
+    def placement_speed(self, job: JobState | JobSpec, gpus: tuple[int, ...]) -> float:
+        """Relative speed the job would run at on `gpus` alone (type speed x locality).
+
+        What the engine's rate would be without sharing or elastic resizing, so a policy
+        can compare candidate placements as a throughput profiler would.
+        """
+        spec = job.spec if isinstance(job, JobState) else job
+        return self._run.placement_speed(spec, tuple(gpus))
+
     def run_time(self, job: JobState) -> float:
         """Seconds the job has held GPUs so far (all attempts), up to now."""
         extra = self.now - job.held_since if job.status == RUNNING else 0.0

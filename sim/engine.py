@@ -306,13 +306,26 @@ class _Run:
 
     # --- progress ---
 
+    def placement_speed(self, spec: JobSpec, gpus: tuple[int, ...]) -> float:
+        """Speed of a job on these GPUs alone: the slowest type's speed x locality."""
+        if not gpus:
+            return 1.0
+        topo = self.topo
+        types = {topo.nodes[topo.gpu_node[g]].gpu_type for g in gpus}
+        speed = min(spec.speed_on(t) for t in sorted(types))
+        if len(gpus) > 1 and spec.locality_sensitivity > 0:
+            actual = topo.lowest_common_level(gpus)
+            best = topo.best_level(len(gpus))
+            slow = self.loc.get(actual, 1.0) / self.loc.get(best, 1.0)
+            if slow > 1.0:
+                speed /= 1.0 + spec.locality_sensitivity * (slow - 1.0)
+        return speed
+
     def _rate(self, job: JobState) -> float:
         spec = job.spec
         if not job.gpus:
             return 1.0
-        topo = self.topo
-        types = {topo.nodes[topo.gpu_node[g]].gpu_type for g in job.gpus}
-        speed = min(spec.speed_on(t) for t in sorted(types))
+        speed = self.placement_speed(spec, job.gpus)
         k, n = len(job.gpus), spec.num_gpus
         if k != n and n > 0:  # an elastic job away from its nominal size
             if self.engine_params["elastic_scaling"] == "linear":
@@ -322,12 +335,6 @@ class _Run:
                 speed *= (f + (1 - f) / n) / (f + (1 - f) / k)
         if job.group is not None:
             speed *= self._group_factor(job)
-        if len(job.gpus) > 1 and spec.locality_sensitivity > 0:
-            actual = topo.lowest_common_level(job.gpus)
-            best = topo.best_level(len(job.gpus))
-            slow = self.loc.get(actual, 1.0) / self.loc.get(best, 1.0)
-            if slow > 1.0:
-                speed /= 1.0 + spec.locality_sensitivity * (slow - 1.0)
         return speed
 
     def _advance(self, job: JobState) -> None:

@@ -1,0 +1,196 @@
+"""The literature's baselines side by side, and FGD against packing on Alibaba openb.
+
+1. Every registered policy on the bundled default trace and topology and on the full
+   Philly job table (82,247 jobs). One table: wall seconds of the simulation (trace
+   loading excluded), engine events per job, and the summary metrics. Each run is its own
+   subprocess. On the `philly` topology (2,490 GPUs) the full table barely queues, so
+   `--philly-topology uniform:56` (448 GPUs) gives the contended variant.
+2. openb "fill" (the FGD paper's experiment): GPU pods sampled with replacement (seed 0)
+   from `openb_pod_list_default.csv` arrive one a second and never leave, on the openb GPU
+   nodes, until 130% of the cluster's GPU capacity has been asked for. Reported: the
+   fraction of GPU capacity left unallocated when the arrived requests reach 90..130% of
+   capacity, for `fgd` and for `fifo-backfill` with the `pack` and `consolidated` placers
+   (same arrival-order-with-backfill scheduling; only the placement differs).
+
+    python benchmarks/bench_baselines.py [--trace default --trace philly] [--policy P ...]
+        [--philly-topology philly|uniform:N] [--skip-openb] [--timeout S] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+SHARED = Path(os.environ.get("SCHEDLAB_SHARED", Path(__file__).resolve().parents[2] / "shared"))
+PHILLY = SHARED / "traces" / "philly" / "philly_jobs_pollux.csv"
+OPENB = SHARED / "traces" / "alibaba-gpu-v2023"
+
+METRICS = ("jobs_completed", "jct_mean", "jct_p95", "queueing_delay_mean", "slowdown_mean",
+           "utilization_mean", "fragmentation_mean", "preemptions", "lost_gpu_hours",
+           "makespan")
+
+
+def topology(name: str):
+    """A bundled topology, or `uniform:N` (N DGX-like 8-GPU nodes)."""
+    if name.startswith("uniform:"):
+        from topologies.build import uniform_topology
+
+        return uniform_topology(int(name.split(":", 1)[1]), sockets=2, switches_per_socket=2,
+                                gpus_per_switch=2, name=name)
+    from topologies import load_topology
+
+    return load_topology(name)
+
+
+def load(trace: str, philly_topology: str):
+    """(trace, topology) of a benchmark case."""
+    if trace == "default":
+        from traces import load_trace
+
+        return load_trace("default"), topology("default")
+    from traces.canonical import frame_to_trace
+    from traces.make_default import convert_philly
+
+    t = frame_to_trace(convert_philly(PHILLY), label=PHILLY.name, name="philly-full",
+                       source=str(PHILLY))
+    return t, topology(philly_topology)
+
+
+def one(trace: str, policy: str, philly_topology: str) -> dict:
+    """Run one policy on one case in this process and measure it."""
+    from sim.engine import Simulation
+
+    t0 = time.perf_counter()
+    tr, topo = load(trace, philly_topology)
+    load_s = time.perf_counter() - t0
+    c0 = time.process_time()
+    t1 = time.perf_counter()
+    s = Simulation(tr, topo, policy).run().summary
+    row = {"trace": trace, "topology": topo.name, "policy": policy,
+           "wall_s": round(time.perf_counter() - t1, 2),
+           "cpu_s": round(time.process_time() - c0, 2), "load_s": round(load_s, 2),
+           "events_per_job": round(s["events_processed"] / max(1, len(tr.jobs)), 2)}
+    for k in METRICS:
+        v = s[k]
+        row[k] = round(v, 4) if isinstance(v, float) else v
+    return row
+
+
+def fill_trace(sample_seed: int = 0, over: float = 1.3):
+    """openb GPU pods sampled until `over` x capacity is asked for; never leaving."""
+    import dataclasses
+
+    import numpy as np
+
+    from traces import load_trace
+    from traces.base import Trace
+    from traces.readers.openb import read_openb_nodes
+
+    pods = [j for j in load_trace(OPENB / "openb_pod_list_default.csv").jobs if j.num_gpus]
+    topo = read_openb_nodes(OPENB / "openb_node_list_gpu_node.csv")
+    rng = np.random.default_rng(sample_seed)
+    jobs, asked = [], 0.0
+    while asked < over * topo.num_gpus:
+        p = pods[int(rng.integers(len(pods)))]
+        jobs.append(dataclasses.replace(p, job_id=f"fill{len(jobs)}",
+                                        submit_time=float(len(jobs)), duration=1e9,
+                                        depends_on=()))
+        asked += p.num_gpus * p.gpu_share
+    return Trace("openb-fill", tuple(jobs)), topo
+
+
+def openb_fill(label: str) -> dict:
+    """One placement on the openb fill experiment, in this process."""
+    import numpy as np
+
+    from sim.engine import Simulation
+
+    trace, topo = fill_trace()
+    policy, params = {"fgd": ("fgd", {}), "pack": ("fifo-backfill", {"placer": "pack"}),
+                      "consolidated": ("fifo-backfill", {})}[label]
+    t0 = time.perf_counter()
+    r = Simulation(trace, topo, policy, params=params).run(until=float(len(trace.jobs)))
+    wall = time.perf_counter() - t0
+    asked = np.cumsum([j.num_gpus * j.gpu_share for j in trace.jobs])
+    tl = r.timeline
+    row = {"placement": label, "pods": len(trace.jobs), "gpus": topo.num_gpus,
+           "wall_s": round(wall, 2)}
+    for frac in (0.9, 1.0, 1.1, 1.2, 1.3):
+        k = min(int(np.searchsorted(asked, frac * topo.num_gpus)), len(trace.jobs) - 1)
+        at = tl[tl.time <= k].iloc[-1]
+        row[f"unalloc@{int(frac * 100)}%"] = round(1.0 - at.gpus_busy / at.gpus_total, 4)
+    row["pods_placed"] = int(r.jobs.start_time.notna().sum())
+    return row
+
+
+def run_child(args: list[str], timeout: float) -> dict | None:
+    """Run this script on one case in a subprocess; its JSON row, or None on timeout."""
+    cmd = [sys.executable, __file__, "--inproc", *args]
+    try:
+        out = subprocess.run(cmd, check=True, capture_output=True, text=True,
+                             timeout=timeout).stdout
+    except subprocess.TimeoutExpired:
+        return None
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def table(rows: list[dict]) -> str:
+    """Rows as an aligned text table."""
+    if not rows:
+        return ""
+    keys = list(rows[0])
+    width = {k: max(len(k), *(len(str(r.get(k, ""))) for r in rows)) for k in keys}
+    lines = ["  ".join(k.rjust(width[k]) for k in keys)]
+    lines += ["  ".join(str(r.get(k, "")).rjust(width[k]) for k in keys) for r in rows]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--trace", action="append", choices=("default", "philly"))
+    ap.add_argument("--policy", action="append", default=None)
+    ap.add_argument("--philly-topology", default="philly")
+    ap.add_argument("--skip-openb", action="store_true")
+    ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per run")
+    ap.add_argument("--json", default=None, help="also write every row to this JSON file")
+    ap.add_argument("--inproc", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--fill", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.inproc:
+        row = openb_fill(args.fill) if args.fill else one(
+            args.trace[0], args.policy[0], args.philly_topology)
+        print(json.dumps(row))
+        return
+    traces = args.trace or ["default", "philly"]
+    if "philly" in traces and not PHILLY.exists():
+        sys.exit(f"Philly table not found at {PHILLY} (set SCHEDLAB_SHARED)")
+    from policies.registry import registered_policies
+
+    policies = args.policy or registered_policies()
+    rows = []
+    for trace in traces:
+        for p in policies:
+            row = run_child(["--trace", trace, "--policy", p, "--philly-topology",
+                             args.philly_topology], args.timeout)
+            rows.append(row or {"trace": trace, "policy": p, "wall_s": f">{args.timeout:g}"})
+            print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    print(table(rows))
+    fills = []
+    if not args.skip_openb and (OPENB / "openb_pod_list_default.csv").exists():
+        for label in ("fgd", "pack", "consolidated"):
+            row = run_child(["--fill", label], args.timeout)
+            fills.append(row or {"placement": label, "wall_s": f">{args.timeout:g}"})
+        print()
+        print(table(fills))
+    if args.json:
+        Path(args.json).write_text(json.dumps({"runs": rows, "openb_fill": fills},
+                                              indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

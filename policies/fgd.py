@@ -1,0 +1,439 @@
+"""Fragmentation gradient descent (FGD; Weng et al., USENIX ATC 2023, Alibaba "openb").
+
+A node's fragmentation against a workload is the free GPU capacity that a task drawn
+from the workload could not use there. For each task shape (GPUs, milli-GPU per GPU,
+CPUs, GPU type) of probability p it is p x (all the node's free GPU capacity) when the
+task cannot run there (wrong GPU type, not enough CPU, or no GPUs with room for it), and
+p x (the free capacity of partly used GPUs too small for it) when it can. FGD places a
+task on the node, and a GPU share on the GPU, where this expected fragmentation grows
+least (the "gradient"). This is the authors' `NodeGpuShareFragAmountScore` (their
+kubernetes-scheduler-simulator, fgd_score.go); the `fragmentation_fgd` metric is the
+same measure without the CPU term.
+
+`FgdPlacer` follows the Placer protocol (register it as the `fgd` placer); the `fgd`
+policy schedules in arrival order with backfilling (as `fifo-backfill`) and places with
+it. Choices and simplifications, stated:
+* The workload is learned online, as the jobs seen so far (the policy: every submitted
+  job; the placer alone: every job it is asked to place), refreshed each time their
+  number grows by 10%; a fixed workload can be given instead. The authors compute it
+  from the whole trace beforehand.
+* Ties (equal gradient) go to the node left with the least free GPU capacity, then the
+  lowest node index (the authors' scheduler picks randomly among equal integer scores).
+* Inside a node, whole GPUs come from its tightest cell (switch, then socket), so FGD
+  does not pay needless locality slowdowns; a share goes on the best partly used GPU.
+* A task larger than a node cannot be scored per node: it goes to `fallback`
+  (consolidated by default, the engine's default placer). CPU-only pods, which add the
+  same amount to every node's gradient, are left out of the workload.
+Nodes with equal state (GPU type and size, free GPU multiset, free CPUs) score alike, so
+they are grouped and each group is scored once; the policy keeps the groups current from
+the engine's `notify` events, the bare placer re-reads node states on each call.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from sortedcontainers import SortedList
+
+from policies.base import Policy
+from policies.placers import ConsolidatedPlacer, Placement, Placer, Unschedulable, job_milli
+from policies.placers import candidate_types as allowed_types
+from sim.cluster import MILLI, ClusterState
+from sim.model import Decision, JobSpec, Level, Start
+
+if TYPE_CHECKING:
+    from sim.engine import SchedContext
+    from sim.jobstate import JobState
+
+Shape = tuple[int, int, float, str]  # GPUs per task, milli per GPU, CPUs per task, type
+Workload = tuple[tuple[Shape, float], ...]  # shapes with their probabilities
+# a node's scoring state: GPU type, GPUs, whole free GPUs, free milli of shared GPUs
+# (sorted), free CPUs (inf when the node does not model CPUs)
+State = tuple[str, int, int, tuple[int, ...], float]
+
+HOLD = ("start", "resume", "migrate", "resize")
+DROP = ("preempt", "suspend", "finish", "fail", "kill")
+
+
+def shape_of(spec: JobSpec) -> Shape:
+    """The FGD shape of one task of a GPU job."""
+    tasks = spec.num_tasks
+    return (spec.task_gpus, job_milli(spec), spec.num_cpus / tasks, spec.gpu_type)
+
+
+def node_fragmentation(state: State, workload: Workload) -> float:
+    """Expected free GPU capacity (GPUs) of a node that a task of `workload` cannot use."""
+    gpu_type, capacity, whole, partial, cpu_free = state
+    free_total = whole + sum(partial) / MILLI
+    if free_total <= 0:
+        return 0.0
+    frag = 0.0
+    for (gpus, milli, cpus, typ), p in workload:
+        if (typ and typ != gpu_type) or cpus > cpu_free + 1e-9:
+            unusable = free_total
+        elif milli < MILLI:  # a share fits a whole free GPU or a shared one with room
+            if whole > 0 or any(f >= milli for f in partial):
+                unusable = sum(f for f in partial if f < milli) / MILLI
+            else:
+                unusable = free_total
+        elif gpus > capacity:  # a task larger than a node: only a fully free node helps
+            unusable = 0.0 if whole == capacity else free_total
+        elif gpus > whole:
+            unusable = free_total
+        else:
+            unusable = sum(partial) / MILLI
+        frag += p * unusable
+    return frag
+
+
+class ShapeCounter:
+    """Online workload: counts of task shapes, as a Workload."""
+
+    def __init__(self) -> None:
+        self.counts: dict[Shape, int] = {}
+        self.total = 0
+        self.built_at = 0
+        self.workload: Workload = ()
+
+    def add(self, spec: JobSpec) -> None:
+        """Count the tasks of one GPU job."""
+        if spec.num_gpus > 0:
+            k = shape_of(spec)
+            self.counts[k] = self.counts.get(k, 0) + spec.num_tasks
+            self.total += spec.num_tasks
+
+    def current(self) -> Workload:
+        """The mix, rebuilt when the count grew by 10% since the last build."""
+        if self.total and self.total >= max(self.built_at + 1, 1.1 * self.built_at):
+            self.built_at = self.total
+            self.workload = tuple((k, c / self.total) for k, c in sorted(self.counts.items()))
+        return self.workload
+
+
+def _pick(cluster: ClusterState, cell: int, n: int) -> list[int]:
+    """Pick `n` whole free GPUs under `cell`: best fit among sub-cells, else fullest first."""
+    topo = cluster.topo
+    c = topo.cells[cell]
+    if c.level == Level.GPU:
+        return [c.gpu_lo]
+    free = cluster.cell_free
+    kids = [k for k in c.children if free[k] > 0]
+    fit = [k for k in kids if free[k] >= n]
+    if fit:
+        return _pick(cluster, min(fit, key=lambda k: (free[k], k)), n)
+    out: list[int] = []
+    for k in sorted(kids, key=lambda k: (-free[k], k)):
+        out.extend(_pick(cluster, k, min(free[k], n - len(out))))
+        if len(out) == n:
+            break
+    return out
+
+
+class NodeGroups:
+    """Healthy GPU nodes grouped by scoring state, kept current node by node."""
+
+    def __init__(self) -> None:
+        self.cluster: ClusterState | None = None
+        self.raw: list[tuple | None] = []  # per node: (GPU frees, CPUs free, up) last seen
+        self.state: list[State | None] = []
+        self.groups: dict[State, SortedList] = {}
+        self.up: list[bool] = []
+
+    def _bind(self, cluster: ClusterState) -> None:
+        self.cluster = cluster
+        n = len(cluster.topo.nodes)
+        self.raw = [None] * n
+        self.state = [None] * n
+        self.groups = {}
+        self.up = list(cluster.node_up)
+        self.refresh(range(n))
+
+    def sync(self, cluster: ClusterState, dirty: Iterable[int] | None) -> None:
+        """Re-read the nodes in `dirty` (None: every node) and those whose health changed."""
+        if cluster is not self.cluster:
+            self._bind(cluster)
+            return
+        nodes = set(range(len(self.raw))) if dirty is None else set(dirty)
+        if cluster.node_up != self.up:
+            nodes.update(i for i, (a, b) in enumerate(zip(cluster.node_up, self.up,
+                                                          strict=True)) if a != b)
+            self.up = list(cluster.node_up)
+        self.refresh(sorted(nodes))
+
+    def refresh(self, nodes: Iterable[int]) -> None:
+        """Recompute the state of these nodes and move them between groups."""
+        cluster = self.cluster
+        assert cluster is not None
+        topo = cluster.topo
+        gf = cluster.gpu_free
+        for i in nodes:
+            spec = topo.nodes[i]
+            if not spec.num_gpus:
+                continue
+            cell = topo.cells[spec.cell]
+            frees = tuple(gf[cell.gpu_lo:cell.gpu_hi])
+            cpu = cluster.node_cpu_free[i] if spec.num_cpus > 0 else math.inf
+            raw = (frees, cpu, cluster.node_up[i])
+            if raw == self.raw[i]:
+                continue
+            self.raw[i] = raw
+            old = self.state[i]
+            if old is not None:
+                grp = self.groups[old]
+                grp.remove(i)
+                if not grp:
+                    del self.groups[old]
+            new: State | None = None
+            if cluster.node_up[i]:
+                whole = sum(1 for f in frees if f == MILLI)
+                partial = tuple(sorted(f for f in frees if 0 < f < MILLI))
+                new = (spec.gpu_type, spec.num_gpus, whole, partial, cpu)
+                grp = self.groups.get(new)
+                if grp is None:
+                    grp = self.groups[new] = SortedList()
+                grp.add(i)
+            self.state[i] = new
+
+
+class FgdPlacer:
+    """Place each task where the node's expected fragmentation grows least (FGD)."""
+
+    name = "fgd"
+    spread = False  # a task that fits a node always goes on one node
+
+    def __init__(self, workload: Iterable[tuple[Shape, float]] | None = None,
+                 fallback: Placer | None = None) -> None:
+        self.given: Workload | None = tuple(workload) if workload is not None else None
+        self.fallback: Placer = fallback or ConsolidatedPlacer()
+        self.learned = ShapeCounter()
+        self.learn = True  # the policy turns this off and feeds `learned` itself
+        self.groups = NodeGroups()
+        self.dirty: set[int] | None = None  # None: re-read every node on each call
+        self._seen: set[str] = set()
+        self._frag: dict[State, float] = {}
+        self._best: dict[tuple, tuple[float, int, int] | None] = {}
+        self._for: Workload | None = None
+
+    # --- workload and fragmentation ---
+
+    def workload(self) -> Workload:
+        """The workload to score against: the given one, else the learned mix."""
+        return self.given if self.given is not None else self.learned.current()
+
+    def frag(self, state: State) -> float:
+        """Fragmentation of a node state against the current workload (cached)."""
+        v = self._frag.get(state)
+        if v is None:
+            v = node_fragmentation(state, self._for or ())
+            if len(self._frag) < 500_000:
+                self._frag[state] = v
+        return v
+
+    def option(self, state: State, n: int, milli: int, cpus: float
+               ) -> tuple[float, int, int] | None:
+        """(gradient, free milli left, shared GPU's room or -1) of the best spot, or None.
+
+        A share may go on a shared GPU with enough room (one option per distinct room)
+        or on a whole free GPU; whole GPUs simply become busy.
+        """
+        key = (state, n, milli, cpus)
+        if key in self._best:
+            return self._best[key]
+        gpu_type, capacity, whole, partial, cpu = state
+        out: tuple[float, int, int] | None = None
+        if cpus <= cpu + 1e-9:
+            before = self.frag(state)
+            total = whole * MILLI + sum(partial)
+            rest_cpu = cpu - cpus
+            if milli == MILLI:
+                if whole >= n:
+                    after = self.frag((gpu_type, capacity, whole - n, partial, rest_cpu))
+                    out = (after - before, total - n * MILLI, -1)
+            else:
+                for f in sorted(set(partial)):
+                    if f < milli:
+                        continue
+                    rest = list(partial)
+                    rest.remove(f)
+                    if f > milli:
+                        rest.append(f - milli)
+                    after = self.frag((gpu_type, capacity, whole, tuple(sorted(rest)),
+                                       rest_cpu))
+                    if out is None or after - before < out[0]:
+                        out = (after - before, total - milli, f)
+                if whole:
+                    after = self.frag((gpu_type, capacity, whole - 1,
+                                       tuple(sorted((*partial, MILLI - milli))), rest_cpu))
+                    if out is None or after - before < out[0]:
+                        out = (after - before, total - milli, -1)
+        if len(self._best) < 500_000:
+            self._best[key] = out
+        return out
+
+    # --- placement ---
+
+    def place(self, job: JobSpec, cluster: ClusterState) -> Placement:
+        """GPU indices for the whole gang, or Unschedulable (Placer protocol)."""
+        types = allowed_types(job, cluster)
+        if not types:
+            return Unschedulable(f"no GPU of type {job.gpu_type!r} in the topology", False)
+        if job.num_gpus == 0:
+            return ()
+        topo = cluster.topo
+        capacity = sum(topo.gpu_types[t] for t in types)
+        if job.num_gpus > capacity:
+            return Unschedulable(
+                f"needs {job.num_gpus} GPUs, the topology has {capacity} of the allowed types",
+                False)
+        milli = job_milli(job)
+        if milli == MILLI and job.num_gpus > sum(cluster.free_by_type[t] for t in types):
+            return Unschedulable(
+                f"needs {job.num_gpus} GPUs, {cluster.free_whole} are free now", True)
+        if self.learn and job.job_id not in self._seen:
+            self._seen.add(job.job_id)
+            self.learned.add(job)
+        n = job.task_gpus
+        if n > max(cluster.max_node_gpus.get(t, 0) for t in types):
+            return self.fallback.place(job, cluster)
+        workload = self.workload()
+        if workload is not self._for:
+            self._frag, self._best, self._for = {}, {}, workload
+        got = self._task(job, cluster, types, n, milli) if job.num_tasks == 1 \
+            else self._gang(job, cluster, types, n)
+        if got is None:
+            return Unschedulable(
+                f"no node fits {job.num_gpus} GPUs now ({cluster.free_whole} free)", True)
+        return tuple(sorted(got))
+
+    def _gang(self, job: JobSpec, cluster: ClusterState, types: list[str], n: int
+              ) -> list[int] | None:
+        """Tasks one by one, each by FGD on the state the earlier ones leave."""
+        taken: list[int] = []
+        cpus = job.num_cpus / job.num_tasks
+        mem = job.mem_gb / job.num_tasks
+        try:
+            for _ in range(job.num_tasks):
+                got = self._task(job, cluster, types, n, MILLI)
+                if got is None:
+                    return None
+                cluster.allocate(-1, got, MILLI, cpus, mem)
+                taken.append(got)
+                if self.dirty is not None:
+                    self.dirty.update(cluster.topo.gpu_node[g] for g in got)
+        finally:
+            for got in reversed(taken):
+                cluster.release(-1, got, MILLI, cpus, mem)
+            if taken and self.dirty is not None:
+                self.dirty.update(cluster.topo.gpu_node[g] for got in taken for g in got)
+        return [g for got in taken for g in got]
+
+    def _task(self, job: JobSpec, cluster: ClusterState, types: list[str], n: int,
+              milli: int) -> list[int] | None:
+        """The best (node, GPUs) for one task of n GPUs (n = 1 for a share)."""
+        groups = self.groups
+        groups.sync(cluster, None if self.dirty is None else self.dirty)
+        if self.dirty is not None:
+            self.dirty.clear()
+        topo = cluster.topo
+        cpus = job.num_cpus / job.num_tasks
+        mem = job.mem_gb / job.num_tasks
+        # candidate nodes from the cluster's indexes: k >= n whole free GPUs, or for a
+        # share a whole free GPU or a shared one with room; each distinct state once
+        states: dict[State, None] = {}
+        node_state = groups.state
+        gnode = topo.gpu_node
+        for t in types:
+            buckets = cluster.node_buckets[t]
+            for k in range(n if milli == MILLI else 1, len(buckets)):
+                for node in buckets[k]:
+                    st = node_state[node]
+                    if st is not None:
+                        states[st] = None
+            if milli < MILLI:
+                plist = cluster.partial[t]
+                for i in range(bisect_left(plist, (milli, -1)), len(plist)):
+                    st = node_state[gnode[plist[i][1]]]
+                    if st is not None:
+                        states[st] = None
+        scored = []
+        for state in states:
+            opt = self.option(state, n, milli, cpus)
+            if opt is not None:
+                scored.append((opt[0], opt[1], groups.groups[state][0], opt[2], state))
+        scored.sort()
+        i = 0
+        while i < len(scored):  # equal (gradient, left): the lowest node that fits wins
+            j = i
+            while j < len(scored) and scored[j][:2] == scored[i][:2]:
+                j += 1
+            best: tuple[int, int] | None = None
+            for _, _, _, room, state in scored[i:j]:
+                for node in groups.groups[state]:
+                    if best is not None and node >= best[0]:
+                        break
+                    if mem <= 0 or cluster.node_fits_host(node, 0.0, mem):
+                        best = (node, room)
+                        break
+            if best is not None:
+                node, room = best
+                cell = topo.nodes[node].cell
+                if room < 0:
+                    return _pick(cluster, cell, n if milli == MILLI else 1)
+                c = topo.cells[cell]
+                gf = cluster.gpu_free
+                return [next(g for g in range(c.gpu_lo, c.gpu_hi) if gf[g] == room)]
+            i = j
+        return None
+
+
+class FgdPolicy(Policy):
+    """Arrival order with backfilling, every job placed by FGD."""
+
+    name = "fgd"
+    description = "FGD placement (fragmentation gradient descent), arrival order + backfill"
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        self.placer = FgdPlacer()
+
+    def attach(self, ctx: SchedContext) -> None:
+        """A fresh placer per run, fed by this policy's events."""
+        self.placer = FgdPlacer()
+        self.placer.learn = False
+        self.placer.dirty = set()
+        self.held: dict[int, tuple[int, ...]] = {}
+
+    def notify(self, ctx: SchedContext, job: JobState, kind: str) -> None:
+        """Learn the workload from submissions; note the nodes whose state changed."""
+        if kind == "submit":
+            self.placer.learned.add(job.spec)
+            return
+        dirty = self.placer.dirty
+        assert dirty is not None
+        gnode = ctx.topology.gpu_node
+        if kind in HOLD or kind in DROP:
+            old = self.held.pop(job.idx, ())
+            dirty.update(gnode[g] for g in old)
+            if kind in HOLD and job.gpus:
+                self.held[job.idx] = job.gpus
+                dirty.update(gnode[g] for g in job.gpus)
+
+    def schedule(self, ctx: SchedContext) -> Iterator[Decision]:
+        """Try request-class heads in arrival order; a class that fails waits."""
+        classes = ctx.pending_classes()
+        heap = [(lst[0], ck) for ck, lst in classes.items() if lst]
+        heapq.heapify(heap)
+        while heap:
+            key, ck = heapq.heappop(heap)
+            job = ctx.job_at(key[1])
+            got = self.placer.place(job.spec, ctx.cluster)
+            if isinstance(got, Unschedulable):
+                continue
+            yield Start(job.job_id, got)
+            lst = classes.get(ck)
+            if lst:
+                heapq.heappush(heap, (lst[0], ck))

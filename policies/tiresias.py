@@ -1,0 +1,355 @@
+"""Tiresias (NSDI 2019): discretized two-dimensional LAS and Gittins-index scheduling.
+
+Rules, as the Tiresias simulator (SymbioticLab/Tiresias, `dlas-gpu` and
+`dlas-gpu-gittins`) applies them:
+
+1. A job's service is its attained GPU time (GPUs x seconds holding them, all attempts)
+   since it last entered the top queue. `num_queues` queues (3) split service by
+   `thresholds` (3250,7200,18000 GPU-s, as the simulator ships them; with K queues the
+   first K-1 apply, so the default splits at 3250 and 7200). A new job enters queue 0.
+2. A running job that crosses its queue's threshold is demoted to the next queue at that
+   instant and joins its end.
+3. Queues are served in order. Inside a queue running jobs come first (a waiting job
+   never preempts a running one of its own queue), then waiting jobs: first-come
+   first-served by the time they entered the queue (`tiresias-las`), or by the Gittins
+   index of their service, highest first, ties by entry time (`tiresias-gittins`). The
+   simulator re-sorts running and waiting jobs of a queue together at every event for
+   Gittins; with the engine's checkpoint and restore costs that made jobs of one queue
+   preempt each other at every event (38,623 preemptions on the bundled default trace),
+   so both variants keep Tiresias' rule that preemption happens at queue changes.
+4. A waiting job that cannot be placed takes the GPUs of running jobs of lower priority
+   (lowest first, only as many as the placer needs): preemption happens when queues
+   change, paying the engine's checkpoint and restore costs (see `stop`). Jobs that do not
+   fit are skipped, not waited for (the simulator's count-based scan does the same).
+5. Starvation: with `promote_knob` P > 0, a waiting job outside queue 0 whose waiting
+   time since it last ran after a promotion reaches P x its run time since that
+   promotion goes back to queue 0 with its service counted from zero (the simulator's
+   `solve_starvation`; 0, its default for `dlas-gpu`, disables it).
+
+Preemption uses `stop`: `suspend` (default) checkpoints the job first, as Tiresias does
+(its simulator loses no work; see the engine's `checkpoint_on_suspend`), and the job pays
+the restore overhead when it resumes; `preempt` loses the work done since the job's last
+checkpoint (all of it for jobs without `checkpoint_interval`, as in the Philly traces,
+which on the bundled default trace costs LAS ~10,000 GPU-hours and 57% more mean JCT).
+With `promote_knob` > 0 and `preempt`, jobs that never checkpoint and thresholds below
+their length can livelock: each promotion preempts a job that then loses all its work.
+
+Gittins index of service a with quantum D (`gittins_delta`, the simulator's 3250):
+P(S - a <= D | S > a) / E[min(S - a, D) | S > a] over a sample of job GPU times S: the
+GPU times of the jobs completed so far in this run (`gittins_samples=history`, refreshed
+each time the sample grows by 10%), or a file of samples. A job past every sample gets 0.
+Where the simulator orders equal indices by latest submission first, we keep FIFO.
+"""
+
+from __future__ import annotations
+
+import csv
+import heapq
+import math
+from bisect import bisect_right
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from policies.sjf import STOP_PARAM, Key, PriorityPolicy
+from sim.cluster import MILLI
+from sim.errors import InvalidParameter
+from sim.jobstate import PENDING, RUNNING, JobState
+from sim.params import Param, as_float, as_int
+
+if TYPE_CHECKING:
+    from sim.engine import SchedContext
+
+EPS = 1e-6
+
+
+def as_thresholds(v: Any) -> tuple[float, ...]:
+    """Comma-separated increasing GPU-second thresholds (or a sequence of numbers)."""
+    parts = [p for p in str(v).replace(";", ",").split(",") if p.strip()] \
+        if isinstance(v, str) else list(v) if isinstance(v, list | tuple) else [v]
+    try:
+        out = tuple(float(p) for p in parts)
+    except (TypeError, ValueError):
+        raise ValueError("expected comma-separated numbers of GPU-seconds") from None
+    if not out or any(x <= 0 or not math.isfinite(x) for x in out):
+        raise ValueError("expected positive finite GPU-seconds")
+    if any(b <= a for a, b in zip(out, out[1:], strict=False)):
+        raise ValueError("expected strictly increasing thresholds")
+    return out
+
+
+def as_samples(v: Any) -> str:
+    """`history` or the path of an existing file of GPU-time samples."""
+    t = str(v).strip()
+    if t == "history":
+        return t
+    p = Path(t).expanduser()
+    if not p.is_file():
+        raise ValueError("expected 'history' or the path of an existing CSV of GPU-seconds")
+    return str(p.resolve())
+
+
+LAS_PARAMS: dict[str, Param] = {
+    "num_queues": Param(3, as_int(1), "number of priority queues K"),
+    "thresholds": Param(
+        (3250.0, 7200.0, 18000.0), as_thresholds,
+        "GPU-second service limits of the queues, increasing (the first K-1 apply)",
+    ),
+    "promote_knob": Param(
+        0.0, as_float(0.0),
+        "promote a waiting job to queue 0 after waiting this many times its run time since "
+        "its last promotion (0: never)",
+    ),
+    "stop": STOP_PARAM,
+}
+
+
+class _State:
+    """Tiresias' per-job bookkeeping (kept while the job is in the system)."""
+
+    __slots__ = ("queue", "entered", "base", "exec_base", "waited", "pend_since", "seg")
+
+    def __init__(self, now: float) -> None:
+        self.queue = 0
+        self.entered = now  # when the job joined its current queue
+        self.base = 0.0  # attained GPU-s at the last promotion
+        self.exec_base = 0.0  # run time (s) at the last promotion
+        self.waited = 0.0  # waiting time since the last promotion, after having run
+        self.pend_since: float | None = None  # stopped running at (None: not counting)
+        self.seg = 0  # run/wait segment counter, invalidates old timers
+
+
+class TiresiasLasPolicy(PriorityPolicy):
+    """Discretized 2D-LAS: K queues by attained GPU time, FIFO inside, preemptive."""
+
+    name = "tiresias-las"
+    description = "Tiresias discretized 2D-LAS: queues by attained GPU-time, preemptive"
+    params = LAS_PARAMS
+    preemptive = True
+    fixed_running_keys = True
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        k = self.p["num_queues"]
+        thr = self.p["thresholds"]
+        if len(thr) < k - 1:
+            raise InvalidParameter(
+                f"parameter thresholds={','.join(f'{x:g}' for x in thr)!r} for policy "
+                f"{self.name!r}: {k} queues need at least {k - 1} thresholds"
+            )
+        self.limits: tuple[float, ...] = tuple(thr[: k - 1])
+
+    def attach(self, ctx: SchedContext) -> None:
+        """Per-run state: job bookkeeping and the demotion / promotion timers."""
+        super().attach(ctx)
+        self.st: dict[int, _State] = {}
+        self.timers: list[tuple[float, int, int, int]] = []  # (t, kind, idx, seg)
+
+    # --- service and queues ---
+
+    def service(self, ctx: SchedContext, job: JobState) -> float:
+        """GPU-seconds attained since the job last entered queue 0."""
+        return ctx.attained_service(job) - self.st[job.idx].base
+
+    def _queue_for(self, service: float) -> int:
+        return bisect_right(self.limits, service + EPS * max(1.0, service))
+
+    def pending_key(self, ctx: SchedContext, job: JobState) -> Key:
+        """(queue, 1, entry time): behind the running jobs of the same queue."""
+        s = self.st[job.idx]
+        return (s.queue, 1, s.entered)
+
+    def running_key(self, ctx: SchedContext, job: JobState) -> Key:
+        """(queue, 0, entry time)."""
+        s = self.st[job.idx]
+        return (s.queue, 0, s.entered)
+
+    # --- status changes ---
+
+    def on_status(self, ctx: SchedContext, job: JobState, old: str | None) -> None:
+        """Create, update or drop the job's bookkeeping; arm its timers."""
+        now = ctx.now
+        s = self.st.get(job.idx)
+        new = job.status
+        if s is None:
+            if new not in (PENDING, RUNNING):
+                return
+            s = self.st[job.idx] = _State(now)
+        if new == RUNNING:
+            s.seg += 1
+            if s.pend_since is not None:
+                s.waited += now - s.pend_since
+                s.pend_since = None
+            self._arm_demotion(ctx, job, s)
+        elif old == RUNNING:  # preempted, failed (retrying) or ended
+            s.seg += 1
+            s.pend_since = now
+            if new == PENDING:
+                self._arm_promotion(ctx, job, s)
+        elif new == PENDING and s.pend_since is not None:  # back after a retry delay
+            s.seg += 1
+            self._arm_promotion(ctx, job, s)
+        if new not in (PENDING, RUNNING) and new != "retrying":
+            del self.st[job.idx]
+
+    def _arm_demotion(self, ctx: SchedContext, job: JobState, s: _State) -> None:
+        if s.queue >= len(self.limits):
+            return
+        rate = len(job.gpus) * job.milli / MILLI
+        if rate <= 0:
+            return
+        left = self.limits[s.queue] - self.service(ctx, job)
+        t = ctx.now + max(0.0, left) / rate
+        heapq.heappush(self.timers, (t, 0, job.idx, s.seg))
+        ctx.wake_at(t)
+
+    def _arm_promotion(self, ctx: SchedContext, job: JobState, s: _State) -> None:
+        knob = self.p["promote_knob"]
+        if knob <= 0 or s.queue == 0 or s.pend_since is None:
+            return
+        executed = ctx.run_time(job) - s.exec_base
+        if executed <= 0:
+            return
+        t = s.pend_since + knob * executed - s.waited
+        t = max(t, ctx.now)
+        heapq.heappush(self.timers, (t, 1, job.idx, s.seg))
+        ctx.wake_at(t)
+
+    # --- timers ---
+
+    def before_walk(self, ctx: SchedContext) -> None:
+        """Apply due demotions (running jobs) and promotions (waiting jobs)."""
+        now = ctx.now
+        timers = self.timers
+        while timers and timers[0][0] <= now + EPS:
+            _, kind, idx, seg = heapq.heappop(timers)
+            s = self.st.get(idx)
+            if s is None or s.seg != seg:
+                continue
+            job = ctx.job_at(idx)
+            if kind == 0 and job.status == RUNNING:
+                q = self._queue_for(self.service(ctx, job))
+                if q > s.queue:
+                    s.queue = q
+                    s.entered = now
+                    self.rekey_running(ctx, job)
+                self._arm_demotion(ctx, job, s)
+            elif kind == 1 and job.status == PENDING and s.pend_since is not None:
+                s.queue = 0
+                s.entered = now
+                s.base = ctx.attained_service(job)
+                s.exec_base = ctx.run_time(job)
+                s.waited = 0.0
+                s.pend_since = None
+                self.rekey(ctx, job)
+
+
+def read_samples(path: str) -> np.ndarray:
+    """GPU-second samples from a CSV: column `gpu_time` or `duration`, else the first."""
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))
+    if not rows:
+        raise InvalidParameter(f"gittins_samples {path}: empty file; expected GPU-seconds")
+    head = [c.strip().lower() for c in rows[0]]
+    col, start = 0, 0
+    try:
+        float(head[0])
+    except (ValueError, IndexError):
+        start = 1
+        for name in ("gpu_time", "duration"):
+            if name in head:
+                col = head.index(name)
+                break
+    out = []
+    for line, row in enumerate(rows[start:], start=start + 1):
+        if not row or not "".join(row).strip():
+            continue
+        try:
+            x = float(row[col])
+        except (ValueError, IndexError):
+            raise InvalidParameter(
+                f"gittins_samples {path}, line {line}: {row!r} has no number in column "
+                f"{col + 1}; expected GPU-seconds > 0"
+            ) from None
+        if not x > 0:
+            raise InvalidParameter(
+                f"gittins_samples {path}, line {line}: {x:g}; expected GPU-seconds > 0")
+        out.append(x)
+    if not out:
+        raise InvalidParameter(f"gittins_samples {path}: no samples; expected GPU-seconds")
+    return np.sort(np.asarray(out, dtype=float))
+
+
+class GittinsIndex:
+    """Gittins index of attained service over an empirical sample of job sizes."""
+
+    def __init__(self, samples: np.ndarray, delta: float) -> None:
+        self.s = np.sort(np.asarray(samples, dtype=float))
+        self.cum = np.concatenate(([0.0], np.cumsum(self.s)))
+        self.delta = delta
+
+    def __call__(self, a: float) -> float:
+        """P(S - a <= D | S > a) / E[min(S - a, D) | S > a]; 0 past the largest sample."""
+        s, n = self.s, len(self.s)
+        i = int(np.searchsorted(s, a, side="right"))
+        alive = n - i
+        if alive <= 0:
+            return 0.0
+        j = int(np.searchsorted(s, a + self.delta, side="right"))
+        done = j - i
+        e = (self.cum[j] - self.cum[i] - done * a + self.delta * (n - j)) / alive
+        return (done / alive) / e if e > 0 else 0.0
+
+
+class TiresiasGittinsPolicy(TiresiasLasPolicy):
+    """Discretized 2D-Gittins: Tiresias' queues, each ordered by the Gittins index."""
+
+    name = "tiresias-gittins"
+    description = "Tiresias 2D-Gittins: LAS queues ordered by Gittins index of GPU-time"
+    params = {
+        **LAS_PARAMS,
+        "gittins_delta": Param(3250.0, as_float(0.0, lo_open=True),
+                               "service quantum D of the Gittins index (GPU-s)"),
+        "gittins_samples": Param(
+            "history", as_samples,
+            "job GPU-time distribution: history (jobs completed so far in the run) or a "
+            "CSV file of GPU-seconds (column gpu_time or duration)",
+        ),
+    }
+
+    def attach(self, ctx: SchedContext) -> None:
+        """Load the sample file, or start an empty history."""
+        super().attach(ctx)
+        self.history: list[float] = []
+        self.built_at = 0
+        src = self.p["gittins_samples"]
+        self.index: GittinsIndex | None = None
+        if src != "history":
+            self.index = GittinsIndex(read_samples(src), self.p["gittins_delta"])
+
+    def gittins(self, service: float) -> float:
+        """The index of a service level (0 while no sample exists: FIFO order)."""
+        return 0.0 if self.index is None else self.index(service)
+
+    def pending_key(self, ctx: SchedContext, job: JobState) -> Key:
+        """(queue, 1, -index, entry time): highest index first, behind running jobs."""
+        s = self.st[job.idx]
+        return (s.queue, 1, -self.gittins(self.service(ctx, job)), s.entered)
+
+    def on_status(self, ctx: SchedContext, job: JobState, old: str | None) -> None:
+        """Record the GPU time of completed jobs in the history."""
+        if job.status == "completed" and self.p["gittins_samples"] == "history" \
+                and job.gpu_seconds > 0:
+            self.history.append(job.gpu_seconds)
+        super().on_status(ctx, job, old)
+
+    def before_walk(self, ctx: SchedContext) -> None:
+        """Refresh the index when the history grew by 10%, then the LAS timers."""
+        if self.p["gittins_samples"] == "history" and self.history \
+                and len(self.history) >= max(self.built_at + 1, 1.1 * self.built_at):
+            self.built_at = len(self.history)
+            self.index = GittinsIndex(np.asarray(self.history), self.p["gittins_delta"])
+            for _, idx in list(self.queue):
+                self.rekey(ctx, ctx.job_at(idx))
+        super().before_walk(ctx)
