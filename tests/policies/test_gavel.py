@@ -12,6 +12,7 @@ from policies.conformance import check_policy
 from policies.gavel import (
     GavelAgnosticPolicy,
     GavelPolicy,
+    _max_min_classes,
     max_min_allocation,
     spread_by_capacity,
 )
@@ -117,3 +118,46 @@ def test_one_type_closed_form_matches_the_lp(scale, capacity, speed):
     two = max_min_allocation(np.full((len(s), 2), speed), s, np.array([capacity, 0.0]))
     assert one[:, 0] @ s <= capacity + 1e-4  # X is rounded to 1e-6
     assert (s * one[:, 0]).min() == pytest.approx((s * two.sum(axis=1)).min(), abs=1e-5)
+
+
+def test_a_gang_goes_to_the_type_whose_nodes_hold_it():
+    # K80 on four 2-GPU nodes (sorted first by name), P40 on one 8-GPU node; equal
+    # speeds. An 8-GPU job would span 4 K80 nodes (5x cross-node slowdown vs 1.7 in a
+    # node: speed 1 / 2.94), so Gavel's throughput, which includes placement, puts it on
+    # the P40 node and it runs at full speed.
+    nodes = [node_cell(f"k{i}", {"gpu_type": "K80"}, 1, 1, 2) for i in range(4)]
+    nodes.append(node_cell("p0", {"gpu_type": "P40"}, 2, 2, 2))
+    topo = Topology("mix", CellSpec(Level.CLUSTER, "mix", nodes))
+    trace = make_trace(JobSpec("big", 0.0, 8, 1000.0))
+    r = Simulation(trace, topo, GavelPolicy(), params={"placer": "pack"}).run()
+    assert log(r) == [(0.0, "big", "start", "p0:8"), (1000.0, "big", "finish", "")]
+
+
+def _min_normalized(x, tput, scale, cap):
+    usable = (tput > 0) & (scale[:, None] <= cap[None, :])
+    t = np.where(usable, tput, 0.0)
+    prop = t @ (cap / cap.sum())
+    live = usable.any(axis=1)
+    got = (t * x).sum(axis=1) * scale / np.where(prop > 0, prop, 1.0)
+    return got[live].min() if live.any() else 0.0
+
+
+@settings(max_examples=30, deadline=None)
+@given(rows=st.lists(st.tuples(st.sampled_from([0.0, 0.5, 1.0, 2.0]),
+                               st.sampled_from([0.5, 1.0, 3.0]),
+                               st.sampled_from([1.0, 2.0, 4.0])), min_size=1, max_size=5),
+       copies=st.integers(2, 4))
+def test_identical_jobs_are_one_lp_class_at_the_same_optimum(rows, copies):
+    # every job `copies` times: one allocation row per class, feasible, and the same
+    # max-min value and total throughput as the LP over every job separately
+    tput = np.repeat(np.array([[a, b] for a, b, _ in rows]), copies, axis=0)
+    scale = np.repeat(np.array([s for *_, s in rows]), copies)
+    cap = np.array([4.0, 8.0])
+    x = max_min_allocation(tput, scale, cap)
+    raw = _max_min_classes(np.where((tput > 0) & (scale[:, None] <= cap), tput, 0.0),
+                           scale, np.ones(len(scale)), cap)
+    for i in range(len(rows)):
+        assert (x[i * copies:(i + 1) * copies] == x[i * copies]).all()
+    assert (x.sum(axis=1) <= 1 + 1e-5).all() and (scale @ x <= cap + 1e-4).all()
+    assert _min_normalized(x, tput, scale, cap) == pytest.approx(
+        _min_normalized(raw, tput, scale, cap), rel=1e-4, abs=1e-5)
