@@ -31,19 +31,19 @@ the engine's `notify` events, the bare placer re-reads node states on each call.
 
 from __future__ import annotations
 
-import heapq
 import math
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from sortedcontainers import SortedList
 
-from policies.base import Policy
+from policies.fifo import FifoBackfillPolicy
 from policies.placers import ConsolidatedPlacer, Placement, Placer, Unschedulable, job_milli
 from policies.placers import candidate_types as allowed_types
 from sim.cluster import MILLI, ClusterState
-from sim.model import Decision, JobSpec, Level, Start
+from sim.fragmentation import unusable_gpus
+from sim.model import JobSpec, Level
 
 if TYPE_CHECKING:
     from sim.engine import SchedContext
@@ -74,19 +74,9 @@ def node_fragmentation(state: State, workload: Workload) -> float:
     frag = 0.0
     for (gpus, milli, cpus, typ), p in workload:
         if (typ and typ != gpu_type) or cpus > cpu_free + 1e-9:
-            unusable = free_total
-        elif milli < MILLI:  # a share fits a whole free GPU or a shared one with room
-            if whole > 0 or any(f >= milli for f in partial):
-                unusable = sum(f for f in partial if f < milli) / MILLI
-            else:
-                unusable = free_total
-        elif gpus > capacity:  # a task larger than a node: only a fully free node helps
-            unusable = 0.0 if whole == capacity else free_total
-        elif gpus > whole:
-            unusable = free_total
+            frag += p * free_total  # wrong GPU type or too few CPUs: nothing is usable
         else:
-            unusable = sum(partial) / MILLI
-        frag += p * unusable
+            frag += p * unusable_gpus(capacity, whole, partial, gpus, milli)
     return frag
 
 
@@ -390,7 +380,7 @@ class FgdPlacer:
         return None
 
 
-class FgdPolicy(Policy):
+class FgdPolicy(FifoBackfillPolicy):
     """Arrival order with backfilling, every job placed by FGD."""
 
     name = "fgd"
@@ -422,18 +412,6 @@ class FgdPolicy(Policy):
                 self.held[job.idx] = job.gpus
                 dirty.update(gnode[g] for g in job.gpus)
 
-    def schedule(self, ctx: SchedContext) -> Iterator[Decision]:
-        """Try request-class heads in arrival order; a class that fails waits."""
-        classes = ctx.pending_classes()
-        heap = [(lst[0], ck) for ck, lst in classes.items() if lst]
-        heapq.heapify(heap)
-        while heap:
-            key, ck = heapq.heappop(heap)
-            job = ctx.job_at(key[1])
-            got = self.placer.place(job.spec, ctx.cluster)
-            if isinstance(got, Unschedulable):
-                continue
-            yield Start(job.job_id, got)
-            lst = classes.get(ck)
-            if lst:
-                heapq.heappush(heap, (lst[0], ck))
+    def place(self, ctx: SchedContext, job: JobState) -> Placement:
+        """FGD's placement of the job in the current state."""
+        return self.placer.place(job.spec, ctx.cluster)

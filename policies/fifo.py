@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from policies.base import Policy
-from policies.placers import Unschedulable
-from sim.engine import SchedContext
+from policies.placers import Placement, Unschedulable
 from sim.model import Decision, Start
+
+if TYPE_CHECKING:
+    from sim.engine import SchedContext
+    from sim.jobstate import JobState
 
 
 class FifoPolicy(Policy):
@@ -44,10 +48,14 @@ class FifoBackfillPolicy(Policy):
         while heap:
             key, ck = heapq.heappop(heap)
             job = ctx.job_at(key[1])
-            got = ctx.place(job)
+            got = self.place(ctx, job)
             if isinstance(got, Unschedulable):
                 continue
             yield Start(job.job_id, got)
             lst = classes.get(ck)
             if lst:
                 heapq.heappush(heap, (lst[0], ck))
+
+    def place(self, ctx: SchedContext, job: JobState) -> Placement:
+        """Where the job would go now (the engine's placer; subclasses may use their own)."""
+        return ctx.place(job)

@@ -12,7 +12,7 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Protocol
 
-from sim.cluster import MILLI, ClusterState
+from sim.cluster import MILLI, ClusterState, job_milli
 from sim.model import JobSpec, Level
 
 
@@ -35,11 +35,6 @@ class Placer(Protocol):
     def place(self, job: JobSpec, cluster: ClusterState) -> Placement:
         """GPU indices for the whole gang, or Unschedulable."""
         ...
-
-
-def job_milli(job: JobSpec) -> int:
-    """Milli-GPUs the job takes of each of its GPUs."""
-    return MILLI if job.gpu_share >= 1.0 else max(1, round(job.gpu_share * MILLI))
 
 
 def candidate_types(job: JobSpec, cluster: ClusterState) -> list[str]:

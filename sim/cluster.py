@@ -21,10 +21,15 @@ from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Iterator
 
 from sim.errors import InvalidDecision
-from sim.model import Level
+from sim.model import JobSpec, Level
 from topologies.tree import Topology
 
 MILLI = 1000
+
+
+def job_milli(job: JobSpec) -> int:
+    """Milli-GPUs the job takes of each of its GPUs."""
+    return MILLI if job.gpu_share >= 1.0 else max(1, round(job.gpu_share * MILLI))
 _DOWN = -2  # holder id of the GPUs of a failed node
 
 

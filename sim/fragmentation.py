@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from policies.placers import job_milli
-from sim.cluster import MILLI
+from sim.cluster import MILLI, job_milli
 from sim.model import JobSpec
 
 
@@ -18,22 +17,30 @@ def size_distribution(jobs: tuple[JobSpec, ...]) -> tuple[tuple[int, int, float]
     return tuple((g, m, c / total) for (g, m), c in sorted(counts.items())) if total else ()
 
 
-def fgd_node(capacity: int, free_whole: int, partial: tuple[int, ...],
-              dist: tuple[tuple[int, int, float], ...]) -> float:
-    """Expected free GPU capacity of one node that a job from `dist` could not use."""
+def unusable_gpus(capacity: int, free_whole: int, partial: tuple[int, ...], gpus: int,
+                  milli: int) -> float:
+    """Free GPU capacity of a node (in GPUs) that one task of `gpus` x `milli` cannot use.
+
+    A share (milli < 1000) fits a whole free GPU or a shared one with room, and strands
+    the shared GPUs too small for it; whole GPUs strand every shared GPU when enough whole
+    ones are free, else everything; a task larger than the node uses only a fully free node.
+    """
     free_total = free_whole + sum(partial) / MILLI
-    if free_total <= 0 or capacity == 0:
+    if milli < MILLI:
+        if free_whole > 0 or any(f >= milli for f in partial):
+            return sum(f for f in partial if f < milli) / MILLI
+        return free_total
+    if gpus > capacity:
+        return 0.0 if free_whole == capacity else free_total
+    if gpus > free_whole:
+        return free_total
+    return sum(partial) / MILLI
+
+
+def fgd_node(capacity: int, free_whole: int, partial: tuple[int, ...],
+             dist: tuple[tuple[int, int, float], ...]) -> float:
+    """Expected free GPU capacity of one node that a job from `dist` could not use."""
+    if capacity == 0 or free_whole + sum(partial) <= 0:
         return 0.0
-    frag = 0.0
-    for gpus, milli, p in dist:
-        if milli < MILLI:  # a fraction fits a whole free GPU or a partial one with room
-            fits = free_whole > 0 or any(f >= milli for f in partial)
-            unusable = free_total if not fits else sum(f for f in partial if f < milli) / MILLI
-        elif gpus > capacity:  # multi-node task: only a fully free node is usable
-            unusable = 0.0 if free_whole == capacity else free_total
-        elif gpus > free_whole:
-            unusable = free_total
-        else:
-            unusable = sum(partial) / MILLI
-        frag += p * unusable
-    return frag
+    return sum(p * unusable_gpus(capacity, free_whole, partial, gpus, milli)
+               for gpus, milli, p in dist)

@@ -220,6 +220,9 @@ class HivedPolicy(Policy):
             source = self.p["vcs"]
         vcs, self.explicit_vcs = resolve_vcs(topo, pc, data, source)
         self.algo = HivedAlgorithm(pc, vcs, lazy=self.p["lazy_preemption"], source=source)
+        self._empty_args = (topo, vcs, source)
+        self._empty_algo: HivedAlgorithm | None = None  # built on first need
+        self._ever_fits: dict[tuple, str] = {}
         order = self.p["order"]
         self.queues: dict[str, _Queue] = {
             vc: _Queue(vc, make_policy(order), i) for i, vc in enumerate(vcs)}
@@ -410,7 +413,31 @@ class HivedPolicy(Policy):
                 types = sorted({algo.chains[c].leaf_type for c in st.views})
                 return (f"hived: VC {vc!r} has no cells of leaf type "
                         f"{s.gpu_type or 'any'!r}; its types: {', '.join(types) or 'none'}")
-        return Request(idx, vc, p, s.gpu_type, s.task_gpus, s.num_tasks, pinned)
+        req = Request(idx, vc, p, s.gpu_type, s.task_gpus, s.num_tasks, pinned)
+        if s.num_gpus:
+            why = self._never_fits(req)
+            if why:
+                return why
+        return req
+
+    def _never_fits(self, req: Request) -> str:
+        """Why a gang cannot be placed even in the empty cluster ('' when it can).
+
+        Such a job would wait for ever (HiveD leaves its pods pending); the simulator
+        rejects it instead, so a run ends. Dry-run on an empty twin, cached per shape.
+        """
+        key = (req.vc, req.prio >= MIN_GUARANTEED, req.leaf_type, req.task_gpus, req.tasks,
+               req.pinned)
+        why = self._ever_fits.get(key)
+        if why is None:
+            if self._empty_algo is None:
+                topo, vcs, source = self._empty_args
+                self._empty_algo = HivedAlgorithm(build_physical(topo), vcs, source=source)
+            got = self._empty_algo.schedule(req, commit=False)
+            why = self._ever_fits[key] = "" if isinstance(got, Plan) else (
+                f"hived: {req.tasks} x {req.task_gpus} GPUs cannot be placed even in the "
+                f"empty cluster: {got}")
+        return why
 
     # --- keeping up with the engine ---
 
