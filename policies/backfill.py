@@ -40,7 +40,7 @@ from policies.base import Policy
 from policies.placers import Unschedulable, job_milli
 from policies.sjf import JobFeed, free_milli, request_class
 from sim.cluster import MILLI
-from sim.jobstate import PENDING, JobState
+from sim.jobstate import PENDING, RUNNING, JobState
 from sim.model import Decision, JobSpec, Start
 from sim.params import Param, as_float, as_int
 
@@ -116,15 +116,14 @@ class EstimateIndex:
             return None
         if n_short * n_short <= len(lst):
             best = None
-            for i in range(n_short):
-                key = short[i][1]
+            for _, key in short.islice(0, n_short):
                 if key > since and (best is None or key < best) \
                         and ctx.job_at(key[1]).status == PENDING:
                     best = key
             return best
-        for i in range(lst.bisect_right(since), len(lst)):
-            key = lst[i]
-            e = self.entry.get(key[1])
+        entry = self.entry
+        for key in lst.irange(since, inclusive=(False, False)):
+            e = entry.get(key[1])
             if e is not None and e[1][0] <= limit:
                 return key
         return None
@@ -195,26 +194,59 @@ def class_backfill(
             offer(ck, lst, key)
 
 
+class EndIndex:
+    """Running GPU jobs ordered by expected end (start + estimate), kept from `notify`.
+
+    A reservation then reads the ends it needs, earliest first, instead of sorting every
+    running job at each pass.
+    """
+
+    def __init__(self) -> None:
+        self.feed = JobFeed()
+        self.order: SortedList = SortedList()  # (start + estimate, idx)
+        self.key: dict[int, tuple[float, int]] = {}
+
+    def sync(self, ctx: SchedContext, estimate: Callable[[JobSpec], float]) -> None:
+        """Re-key the jobs that started, moved or stopped since the last call."""
+        for job in self.feed.changed(ctx):
+            old = self.key.pop(job.idx, None)
+            if old is not None:
+                self.order.remove(old)
+            if job.status == RUNNING and job.gpus:
+                k = (job.held_since + estimate(job.spec), job.idx)
+                self.key[job.idx] = k
+                self.order.add(k)
+
+    def ends(self, ctx: SchedContext) -> Iterator[tuple[float, JobState]]:
+        """(expected end, job) of the running jobs, earliest first; overdue ones at now."""
+        now = ctx.now
+        for t, idx in self.order:
+            yield (t if t > now else now), ctx.job_at(idx)
+
+
 class _Backfill(Policy):
     """Shared pieces: estimates and the expected ends of running jobs."""
 
     params = {"estimate_factor": ESTIMATE}
 
     def attach(self, ctx: SchedContext) -> None:
-        """A fresh estimate index per run."""
+        """Fresh estimate and end indexes per run."""
         self.index = EstimateIndex()
+        self.running = EndIndex()
 
     def notify(self, ctx: SchedContext, job: JobState, kind: str) -> None:
-        """Note the job for the estimate index (see JobFeed)."""
+        """Note the job for both indexes (see JobFeed)."""
         self.index.feed.note(job, kind)
+        self.running.feed.note(job, kind)
 
     def estimate(self, spec: JobSpec) -> float:
         """The job's user estimate of its run time (s)."""
         return self.p["estimate_factor"] * spec.duration
 
-    def expected_end(self, ctx: SchedContext, job: JobState) -> float:
-        """When a running job is expected to release its GPUs."""
-        return max(ctx.now, job.held_since + self.estimate(job.spec))
+    def expected_ends(self, ctx: SchedContext) -> Iterator[tuple[float, JobState]]:
+        """(when it should release its GPUs, job) of every running job, earliest first."""
+        self.running.sync(ctx, self.estimate)
+        return self.running.ends(ctx)
 
 
 class EasyBackfillPolicy(_Backfill):
@@ -227,15 +259,26 @@ class EasyBackfillPolicy(_Backfill):
         """(shadow time, extra milli-GPUs) of the head's reservation."""
         need = demand(head.spec)
         acc = _free_for(ctx, head.spec)
-        ends = sorted(
-            (self.expected_end(ctx, r), r.idx, _allowed(ctx, head.spec, r.gpus) * r.milli)
-            for r in ctx.running().values() if r.gpus
-        )
-        for t, _, m in ends:
-            acc += m
+        for t, r in self.expected_ends(ctx):
+            acc += _allowed(ctx, head.spec, r.gpus) * r.milli
             if acc >= need:
-                return t, acc - need
+                # jobs ending at the same time release together
+                return t, acc - need + self._same_time(ctx, head.spec, t, r)
         return math.inf, 0  # counts never suffice (failed nodes): nothing can delay it
+
+    def _same_time(self, ctx: SchedContext, head: JobSpec, t: float, last: JobState
+                   ) -> int:
+        """Milli-GPUs usable by `head` of the jobs after `last` that also end at `t`."""
+        extra = 0
+        past = False
+        for u, r in self.expected_ends(ctx):
+            if u > t:
+                break
+            if past:
+                extra += _allowed(ctx, head, r.gpus) * r.milli
+            elif r is last:
+                past = True
+        return extra
 
     def schedule(self, ctx: SchedContext) -> Iterator[Decision]:
         """Start in order; when the head blocks, backfill around its reservation."""
@@ -358,9 +401,7 @@ class ConservativeBackfillPolicy(_Backfill):
             return
         now = ctx.now
         prof = _Profile(now, free_milli(ctx), [
-            (self.expected_end(ctx, r), len(r.gpus) * r.milli)
-            for r in ctx.running().values() if r.gpus
-        ])
+            (t, len(r.gpus) * r.milli) for t, r in self.expected_ends(ctx)])
         cap = self.p["max_reservations"]
         failed: set[tuple] = {request_class(head.spec)}
         last: JobState | None = None

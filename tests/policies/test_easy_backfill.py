@@ -60,6 +60,16 @@ def test_easy_lets_a_long_job_use_the_extra_gpus(four):
     assert starts(r) == [(0.0, "A"), (2.0, "S1"), (100.0, "H"), (200.0, "S3")]
 
 
+def test_easy_counts_every_job_ending_at_the_shadow_time_as_extra(four):
+    # A (2 GPUs) and B (1) both end at 100, 1 GPU is free. The head H needs 3: shadow time
+    # 100, and at 100 A and B free 3 GPUs + 1 free = 4, one more than H needs. The long
+    # S (1 GPU) may take that extra GPU now without delaying H.
+    trace = make_trace(("A", 0.0, 2, 100.0), ("B", 0.0, 1, 100.0), ("H", 1.0, 3, 100.0),
+                       ("S", 2.0, 1, 300.0))
+    r = Simulation(trace, four, EasyBackfillPolicy()).run()
+    assert starts(r) == [(0.0, "A"), (0.0, "B"), (2.0, "S"), (100.0, "H")]
+
+
 def test_easy_with_overestimates(four):
     # exact estimates: S2 (60 + 45 > 100) waits. Twice the durations: A is expected to
     # end at 200 and S2 at 150, so it backfills at 60 -- and delays H from 100 to 105.
