@@ -30,6 +30,8 @@ MILLI = 1000
 def job_milli(job: JobSpec) -> int:
     """Milli-GPUs the job takes of each of its GPUs."""
     return MILLI if job.gpu_share >= 1.0 else max(1, round(job.gpu_share * MILLI))
+
+
 _DOWN = -2  # holder id of the GPUs of a failed node
 
 
