@@ -199,6 +199,11 @@ class GavelPolicy(Policy):
         self._tput: dict[int, np.ndarray] = {}
         self._idle: ClusterState | None = None
         self._placer: Placer | None = None
+        self.counts = {"rounds": 0, "allocations": 0}
+
+    def metrics(self) -> dict[str, float]:
+        """Counters of this run: rounds and allocation (LP) recomputations."""
+        return dict(self.counts)
 
     # --- allocation ---
 
@@ -261,6 +266,7 @@ class GavelPolicy(Policy):
         self.alloc_jobs = frozenset(self.alloc)
         self._tput = {i: v for i, v in self._tput.items() if i in self.alloc_jobs}
         self.alloc_time = ctx.now
+        self.counts["allocations"] += 1
         self.recv = {}
         self.type_time = np.zeros(len(self.types))
 
@@ -337,6 +343,7 @@ class GavelPolicy(Policy):
                                        or now - self.alloc_time >= self.p["reset_interval"]):
             jobs.sort(key=lambda j: j.idx)
             self._reallocate(ctx, jobs)
+        self.counts["rounds"] += 1
         made = yield from self._round(ctx, jobs)
         waiting = made or ctx.running() or ctx.cluster.healthy_gpus < ctx.topology.num_gpus
         if waiting and self.armed < self.next_round:

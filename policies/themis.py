@@ -97,6 +97,11 @@ class ThemisFtfPolicy(Policy):
         """Lease clock starts with the first pass."""
         self.next_round = -math.inf
         self.armed = -math.inf
+        self.counts = {"lease_auctions": 0, "auctions_between_leases": 0}
+
+    def metrics(self) -> dict[str, float]:
+        """Counters of this run: auctions at lease boundaries and of freed GPUs between."""
+        return dict(self.counts)
 
     def schedule(self, ctx: SchedContext) -> Iterator[Decision]:
         """At a lease boundary re-auction everything; otherwise hand out free GPUs."""
@@ -118,6 +123,7 @@ class ThemisFtfPolicy(Policy):
                 yield from priority_walk(ctx, queue, None, on_start=_nothing,
                                          on_stop=_nothing, reason=self.name)
             else:
+                self.counts["lease_auctions" if boundary else "auctions_between_leases"] += 1
                 yield from self._auction(ctx, pending, boundary)
         # the next boundary matters only if someone waits and leases can be taken back
         if ctx.pending_count and ctx.running() and self.armed < self.next_round:

@@ -145,6 +145,11 @@ class TiresiasLasPolicy(PriorityPolicy):
         super().attach(ctx)
         self.st: dict[int, _State] = {}
         self.timers: list[tuple[float, int, int, int]] = []  # (t, kind, idx, seg)
+        self.counts = {"demotions": 0, "promotions": 0}
+
+    def metrics(self) -> dict[str, float]:
+        """Counters of this run: queue demotions and starvation promotions."""
+        return dict(self.counts)
 
     # --- service and queues ---
 
@@ -233,9 +238,11 @@ class TiresiasLasPolicy(PriorityPolicy):
                 if q > s.queue:
                     s.queue = q
                     s.entered = now
+                    self.counts["demotions"] += 1
                     self.rekey_running(ctx, job)
                 self._arm_demotion(ctx, job, s)
             elif kind == 1 and job.status == PENDING and s.pend_since is not None:
+                self.counts["promotions"] += 1
                 s.queue = 0
                 s.entered = now
                 s.base = ctx.attained_service(job)

@@ -113,6 +113,9 @@ def test_promote_knob_brings_a_starved_job_back_to_queue_zero(one_gpu):
         (300.0, "B", "resume"), (400.0, "B", "suspend"), (400.0, "A", "resume"),
         (500.0, "A", "finish"), (500.0, "B", "resume"), (1300.0, "B", "finish"),
     ]
+    # demoted: A at 100 and 300, B at 200, 400 and 600; promoted: A at 200 and 400, B at
+    # 300 and 500 (it waited 100 s after its 100 s run; back in Q0 it resumes at once)
+    assert r.summary["policy_demotions"] == 5 and r.summary["policy_promotions"] == 4
     # without promotion, B (running in Q1 since 200) keeps the GPU: A starves to 1300
     plain = TiresiasLasPolicy(num_queues=2, thresholds="100", stop="suspend")
     r0 = Simulation(trace, one_gpu, plain, params=params).run()
