@@ -25,8 +25,9 @@ it. Choices and simplifications, stated:
   (consolidated by default, the engine's default placer). CPU-only pods, which add the
   same amount to every node's gradient, are left out of the workload.
 Nodes with equal state (GPU type and size, free GPU multiset, free CPUs) score alike, so
-they are grouped and each group is scored once; the policy keeps the groups current from
-the engine's `notify` events, the bare placer re-reads node states on each call.
+they are grouped and each group is scored once; the groups are kept current from the
+cluster's change set (`ClusterState.watch`), so a placement re-reads only the nodes that
+changed since the last one.
 """
 
 from __future__ import annotations
@@ -54,9 +55,6 @@ Workload = tuple[tuple[Shape, float], ...]  # shapes with their probabilities
 # a node's scoring state: GPU type, GPUs, whole free GPUs, free milli of shared GPUs
 # (sorted), free CPUs (inf when the node does not model CPUs)
 State = tuple[str, int, int, tuple[int, ...], float]
-
-HOLD = ("start", "resume", "migrate", "resize")
-DROP = ("preempt", "suspend", "finish", "fail", "kill")
 
 
 def shape_of(spec: JobSpec) -> Shape:
@@ -131,7 +129,6 @@ class NodeGroups:
         self.raw: list[tuple | None] = []  # per node: (GPU frees, CPUs free, up) last seen
         self.state: list[State | None] = []
         self.groups: dict[State, SortedList] = {}
-        self.up: list[bool] = []
 
     def _bind(self, cluster: ClusterState) -> None:
         self.cluster = cluster
@@ -139,20 +136,15 @@ class NodeGroups:
         self.raw = [None] * n
         self.state = [None] * n
         self.groups = {}
-        self.up = list(cluster.node_up)
         self.refresh(range(n))
 
-    def sync(self, cluster: ClusterState, dirty: Iterable[int] | None) -> None:
-        """Re-read the nodes in `dirty` (None: every node) and those whose health changed."""
+    def sync(self, cluster: ClusterState, dirty: set[int]) -> None:
+        """Re-read the nodes in `dirty` (the cluster's change set; emptied here)."""
         if cluster is not self.cluster:
             self._bind(cluster)
-            return
-        nodes = set(range(len(self.raw))) if dirty is None else set(dirty)
-        if cluster.node_up != self.up:
-            nodes.update(i for i, (a, b) in enumerate(zip(cluster.node_up, self.up,
-                                                          strict=True)) if a != b)
-            self.up = list(cluster.node_up)
-        self.refresh(sorted(nodes))
+        else:
+            self.refresh(sorted(dirty))
+        dirty.clear()
 
     def refresh(self, nodes: Iterable[int]) -> None:
         """Recompute the state of these nodes and move them between groups."""
@@ -202,7 +194,7 @@ class FgdPlacer:
         self.learned = ShapeCounter()
         self.learn = True  # the policy turns this off and feeds `learned` itself
         self.groups = NodeGroups()
-        self.dirty: set[int] | None = None  # None: re-read every node on each call
+        self._watch: tuple[ClusterState, set[int]] | None = None  # the cluster's changes
         self._seen: set[str] = set()
         self._frag: dict[State, float] = {}
         self._best: dict[tuple, tuple[float, int, int] | None] = {}
@@ -312,22 +304,18 @@ class FgdPlacer:
                     return None
                 cluster.allocate(-1, got, MILLI, cpus, mem)
                 taken.append(got)
-                if self.dirty is not None:
-                    self.dirty.update(cluster.topo.gpu_node[g] for g in got)
         finally:
             for got in reversed(taken):
                 cluster.release(-1, got, MILLI, cpus, mem)
-            if taken and self.dirty is not None:
-                self.dirty.update(cluster.topo.gpu_node[g] for got in taken for g in got)
         return [g for got in taken for g in got]
 
     def _task(self, job: JobSpec, cluster: ClusterState, types: list[str], n: int,
               milli: int) -> list[int] | None:
         """The best (node, GPUs) for one task of n GPUs (n = 1 for a share)."""
         groups = self.groups
-        groups.sync(cluster, None if self.dirty is None else self.dirty)
-        if self.dirty is not None:
-            self.dirty.clear()
+        if self._watch is None or self._watch[0] is not cluster:
+            self._watch = (cluster, cluster.watch())
+        groups.sync(cluster, self._watch[1])
         topo = cluster.topo
         cpus = job.num_cpus / job.num_tasks
         mem = job.mem_gb / job.num_tasks
@@ -391,26 +379,14 @@ class FgdPolicy(FifoBackfillPolicy):
         self.placer = FgdPlacer()
 
     def attach(self, ctx: SchedContext) -> None:
-        """A fresh placer per run, fed by this policy's events."""
+        """A fresh placer per run, learning the workload from this policy's events."""
         self.placer = FgdPlacer()
         self.placer.learn = False
-        self.placer.dirty = set()
-        self.held: dict[int, tuple[int, ...]] = {}
 
     def notify(self, ctx: SchedContext, job: JobState, kind: str) -> None:
-        """Learn the workload from submissions; note the nodes whose state changed."""
+        """Learn the workload from submissions."""
         if kind == "submit":
             self.placer.learned.add(job.spec)
-            return
-        dirty = self.placer.dirty
-        assert dirty is not None
-        gnode = ctx.topology.gpu_node
-        if kind in HOLD or kind in DROP:
-            old = self.held.pop(job.idx, ())
-            dirty.update(gnode[g] for g in old)
-            if kind in HOLD and job.gpus:
-                self.held[job.idx] = job.gpus
-                dirty.update(gnode[g] for g in job.gpus)
 
     def place(self, ctx: SchedContext, job: JobState) -> Placement:
         """FGD's placement of the job in the current state."""

@@ -129,6 +129,17 @@ class ClusterState:
             for n in topo.nodes:
                 self._node_fgd[n.index] = fgd(n.num_gpus, n.num_gpus, ())
             self.fgd_sum = sum(self._node_fgd)
+        self._watchers: list[set[int]] = []
+
+    def watch(self) -> set[int]:
+        """A set the cluster adds each node to whenever its state changes (GPUs, CPUs, health).
+
+        Starts with every node. A placer that keeps its own per-node index reads and
+        clears it instead of re-reading the whole cluster on each call.
+        """
+        s = set(range(len(self.topo.nodes)))
+        self._watchers.append(s)
+        return s
 
     # --- index maintenance ---
 
@@ -152,6 +163,8 @@ class ClusterState:
                 keys[c] = None
 
     def _node_changed(self, node: int, old_free: int) -> None:
+        for w in self._watchers:
+            w.add(node)
         topo = self.topo
         spec = topo.nodes[node]
         new_free = self.cell_free[spec.cell]

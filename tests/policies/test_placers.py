@@ -147,3 +147,19 @@ def test_consolidated_uses_the_node_size_of_the_jobs_gpu_type():
          "gpus_per_switch": 2}]}, "mix.yaml")
     got = place("consolidated", J(8, gpu_type="K80"), ClusterState(topo))
     assert len(got) == 8 and {topo.node_of_gpu(g).gpu_type for g in got} == {"K80"}
+
+
+def test_cluster_change_set_names_every_node_that_changed():
+    st = ClusterState(uniform_topology(3, gpus_per_switch=2))
+    seen = st.watch()
+    assert seen == {0, 1, 2}  # a new watcher reads everything once
+    seen.clear()
+    st.allocate(7, (2, 3), 1000)  # node 1
+    assert seen == {1}
+    seen.clear()
+    st.release(7, (2, 3), 1000)
+    st.fail_node(2)
+    assert seen == {1, 2}
+    seen.clear()
+    st.repair_node(2)
+    assert seen == {2}
