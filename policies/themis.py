@@ -25,11 +25,11 @@ With `stop=preempt`, jobs that never checkpoint lose their work at each lost lea
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+import numpy as np
 from sortedcontainers import SortedList
 
 from policies.base import Policy
@@ -56,6 +56,27 @@ def _rho(spec: JobSpec, done: float, now: float, n_jobs: int, total: int) -> flo
     ideal = spec.duration * (share if share > 1.0 else 1.0)
     remaining = spec.duration - done if done < spec.duration else 0.0
     return (now - spec.submit_time + remaining) / ideal
+
+
+class JobTable:
+    """Per-job constants of a run as arrays by job index (GPUs x share, duration, submit)."""
+
+    def __init__(self, ctx: SchedContext) -> None:
+        jobs = [ctx.job_at(i).spec for i in range(ctx.num_jobs)]
+        self.g = np.array([s.num_gpus * s.gpu_share for s in jobs], dtype=float)
+        self.dur = np.array([s.duration for s in jobs], dtype=float)
+        self.submit = np.array([s.submit_time for s in jobs], dtype=float)
+        self.demand = np.array([s.num_gpus * job_milli(s) for s in jobs], dtype=np.int64)
+
+    def rho(self, ctx: SchedContext, idx: np.ndarray, done: np.ndarray, n_jobs: int
+            ) -> np.ndarray:
+        """`_rho` of the jobs `idx` with work `done` (the same arithmetic, vectorized)."""
+        now, total = ctx.now, ctx.cluster.healthy_gpus
+        g, dur, submit = self.g[idx], self.dur[idx], self.submit[idx]
+        share = g * n_jobs / total if total > 0 else np.full(len(idx), math.inf)
+        ideal = dur * np.where(share > 1.0, share, 1.0)
+        remaining = np.where(done < dur, dur - done, 0.0)
+        return (now - submit + remaining) / ideal
 
 
 def finish_time_fairness(ctx: SchedContext, job: JobState, n_jobs: int) -> float:
@@ -94,7 +115,8 @@ class ThemisFtfPolicy(Policy):
     }
 
     def attach(self, ctx: SchedContext) -> None:
-        """Lease clock starts with the first pass."""
+        """Lease clock starts with the first pass; the job table is built on first need."""
+        self.table: JobTable | None = None
         self.next_round = -math.inf
         self.armed = -math.inf
         self.counts = {"lease_auctions": 0, "auctions_between_leases": 0}
@@ -112,11 +134,12 @@ class ThemisFtfPolicy(Policy):
         for job in cpu_only_pending(ctx):
             yield Start(job.job_id, ())
         if ctx.pending_count and (boundary or _something_fits(ctx)):
+            if self.table is None:
+                self.table = JobTable(ctx)
+            demand = self.table.demand
             pending = [ctx.job_at(k[1]) for lst in ctx.pending_classes().values()
-                       for k in lst]
-            pending = [j for j in pending if j.spec.num_gpus]
-            if not boundary and sum(j.spec.num_gpus * job_milli(j.spec) for j in pending) \
-                    <= free_milli(ctx):
+                       for k in lst if demand[k[1]] > 0]
+            if not boundary and sum(int(demand[j.idx]) for j in pending) <= free_milli(ctx):
                 # no contention: every waiting job gets GPUs, worst rho first
                 keys = self._keys(ctx, pending, len(pending) + len(ctx.running()))
                 queue = SortedList((k, i) for i, k in keys.items())
@@ -130,33 +153,53 @@ class ThemisFtfPolicy(Policy):
             self.armed = self.next_round
             ctx.wake_at(self.next_round)
 
-    @staticmethod
-    def _keys(ctx: SchedContext, jobs: list[JobState], n: int) -> dict[int, tuple]:
-        """Priority keys (-rho, submit time) of these jobs with `n` jobs contending."""
-        now, total = ctx.now, ctx.cluster.healthy_gpus
-        out = {}
-        for j in jobs:
-            out[j.idx] = (-_rho(j.spec, j.progress_at(now), now, n, total),
-                          j.spec.submit_time)
-        return out
+    def _rhos(self, ctx: SchedContext, pending: list[JobState], running: list[JobState],
+              n: int) -> tuple[np.ndarray, np.ndarray]:
+        """(job indices, rho) of the pending then the running jobs, `n` contending."""
+        if self.table is None:
+            self.table = JobTable(ctx)
+        now = ctx.now
+        idx = np.fromiter((j.idx for j in pending), np.int64, len(pending))
+        done = np.fromiter((j.work for j in pending), float, len(pending))  # static
+        if running:
+            idx = np.concatenate([idx, np.fromiter((j.idx for j in running), np.int64,
+                                                   len(running))])
+            done = np.concatenate([done, np.fromiter((j.progress_at(now) for j in running),
+                                                     float, len(running))])
+        return idx, self.table.rho(ctx, idx, done, n)
+
+    def _keys(self, ctx: SchedContext, jobs: list[JobState], n: int) -> dict[int, tuple]:
+        """Priority keys (-rho, submit time) of these waiting jobs with `n` contending."""
+        idx, rho = self._rhos(ctx, jobs, [], n)
+        return {int(i): (-float(r), j.spec.submit_time)
+                for i, r, j in zip(idx, rho, jobs, strict=True)}
 
     def _auction(self, ctx: SchedContext, pending: list[JobState], boundary: bool
                  ) -> Iterator[Decision]:
         running = [j for j in ctx.running().values() if j.spec.num_gpus]
         n = len(pending) + len(running)
-        keys = self._keys(ctx, pending, n)
-        run_keys = self._keys(ctx, running, n)
+        idx, rho = self._rhos(ctx, pending, running, n)
+        assert self.table is not None
+        submit = self.table.submit[idx]
         m = math.ceil((1.0 - self.p["fairness_knob"]) * n)
-        offered = {i for _, i in heapq.nsmallest(
-            m, ((k, i) for part in (keys, run_keys) for i, k in part.items()))}
-        first = SortedList((k, i) for i, k in keys.items() if i in offered)
-        pool = (lambda: VictimPool([(k, i) for i, k in run_keys.items()])) if boundary \
-            else None
+        # the m worst rho (ties: earlier submission, then job index)
+        order = np.lexsort((idx, submit, -rho))
+        np_ = len(pending)
+        first = SortedList(((-float(rho[k]), float(submit[k])), int(idx[k]))
+                           for k in order[:m].tolist() if k < np_)
+        pool = (lambda: VictimPool([((-float(rho[k]), float(submit[k])), int(idx[k]))
+                                    for k in range(np_, n)])) if boundary else None
         yield from priority_walk(ctx, first, pool, on_start=_nothing, on_stop=_nothing,
                                  stop=self.p["stop"], reason=self.name)
-        rest = sorted((j for j in pending if j.idx not in offered and j.status == PENDING),
-                      key=lambda j: (j.spec.submit_time, j.idx))
-        if rest and free_milli(ctx) > 0:
+        if free_milli(ctx) <= 0:
+            return
+        # the others that still wait, by submission, then in a seeded random order
+        later = np.ones(np_, dtype=bool)
+        later[order[:m][order[:m] < np_]] = False
+        cand = np.flatnonzero(later)
+        cand = cand[np.lexsort((idx[cand], submit[cand]))]
+        rest = [pending[k] for k in cand.tolist() if pending[k].status == PENDING]
+        if rest:
             perm = ctx.rng.permutation(len(rest))
             leftover = SortedList(((r,), rest[int(i)].idx) for r, i in enumerate(perm))
             yield from priority_walk(ctx, leftover, None, on_start=_nothing,

@@ -36,6 +36,11 @@ class SchedContext:
         return self._run.env.now
 
     @property
+    def num_jobs(self) -> int:
+        """Jobs in the run's trace; `job_at` takes indices 0 .. num_jobs - 1."""
+        return len(self._run.jobs)
+
+    @property
     def pending_count(self) -> int:
         """Jobs waiting in the queue."""
         return len(self._run.pending)
