@@ -155,9 +155,55 @@ def _one_node_victims(ctx: SchedContext, job: JobState, cands: list[JobState]
     return None
 
 
+def _fewest_nodes(ctx: SchedContext) -> bool:
+    """Whether the engine's placer puts a job larger than a node on the fewest nodes."""
+    return ctx.params.get("placer") in ("consolidated", "fgd")
+
+
 def _spreads(ctx: SchedContext) -> bool:
     """Whether the engine's placer may spread a job that fits a node over several."""
     return bool(getattr(PLACERS.get(ctx.params.get("placer", "")), "spread", True))
+
+
+def _nodes_could_hold(ctx: SchedContext, job: JobState, cands: list[JobState]) -> bool:
+    """Whether a big job could fit on the fewest nodes if every candidate victim stopped.
+
+    For a one-task whole-GPU job larger than a node under a placer that uses at most
+    ceil(n / node size) nodes (consolidated): those nodes, with the free GPUs and every
+    GPU that only candidates hold, must hold n. A necessary condition, checked before
+    asking the placer what-if (which moves the victims out and back).
+    """
+    spec = job.spec
+    if spec.num_tasks != 1 or job_milli(spec) != MILLI:
+        return True
+    cluster, topo = ctx.cluster, ctx.topology
+    ids = {v.idx for v in cands}
+    freed: dict[int, set[int]] = {}  # node -> GPUs the candidates would free
+    for v in cands:
+        for g in v.gpus:
+            if v.milli == MILLI or all(h in ids for h in cluster.gpu_holders[g]):
+                freed.setdefault(topo.gpu_node[g], set()).add(g)
+    for t in ([spec.gpu_type] if spec.gpu_type else sorted(topo.gpu_types)):
+        size = cluster.max_node_gpus.get(t, 0)
+        if not size:
+            continue
+        k = -(-spec.num_gpus // size)
+        best = [len(gs) + cluster.cell_free[topo.nodes[n].cell]
+                for n, gs in freed.items() if topo.nodes[n].gpu_type == t]
+        buckets = cluster.node_buckets[t]
+        more = 0  # the k nodes with most free GPUs and no candidate
+        for f in range(len(buckets) - 1, 0, -1):
+            for n in buckets[f]:
+                if n not in freed:
+                    best.append(f)
+                    more += 1
+                    if more >= k:
+                        break
+            if more >= k:
+                break
+        if sum(sorted(best, reverse=True)[:k]) >= spec.num_gpus:
+            return True
+    return False
 
 
 def _by_count(ctx: SchedContext, job: JobState, cands: list[JobState]) -> list[JobState]:
@@ -198,6 +244,9 @@ def find_victims(ctx: SchedContext, job: JobState, key: Key, pool: VictimPool
     if local is None and spec.num_tasks == 1 and spec.num_gpus <= ctx.topology.max_node_gpus \
             and not _spreads(ctx):
         return None  # no node can be filled, and the placer never spreads such a job
+    if spec.num_gpus > ctx.topology.max_node_gpus and _fewest_nodes(ctx) \
+            and not _nodes_could_hold(ctx, job, cands):
+        return None  # even every lower-priority job stopping leaves too few whole nodes
     counted = _by_count(ctx, job, cands)
     if not counted:
         return None

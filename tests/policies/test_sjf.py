@@ -114,3 +114,18 @@ def test_invariants_and_no_preemption_without_a_shorter_job(case, cls):
     check_invariants(r, topo, trace)
     if cls is SjfPolicy:
         assert r.summary["preemptions"] == 0
+
+
+def test_srtf_preempts_for_a_big_job_only_when_whole_nodes_can_be_freed():
+    # 3 nodes of 4. Long 3-GPU jobs L0..L2 and short 1-GPU jobs k0..k2 fill them. At 10 the
+    # 8-GPU job B (50 s) has less left than the L jobs but more than the k jobs: stopping
+    # all L jobs frees 9 GPUs, but no 2 nodes hold 8 (3 + 3), and consolidated never uses
+    # a third node. B waits until the k jobs end at 30, then takes two nodes.
+    topo = uniform_topology(3, switches_per_socket=2, gpus_per_switch=2)
+    jobs = [JobSpec(f"L{i}", 0.0, 3, 1000.0) for i in range(3)]
+    jobs += [JobSpec(f"k{i}", 1.0, 1, 29.0) for i in range(3)]
+    jobs.append(JobSpec("B", 10.0, 8, 50.0))
+    r = Simulation(make_trace(*jobs), topo, SrtfPolicy()).run()
+    ev = [(t, j, k) for t, j, k in starts(r) if 1.0 < t <= 30.0]
+    assert sorted(ev) == [(30.0, "B", "start"), (30.0, "L1", "suspend"),
+                          (30.0, "L2", "suspend")]
