@@ -56,7 +56,7 @@ def load_weights(path: str | None) -> dict[str, float]:
     if path is None:
         return {}
     try:
-        data: Any = load_yaml(path)
+        data: Any = load_yaml(path, "weights file")
     except InvalidTopology as e:
         raise InvalidParameter(f"parameter weights={path!r}: {e}") from None
     if not isinstance(data, dict) or not data:

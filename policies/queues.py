@@ -272,7 +272,7 @@ def load_queue_file(path: str | Path) -> tuple[QueueSpec, ...]:
     Validation (names unique, sibling capacities summing to 1, max_capacity >= capacity,
     known keys) is the topology reader's, so both sources accept exactly the same queues.
     """
-    data: Any = load_yaml(path)
+    data: Any = load_yaml(path, "queues file")
     if isinstance(data, dict):
         extra = sorted(str(k) for k in data if k != "queues")
         if extra or "queues" not in data:

@@ -16,11 +16,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from sim.errors import InvalidParameter, did_you_mean
 from sim.jobstate import FINAL, HELD, PENDING, RETRYING, RUNNING, JobState
 from sim.model import PRIORITY_NAMES
+from topologies.native import load_yaml
 
 if TYPE_CHECKING:
     from sim.engine import SchedContext
@@ -84,20 +83,6 @@ class HaiQuotas:
         return self.default if self.default is not None else MappingProxyType({})
 
 
-def _read_yaml(path: str | Path, what: str) -> Any:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise InvalidParameter(f"{what} {path}: cannot read it: {e}") from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"line {mark.line + 1}: " if mark else ""
-        raise InvalidParameter(f"{what} {path}: {where}malformed YAML: "
-                               f"{getattr(e, 'problem', None) or e}") from None
-
-
 def _count(path: str | Path, where: str, value: Any, unit: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int | float) or value < 0 \
             or value != math.floor(value):
@@ -129,7 +114,7 @@ def _levels(path: str | Path, where: str, data: Any) -> Mapping[int, int]:
 
 def load_hai_quotas(path: str | Path) -> HaiQuotas:
     """Read the `hai` quota file of SPEC sec. 7: `default:` and `users:` (level -> nodes)."""
-    data = _read_yaml(path, "quota file")
+    data = load_yaml(path, "quota file", InvalidParameter)
     if data is None:
         data = {}
     if not isinstance(data, Mapping):
@@ -151,7 +136,7 @@ def load_hai_quotas(path: str | Path) -> HaiQuotas:
 
 def load_vc_quotas(path: str | Path) -> Mapping[str, int]:
     """Read a `quota-priority` quota file: a mapping vc -> GPUs (VCs not listed: 0)."""
-    data = _read_yaml(path, "quota file")
+    data = load_yaml(path, "quota file", InvalidParameter)
     if data is None:
         data = {}
     if not isinstance(data, Mapping):

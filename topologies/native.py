@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from sim.errors import InvalidTopology, did_you_mean
+from sim.errors import InvalidTopology, SimError, did_you_mean
 from sim.model import Level
 from topologies.tree import CellSpec, QueueSpec, Topology
 
@@ -41,19 +41,23 @@ def bad_value(file: str | Path, key: str, value: Any, allowed: str) -> InvalidTo
     return InvalidTopology(f"{file}: {key}: got {value!r}; allowed: {allowed}")
 
 
-def load_yaml(path: str | Path) -> Any:
-    """Parse a YAML file; unreadable or malformed files raise InvalidTopology with the line."""
+def load_yaml(path: str | Path, what: str = "topology file",
+              error: type[SimError] = InvalidTopology) -> Any:
+    """Parse a YAML file; unreadable or malformed files raise `error` naming it and the line.
+
+    `what` names the kind of file in the message (a topology, a quota file, ...).
+    """
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
-        raise InvalidTopology(f"{path}: cannot read topology file: {e}") from None
+        raise error(f"{path}: cannot read {what}: {e}") from None
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         problem = getattr(e, "problem", None) or str(e)
-        raise InvalidTopology(f"{path}: {where}malformed YAML: {problem}") from None
+        raise error(f"{path}: {where}malformed YAML in {what}: {problem}") from None
 
 
 def check_keys(file: str | Path, data: dict[str, Any], allowed: Iterable[str], where: str) -> None:

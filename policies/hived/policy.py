@@ -214,7 +214,7 @@ class HivedPolicy(Policy):
             from topologies.native import load_yaml
 
             try:
-                data = load_yaml(self.p["vcs"])
+                data = load_yaml(self.p["vcs"], "VC file")
             except SimError as e:
                 raise InvalidParameter(f"parameter vcs: {e}") from None
             source = self.p["vcs"]
