@@ -20,6 +20,21 @@ from sim.model import JobSpec, resized
 from topologies.tree import Topology
 
 
+def live_keys(keys: SortedList) -> Iterator[Any]:
+    """The keys of a sorted list in order, while it may change under the iteration.
+
+    Each step resumes after the last key yielded, so keys added or removed meanwhile
+    (a job started, requeued, dropped) are seen or skipped as their place says.
+    """
+    key = None
+    while True:
+        i = 0 if key is None else keys.bisect_right(key)
+        if i >= len(keys):
+            return
+        key = keys[i]
+        yield key
+
+
 class SchedContext:
     """What a policy sees of a run: time, queue, running jobs, cluster, placement."""
 
@@ -52,13 +67,7 @@ class SchedContext:
         iteration works on the keys present when each step is taken.
         """
         jobs = self._run.jobs
-        pend = self._run.pending
-        key = None
-        while True:
-            i = 0 if key is None else pend.bisect_right(key)
-            if i >= len(pend):
-                return
-            key = pend[i]
+        for key in live_keys(self._run.pending):
             yield jobs[key[1]]
 
     def pending_classes(self) -> dict[tuple, SortedList]:

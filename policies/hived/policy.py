@@ -40,6 +40,7 @@ from policies.hived.cells import MAX_GUARANTEED, MIN_GUARANTEED, OPP
 from policies.hived.config import DEFAULT_VC, build_physical, resolve_vcs
 from policies.hived.tracking import JobTracker
 from policies.placers import Placement, Unschedulable
+from sim.context import live_keys
 from sim.errors import InvalidDecision, InvalidParameter, SimError, did_you_mean
 from sim.jobstate import PENDING, JobState
 from sim.model import (
@@ -118,13 +119,7 @@ class _QueueContext:
 
     def pending(self) -> Iterator[JobState]:
         """This queue's pending jobs, highest priority first, then in arrival order."""
-        keys = self._q.keys
-        key = None
-        while True:
-            i = 0 if key is None else keys.bisect_right(key)
-            if i >= len(keys):
-                return
-            key = keys[i]
+        for key in live_keys(self._q.keys):
             job = self._ctx.job_at(key[2])
             if job.status != PENDING:  # left the queue behind our back (e.g. killed)
                 self._owner._dequeue(job)
