@@ -256,29 +256,23 @@ class EasyBackfillPolicy(_Backfill):
     description = "EASY backfilling: FIFO, the blocked head gets a reservation (estimates)"
 
     def _shadow(self, ctx: SchedContext, head: JobState) -> tuple[float, int]:
-        """(shadow time, extra milli-GPUs) of the head's reservation."""
+        """(shadow time, extra milli-GPUs) of the head's reservation.
+
+        The shadow time is the earliest expected end by which enough GPUs are free for
+        the head; every job ending at that same time counts in the extra.
+        """
         need = demand(head.spec)
         acc = _free_for(ctx, head.spec)
+        shadow = math.inf
         for t, r in self.expected_ends(ctx):
-            acc += _allowed(ctx, head.spec, r.gpus) * r.milli
-            if acc >= need:
-                # jobs ending at the same time release together
-                return t, acc - need + self._same_time(ctx, head.spec, t, r)
-        return math.inf, 0  # counts never suffice (failed nodes): nothing can delay it
-
-    def _same_time(self, ctx: SchedContext, head: JobSpec, t: float, last: JobState
-                   ) -> int:
-        """Milli-GPUs usable by `head` of the jobs after `last` that also end at `t`."""
-        extra = 0
-        past = False
-        for u, r in self.expected_ends(ctx):
-            if u > t:
+            if t > shadow:
                 break
-            if past:
-                extra += _allowed(ctx, head, r.gpus) * r.milli
-            elif r is last:
-                past = True
-        return extra
+            acc += _allowed(ctx, head.spec, r.gpus) * r.milli
+            if shadow == math.inf and acc >= need:
+                shadow = t
+        if shadow == math.inf:
+            return math.inf, 0  # counts never suffice (failed nodes): nothing can delay it
+        return shadow, acc - need
 
     def schedule(self, ctx: SchedContext) -> Iterator[Decision]:
         """Start in order; when the head blocks, backfill around its reservation."""
