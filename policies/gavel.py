@@ -289,20 +289,20 @@ class GavelPolicy(Policy):
                 r[ti] += dt
                 self.type_time[ti] += dt
 
-    def priority(self, job: JobState, ti: int) -> float:
-        """Gavel's priority: allocation over the share of the type's time received."""
-        return float(self.priorities([job])[0, ti])
-
-    def priorities(self, jobs: list[JobState]) -> np.ndarray:
-        """Priorities of these jobs (rows) on every type (columns), as `priority` says.
-
-        0 without an allocation on the type; allocation x 1e9 before the job (or the
-        type) received time since the allocation; else allocation / share received.
-        """
+    def _rows(self, rows: dict[int, np.ndarray], jobs: list[JobState]) -> np.ndarray:
+        """A jobs x types matrix of per-job rows (zeros for jobs without one)."""
         k = len(self.types)
         zero = np.zeros(k)
-        alloc = np.array([self.alloc.get(j.idx, zero) for j in jobs]).reshape(len(jobs), k)
-        got = np.array([self.recv.get(j.idx, zero) for j in jobs]).reshape(len(jobs), k)
+        return np.array([rows.get(j.idx, zero) for j in jobs]).reshape(len(jobs), k)
+
+    def priorities(self, jobs: list[JobState], alloc: np.ndarray) -> np.ndarray:
+        """Gavel's priorities of these jobs (rows) on every type (columns).
+
+        Allocation (`alloc`, the jobs' rows of it) over the share of the type's time
+        received: 0 without an allocation on the type; allocation x 1e9 before the job
+        (or the type) received time since the allocation.
+        """
+        got = self._rows(self.recv, jobs)
         total = self.type_time
         share = np.divide(got, total, out=np.zeros_like(got), where=total > 0)
         fresh = share <= 0
@@ -358,11 +358,9 @@ class GavelPolicy(Policy):
         chosen: dict[int, int] = {}  # job idx -> type index for this round
         order = self.type_order(ctx, jobs)
         # rank per type: priority, then larger allocation, earlier submission, job index
-        prio = self.priorities(jobs)
-        k = len(self.types)
-        zero = np.zeros(k)
-        alloc = np.array([self.alloc.get(j.idx, zero) for j in jobs]).reshape(len(jobs), k)
-        tp = np.array([tput[j.idx] for j in jobs]).reshape(len(jobs), k)
+        alloc = self._rows(self.alloc, jobs)
+        prio = self.priorities(jobs, alloc)
+        tp = self._rows(tput, jobs)
         submit = np.array([j.spec.submit_time for j in jobs])
         ids = np.array([j.idx for j in jobs])
         taken = np.zeros(len(jobs), dtype=bool)
