@@ -37,11 +37,9 @@ from typing import TYPE_CHECKING
 from sortedcontainers import SortedList
 
 from policies.base import Policy
-from policies.placers import Unschedulable, job_milli
 from policies.sjf import JobFeed, free_milli, request_class
-from sim.cluster import MILLI
 from sim.jobstate import PENDING, RUNNING, JobState
-from sim.model import Decision, JobSpec, Start
+from sim.model import MILLI, Decision, JobSpec, Start, Unschedulable, job_milli
 from sim.params import Param, as_float, as_int
 
 if TYPE_CHECKING:

@@ -54,7 +54,6 @@ from typing import Any
 from sortedcontainers import SortedList
 
 from policies.base import Policy
-from policies.placers import Unschedulable
 from policies.queues import (
     EPS,
     EngineMirror,
@@ -68,7 +67,7 @@ from policies.queues import (
 )
 from sim.engine import SchedContext
 from sim.jobstate import PENDING, JobState
-from sim.model import Decision, Preempt, Reject, Start
+from sim.model import Decision, Preempt, Reject, Start, Unschedulable
 from sim.params import Param, as_bool, as_float, as_optional, as_path
 
 

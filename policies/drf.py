@@ -39,12 +39,11 @@ from typing import Any
 from sortedcontainers import SortedList
 
 from policies.base import Policy
-from policies.placers import Unschedulable
 from policies.queues import EPS, EngineMirror, Resources, Vec, add
 from sim.engine import SchedContext
 from sim.errors import InvalidParameter, InvalidTopology
 from sim.jobstate import PENDING, JobState
-from sim.model import Decision, Preempt, Start
+from sim.model import Decision, Preempt, Start, Unschedulable
 from sim.params import Param, as_bool, as_choice, as_optional, as_path
 from topologies.native import load_yaml
 

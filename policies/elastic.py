@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from policies.placers import Unschedulable
 from sim.engine import SchedContext
 from sim.jobstate import JobState
-from sim.model import Decision, Resize
+from sim.model import Decision, Resize, Unschedulable
 
 
 def bounds(job: JobState) -> tuple[int, int]:

@@ -40,11 +40,11 @@ from typing import TYPE_CHECKING, Any
 from sortedcontainers import SortedList
 
 from policies.fifo import FifoBackfillPolicy
-from policies.placers import ConsolidatedPlacer, Placement, Placer, Unschedulable, job_milli
+from policies.placers import ConsolidatedPlacer, Placer
 from policies.placers import candidate_types as allowed_types
 from sim.cluster import MILLI, ClusterState
 from sim.fragmentation import unusable_gpus
-from sim.model import JobSpec, Level
+from sim.model import JobSpec, Level, Placement, Unschedulable, job_milli
 
 if TYPE_CHECKING:
     from sim.engine import SchedContext

@@ -7,8 +7,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from policies.base import Policy
-from policies.placers import Placement, Unschedulable
-from sim.model import Decision, Start
+from sim.model import Decision, Placement, Start, Unschedulable
 
 if TYPE_CHECKING:
     from sim.engine import SchedContext

@@ -21,10 +21,9 @@ from collections.abc import Iterator
 
 from policies.base import Policy
 from policies.elastic import ElasticRules, bounds, is_elastic
-from policies.placers import Unschedulable
 from sim.engine import SchedContext
 from sim.jobstate import JobState
-from sim.model import Decision, Start
+from sim.model import Decision, Start, Unschedulable
 from sim.params import Param, as_float
 
 

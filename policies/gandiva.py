@@ -42,10 +42,10 @@ from sortedcontainers import SortedList
 from policies.base import Policy
 from policies.elastic import ElasticRules, bounds, is_elastic
 from policies.fifo_elastic import start_elastic
-from policies.placers import Unschedulable, _take
+from policies.placers import _take
 from sim.engine import SchedContext
 from sim.jobstate import JobState
-from sim.model import Decision, Level, Migrate, Start
+from sim.model import Decision, Level, Migrate, Start, Unschedulable
 from sim.params import Param, as_bool, as_float, as_int
 
 HOLD = ("start", "resume", "migrate", "resize")

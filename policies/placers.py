@@ -9,32 +9,12 @@ most free down and stop as soon as the job is covered.
 from __future__ import annotations
 
 from bisect import bisect_left
-from dataclasses import dataclass
-from typing import Protocol
 
-from sim.cluster import MILLI, ClusterState, job_milli
-from sim.model import JobSpec, Level
+from sim.cluster import ClusterState
+from sim.interfaces import Placer
+from sim.model import MILLI, JobSpec, Level, Placement, Unschedulable, job_milli
 
-
-@dataclass(frozen=True, slots=True)
-class Unschedulable:
-    """A "no" from a placer: why, and whether freeing GPUs (preemption) could help."""
-
-    reason: str
-    resolvable: bool
-
-
-Placement = tuple[int, ...] | Unschedulable
-
-
-class Placer(Protocol):
-    """Chooses GPUs for a job; never changes the cluster state it reads."""
-
-    name: str
-
-    def place(self, job: JobSpec, cluster: ClusterState) -> Placement:
-        """GPU indices for the whole gang, or Unschedulable."""
-        ...
+__all__ = ["PLACERS", "Placement", "Placer", "Unschedulable"]
 
 
 def candidate_types(job: JobSpec, cluster: ClusterState) -> list[str]:

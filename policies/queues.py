@@ -18,11 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from policies.placers import job_milli
-from sim.cluster import MILLI
 from sim.errors import InvalidParameter, InvalidTopology
 from sim.jobstate import PENDING, RETRYING, RUNNING, WAITING, JobState
-from sim.model import JobSpec
+from sim.model import MILLI, JobSpec, job_milli
 from topologies.native import load_yaml, parse_queues
 from topologies.tree import QueueSpec, Topology
 

@@ -38,11 +38,10 @@ from typing import Any
 from sortedcontainers import SortedList
 
 from policies.base import Policy
-from policies.placers import Placement, Unschedulable
 from policies.quota_files import LiveJobs, load_vc_quotas
 from sim.engine import SchedContext
 from sim.jobstate import FINAL, RUNNING, JobState
-from sim.model import Decision, JobSpec, Preempt, Start, Suspend
+from sim.model import Decision, JobSpec, Placement, Preempt, Start, Suspend, Unschedulable
 from sim.params import Param, as_choice, as_optional, as_path
 
 WEIGHTS = ("priority-wait", "wait", "suspensions")

@@ -26,10 +26,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from sortedcontainers import SortedList
 
 from policies.base import Policy
-from policies.placers import PLACERS, Unschedulable, job_milli
-from sim.cluster import MILLI
+from policies.placers import PLACERS
 from sim.jobstate import PENDING, RUNNING, JobState
-from sim.model import Decision, JobSpec, Preempt, Start, Suspend
+from sim.model import MILLI, Decision, JobSpec, Preempt, Start, Suspend, Unschedulable, job_milli
 from sim.params import Param, as_choice
 
 if TYPE_CHECKING:

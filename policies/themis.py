@@ -33,7 +33,6 @@ import numpy as np
 from sortedcontainers import SortedList
 
 from policies.base import Policy
-from policies.placers import job_milli
 from policies.sjf import (
     STOP_PARAM,
     VictimPool,
@@ -42,7 +41,7 @@ from policies.sjf import (
     priority_walk,
 )
 from sim.jobstate import PENDING, JobState
-from sim.model import Decision, JobSpec, Start
+from sim.model import Decision, JobSpec, Start, job_milli
 from sim.params import Param, as_float
 
 if TYPE_CHECKING:

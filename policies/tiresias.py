@@ -53,9 +53,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from policies.sjf import STOP_PARAM, Key, PriorityPolicy
-from sim.cluster import MILLI
 from sim.errors import InvalidParameter
 from sim.jobstate import PENDING, RUNNING, JobState
+from sim.model import MILLI
 from sim.params import Param, as_float, as_int
 
 if TYPE_CHECKING:

@@ -19,20 +19,17 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any
 
 from sim.errors import InvalidDecision
-from sim.model import JobSpec, Level
+from sim.model import MILLI, Level, job_milli
 from topologies.tree import Topology
 
-MILLI = 1000
-
-
-def job_milli(job: JobSpec) -> int:
-    """Milli-GPUs the job takes of each of its GPUs."""
-    return MILLI if job.gpu_share >= 1.0 else max(1, round(job.gpu_share * MILLI))
-
+__all__ = ["MILLI", "ClusterState", "job_milli"]
 
 _DOWN = -2  # holder id of the GPUs of a failed node
+_LOG_LIMIT = 20_000  # live changes kept for the scratch twin before it is dropped instead
 
 
 class ClusterState:
@@ -130,6 +127,11 @@ class ClusterState:
                 self._node_fgd[n.index] = fgd(n.num_gpus, n.num_gpus, ())
             self.fgd_sum = sum(self._node_fgd)
         self._watchers: list[set[int]] = []
+        self.version = 0  # grows on every change: equal versions mean an unchanged state
+        # what-ifs run on a scratch twin, never on this state (see `sandbox`)
+        self._twin: ClusterState | None = None
+        self._log: list[tuple[str, tuple[Any, ...]]] = []  # changes the twin has not seen
+        self._undo: list[tuple[str, tuple[Any, ...]]] | None = None  # set on a twin in use
 
     def watch(self) -> set[int]:
         """A set the cluster adds each node to whenever its state changes (GPUs, CPUs, health).
@@ -218,6 +220,8 @@ class ClusterState:
             if not self.node_up[self.topo.gpu_node[g]]:
                 raise InvalidDecision(f"GPU {g} is on a failed node")
         self._apply(job, gpus, -milli, cpus, mem)
+        self._changed("release", (job, gpus, milli, cpus, mem),
+                      ("allocate", (job, gpus, milli, cpus, mem)))
 
     def release(self, job: int, gpus: Iterable[int], milli: int, cpus: float = 0.0,
                 mem: float = 0.0) -> None:
@@ -227,6 +231,20 @@ class ClusterState:
             if self.gpu_holders[g].get(job, 0) < milli:
                 raise InvalidDecision(f"job index {job} releases GPU {g} it does not hold")
         self._apply(job, gpus, milli, -cpus, -mem)
+        self._changed("allocate", (job, gpus, milli, cpus, mem),
+                      ("release", (job, gpus, milli, cpus, mem)))
+
+    def _changed(self, undo: str, args: tuple[Any, ...], redo: tuple[str, tuple[Any, ...]]
+                 ) -> None:
+        """Count a change; log it for the twin, or for rollback when this is a twin in use."""
+        self.version += 1
+        if self._undo is not None:
+            self._undo.append((undo, args))
+        elif self._twin is not None:
+            self._log.append(redo)
+            if len(self._log) > _LOG_LIMIT:  # cheaper to clone again when next needed
+                self._twin = None
+                self._log.clear()
 
     def _apply(self, job: int, gpus: tuple[int, ...], delta: int, cpus: float,
                mem: float) -> None:
@@ -286,6 +304,7 @@ class ClusterState:
         self.busy_milli -= MILLI * len(gpus)
         self.healthy_gpus -= len(gpus)
         self._node_changed(node, 0)
+        self._changed("repair_node", (node,), ("fail_node", (node,)))
 
     def repair_node(self, node: int) -> None:
         """Return a failed node's GPUs to the healthy pool."""
@@ -297,6 +316,70 @@ class ClusterState:
         self._apply(_DOWN, gpus, MILLI, 0.0, 0.0)
         self.busy_milli += MILLI * len(gpus)
         self.healthy_gpus += len(gpus)
+        self._changed("fail_node", (node,), ("repair_node", (node,)))
+
+    # --- what-ifs: a scratch twin, so that questions never change the live state ---
+
+    @contextmanager
+    def sandbox(self) -> Iterator[ClusterState]:
+        """A scratch copy of this state to change freely; every change is undone on exit.
+
+        Placers place gangs task by task on it and policies ask what-ifs (`ctx.what_if`)
+        on it. The twin is built once and then kept current from a log of this state's
+        changes, so a sandbox costs the changes since the last one, not a copy of the
+        cluster. Inside a sandbox, `sandbox()` of the twin nests (rolled back to its mark).
+        """
+        if self._undo is not None:  # this is a twin in use: nest
+            mark = len(self._undo)
+            try:
+                yield self
+            finally:
+                self._rollback(mark)
+            return
+        twin = self._synced_twin()
+        twin._undo = []
+        try:
+            yield twin
+        finally:
+            twin._rollback(0)
+            twin._undo = None
+
+    def _synced_twin(self) -> ClusterState:
+        twin = self._twin
+        if twin is None:
+            twin = self._twin = self._clone()
+        else:
+            for name, args in self._log:
+                getattr(twin, name)(*args)
+        self._log.clear()
+        return twin
+
+    def _rollback(self, mark: int) -> None:
+        undo = self._undo
+        assert undo is not None
+        while len(undo) > mark:
+            name, args = undo.pop()
+            getattr(self, name)(*args)
+            undo.pop()  # the undoing change logged itself
+
+    def _clone(self) -> ClusterState:
+        """A fresh state of the same topology holding exactly what this one holds."""
+        twin = ClusterState(self.topo)
+        for n, up in enumerate(self.node_up):
+            if not up:
+                twin.fail_node(n)
+        holdings: dict[int, dict[int, list[int]]] = {}
+        for g, holders in enumerate(self.gpu_holders):
+            for job, milli in holders.items():
+                if job != _DOWN:
+                    holdings.setdefault(job, {}).setdefault(milli, []).append(g)
+        for job in sorted(holdings):
+            for milli, gpus in holdings[job].items():
+                twin.allocate(job, gpus, milli)
+        twin.node_cpu_free = list(self.node_cpu_free)
+        twin.node_mem_free = list(self.node_mem_free)
+        twin.version = 0
+        return twin
 
     def jobs_on_node(self, node: int) -> list[int]:
         """Indices of the jobs holding GPUs of `node`, sorted."""

@@ -12,11 +12,10 @@ from typing import Any
 import numpy as np
 from sortedcontainers import SortedList
 
-from policies.placers import Placement
 from sim.cluster import MILLI, ClusterState
 from sim.errors import InvalidParameter
 from sim.jobstate import RUNNING, JobState
-from sim.model import JobSpec, resized
+from sim.model import JobSpec, Placement, resized
 from topologies.tree import Topology
 
 

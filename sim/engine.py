@@ -22,7 +22,7 @@ import simpy
 from sortedcontainers import SortedList
 
 from policies.base import Policy
-from policies.placers import PLACERS, Unschedulable, job_milli
+from policies.placers import PLACERS
 from sim.cluster import MILLI, ClusterState
 from sim.context import SchedContext
 from sim.errors import InvalidDecision, InvalidParameter, SimError, did_you_mean
@@ -40,6 +40,8 @@ from sim.model import (
     Resume,
     Start,
     Suspend,
+    Unschedulable,
+    job_milli,
     resized,
 )
 from sim.params import (

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from sim.cluster import MILLI, job_milli
-from sim.model import JobSpec
+from sim.model import MILLI, JobSpec, job_milli
 
 
 def size_distribution(jobs: tuple[JobSpec, ...]) -> tuple[tuple[int, int, float], ...]:

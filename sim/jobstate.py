@@ -4,23 +4,26 @@ from __future__ import annotations
 
 import math
 
-from sim.model import JobSpec
+from sim.model import JobSpec, JobStatus
 
-# statuses during a run; the final ones are those of SPEC sec. 5
-WAITING = "waiting"  # not yet submitted
-HELD = "held"  # submitted, waiting for the jobs it depends on to complete
-PENDING = "pending"  # in the queue (never started, preempted or suspended)
-RUNNING = "running"
-RETRYING = "retrying"  # a failed attempt waiting `retry_delay` before it is queued again
-FINAL = ("completed", "failed", "killed", "rejected", "unfinished")
+WAITING = JobStatus.WAITING
+HELD = JobStatus.HELD
+PENDING = JobStatus.PENDING
+RUNNING = JobStatus.RUNNING
+RETRYING = JobStatus.RETRYING
+COMPLETED = JobStatus.COMPLETED
+FAILED = JobStatus.FAILED
+KILLED = JobStatus.KILLED
+REJECTED = JobStatus.REJECTED
+FINAL = (COMPLETED, FAILED, KILLED, REJECTED, JobStatus.UNFINISHED)
 
 # the job state machine of the seeds: every other transition is an engine bug
-TRANSITIONS: dict[str, frozenset[str]] = {
-    WAITING: frozenset({HELD, PENDING, "rejected", "killed"}),
-    HELD: frozenset({PENDING, "killed"}),
-    PENDING: frozenset({RUNNING, "rejected", "killed"}),
-    RUNNING: frozenset({PENDING, RETRYING, "completed", "failed", "killed"}),
-    RETRYING: frozenset({PENDING, "killed"}),
+TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {
+    WAITING: frozenset({HELD, PENDING, REJECTED, KILLED}),
+    HELD: frozenset({PENDING, KILLED}),
+    PENDING: frozenset({RUNNING, REJECTED, KILLED}),
+    RUNNING: frozenset({PENDING, RETRYING, COMPLETED, FAILED, KILLED}),
+    RETRYING: frozenset({PENDING, KILLED}),
 }
 
 
@@ -44,7 +47,7 @@ class JobState:
     def __init__(self, idx: int, spec: JobSpec) -> None:
         self.idx = idx
         self.spec = spec
-        self.status = WAITING
+        self.status: JobStatus = WAITING
         self.gpus: tuple[int, ...] = ()
         self.milli = 0
         self.rate = 0.0

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from enum import IntEnum
+from enum import IntEnum, StrEnum
 from typing import Any
+
+MILLI = 1000
+"""One whole GPU in milli-GPUs: capacity is counted in integers so shares never drift."""
 
 
 class Level(IntEnum):
@@ -95,6 +98,11 @@ class JobSpec:
             if name == gpu_type:
                 return speed
         return 1.0
+
+
+def job_milli(job: JobSpec) -> int:
+    """Milli-GPUs the job takes of each of its GPUs."""
+    return MILLI if job.gpu_share >= 1.0 else max(1, round(job.gpu_share * MILLI))
 
 
 def resized(spec: JobSpec, num_gpus: int) -> JobSpec:
@@ -196,8 +204,57 @@ PRIORITY_NAMES: dict[str, int] = {
     "UNDER_NORMAL": 8, "BELOW_NORMAL": 5, "LOW": 0, "AUTO": -1,
 }
 
-STATUSES = ("completed", "failed", "killed", "rejected", "unfinished")
-EVENT_KINDS = (
-    "submit", "start", "preempt", "suspend", "resume", "migrate",
-    "resize", "fail", "retry", "finish", "kill", "reject",
-)
+
+
+# --- Placement: what a placer answers ---
+
+
+@dataclass(frozen=True, slots=True)
+class Unschedulable:
+    """A "no" from a placer: why, and whether freeing GPUs (preemption) could help."""
+
+    reason: str
+    resolvable: bool
+
+
+Placement = tuple[int, ...] | Unschedulable
+"""GPU indices for the whole gang (sorted), or why not."""
+
+
+# --- Statuses and event kinds (SPEC sec. 5); StrEnums compare equal to their strings ---
+
+
+class JobStatus(StrEnum):
+    """Where a job is in its lifecycle; the last five are final (jobs.parquet `status`)."""
+
+    WAITING = "waiting"  # not yet submitted
+    HELD = "held"  # submitted, waiting for the jobs it depends on to complete
+    PENDING = "pending"  # in the queue (never started, preempted or suspended)
+    RUNNING = "running"
+    RETRYING = "retrying"  # a failed attempt waiting `retry_delay` before it is queued again
+    COMPLETED = "completed"
+    FAILED = "failed"
+    KILLED = "killed"
+    REJECTED = "rejected"
+    UNFINISHED = "unfinished"  # still open when the run stopped (`until`)
+
+
+class EventKind(StrEnum):
+    """Kinds of job events (events.parquet `kind`), also passed to `Policy.notify`."""
+
+    SUBMIT = "submit"
+    START = "start"
+    PREEMPT = "preempt"
+    SUSPEND = "suspend"
+    RESUME = "resume"
+    MIGRATE = "migrate"
+    RESIZE = "resize"
+    FAIL = "fail"
+    RETRY = "retry"
+    FINISH = "finish"
+    KILL = "kill"
+    REJECT = "reject"
+
+
+STATUSES = tuple(str(s) for s in list(JobStatus)[5:])
+EVENT_KINDS = tuple(str(k) for k in EventKind)

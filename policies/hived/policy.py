@@ -39,18 +39,19 @@ from policies.hived.algorithm import HivedAlgorithm, Plan, Request
 from policies.hived.cells import MAX_GUARANTEED, MIN_GUARANTEED, OPP
 from policies.hived.config import DEFAULT_VC, build_physical, resolve_vcs
 from policies.hived.tracking import JobTracker
-from policies.placers import Placement, Unschedulable
 from sim.context import live_keys
 from sim.errors import InvalidDecision, InvalidParameter, SimError, did_you_mean
 from sim.jobstate import PENDING, JobState
 from sim.model import (
     Decision,
     JobSpec,
+    Placement,
     Preempt,
     Reject,
     Resume,
     Start,
     Suspend,
+    Unschedulable,
     is_missing,
 )
 from sim.params import Param, as_bool, as_optional, as_path

@@ -23,10 +23,9 @@ from sortedcontainers import SortedList
 from policies.base import Policy
 from policies.hived.config import DEFAULT_VC, build_physical, resolve_vcs
 from policies.hived.tracking import JobTracker
-from policies.placers import Unschedulable
 from sim.errors import InvalidParameter, did_you_mean
 from sim.jobstate import PENDING, JobState
-from sim.model import Decision, Start
+from sim.model import Decision, Start, Unschedulable
 from sim.params import Param, as_optional, as_path
 
 if TYPE_CHECKING:

@@ -9,11 +9,10 @@ from hypothesis import strategies as st
 
 from policies.conformance import check_policy, scenarios
 from policies.drf import DrfPolicy
-from policies.placers import Unschedulable
 from policies.queues import Resources
 from sim.engine import Simulation
 from sim.errors import InvalidParameter
-from sim.model import JobSpec
+from sim.model import JobSpec, Unschedulable
 from topologies.build import uniform_topology
 
 

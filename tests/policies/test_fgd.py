@@ -10,11 +10,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from policies.fgd import FgdPlacer, FgdPolicy, ShapeCounter, node_fragmentation
-from policies.placers import PackPlacer, Unschedulable
+from policies.placers import PackPlacer
 from policies.registry import policy_class
 from sim.cluster import ClusterState
 from sim.engine import Simulation
-from sim.model import JobSpec
+from sim.model import JobSpec, Unschedulable
 from topologies.build import uniform_topology
 
 ONE = (1, 1000, 0.0, "")

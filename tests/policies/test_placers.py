@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from policies.placers import PLACERS, Unschedulable
+from policies.placers import PLACERS
 from sim.cluster import ClusterState
-from sim.model import JobSpec, Level
+from sim.model import JobSpec, Level, Unschedulable
 from topologies.build import uniform_topology
 from topologies.native import native_from_dict
 

@@ -259,7 +259,7 @@ def test_stale_completions_do_not_pile_up_in_the_heap(dgx2):
 
 
 def test_place_if_freed_is_a_pure_what_if(dgx2):
-    from policies.placers import Unschedulable
+    from sim.model import Unschedulable
 
     seen = {}
 

@@ -1,0 +1,165 @@
+"""The protocols extensions are written against: cluster view, placer, speed factor, context.
+
+Policies, placers and speed factors see the run only through these; the engine's classes
+implement them. The views are read-only by type (Sequence, Mapping): the one way to change
+the world is a decision, and the one way to ask "what if" is a sandbox or `ctx.what_if`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Protocol
+
+from sim.jobstate import JobState
+from sim.model import JobSpec, Level, Placement
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from topologies.tree import Topology
+
+
+class ClusterView(Protocol):
+    """Read-only cluster state: free capacity, health and the indexes placers query."""
+
+    @property
+    def topo(self) -> Topology: ...
+    @property
+    def version(self) -> int: ...
+    @property
+    def gpu_free(self) -> Sequence[int]: ...
+    @property
+    def gpu_holders(self) -> Sequence[Mapping[int, int]]: ...
+    @property
+    def cell_free(self) -> Sequence[int]: ...
+    @property
+    def node_cpu_free(self) -> Sequence[float]: ...
+    @property
+    def node_mem_free(self) -> Sequence[float]: ...
+    @property
+    def node_up(self) -> Sequence[bool]: ...
+    @property
+    def node_buckets(self) -> Mapping[str, Sequence[Sequence[int]]]: ...
+    @property
+    def partial(self) -> Mapping[str, Sequence[tuple[int, int]]]: ...
+    @property
+    def max_node_gpus(self) -> Mapping[str, int]: ...
+    @property
+    def gpu_parent_levels(self) -> Mapping[str, tuple[Level, ...]]: ...
+    @property
+    def free_by_type(self) -> Mapping[str, int]: ...
+    @property
+    def total_gpus(self) -> int: ...
+    @property
+    def healthy_gpus(self) -> int: ...
+    @property
+    def free_whole(self) -> int: ...
+    @property
+    def busy_milli(self) -> int: ...
+
+    def sandbox(self) -> AbstractContextManager[Any]:
+        """A scratch copy to change freely (allocate/release), undone on exit."""
+        ...
+
+    def watch(self) -> set[int]:
+        """A set of the nodes that change from now on (for placers' own indexes)."""
+        ...
+
+    def cells_fitting(self, gpu_type: str, level: Level, n: int) -> Iterator[tuple[int, ...]]:
+        """Keys of cells at `level` with >= n whole free GPUs, tightest first."""
+        ...
+
+    def free_gpus_in(self, cell: int) -> list[int]:
+        """Whole free GPUs under `cell`, in index order."""
+        ...
+
+    def node_fits_host(self, node: int, cpus: float, mem: float) -> bool:
+        """Whether `node` has `cpus` and `mem` free."""
+        ...
+
+    def jobs_on_node(self, node: int) -> list[int]:
+        """Indices of the jobs holding GPUs of `node`, sorted."""
+        ...
+
+
+class Placer(Protocol):
+    """Chooses GPUs for a job; reads the cluster view, never changes it."""
+
+    name: str
+
+    def place(self, job: JobSpec, cluster: ClusterView) -> Placement:
+        """GPU indices for the whole gang (sorted), or Unschedulable."""
+        ...
+
+
+class SpeedFactor(Protocol):
+    """One link of the engine's chain of speed factors: a job's rate is their product.
+
+    `factor` is asked whenever a job's placement or co-location changes (start, resume,
+    migrate, resize, a group member joining or leaving) and must be deterministic.
+    """
+
+    name: str
+
+    def factor(self, job: JobState, gpus: tuple[int, ...], run: RunView) -> float:
+        """Multiplier of the job's speed on `gpus` (1.0: no effect)."""
+        ...
+
+
+class RunView(Protocol):
+    """What a speed factor may read of the run."""
+
+    @property
+    def now(self) -> float: ...
+    @property
+    def topology(self) -> Topology: ...
+    @property
+    def params(self) -> Mapping[str, Any]: ...
+
+
+class PolicyContext(Protocol):
+    """What a policy sees of a run (implemented by `sim.context.SchedContext`)."""
+
+    @property
+    def now(self) -> float: ...
+    @property
+    def topology(self) -> Topology: ...
+    @property
+    def cluster(self) -> ClusterView: ...
+    @property
+    def rng(self) -> np.random.Generator: ...
+    @property
+    def params(self) -> Mapping[str, Any]: ...
+    @property
+    def num_jobs(self) -> int: ...
+    @property
+    def pending_count(self) -> int: ...
+
+    def pending(self) -> Iterator[JobState]:
+        """Pending jobs in arrival order."""
+        ...
+
+    def running(self) -> Mapping[int, JobState]:
+        """Running jobs by index."""
+        ...
+
+    def job_at(self, idx: int) -> JobState:
+        """A job by its index."""
+        ...
+
+    def job(self, job_id: str) -> JobState:
+        """A job by its trace id."""
+        ...
+
+    def place(self, job: JobState | JobSpec, num_gpus: int | None = None) -> Placement:
+        """The run's placer's answer for `job` now."""
+        ...
+
+    def what_if(self, victims: Sequence[JobState]) -> AbstractContextManager[Any]:
+        """A view of the cluster as if `victims` released their GPUs."""
+        ...
+
+    def wake_at(self, t: float) -> None:
+        """Ask for a scheduling pass at time `t`."""
+        ...
