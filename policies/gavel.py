@@ -50,12 +50,13 @@ from scipy.optimize import linprog
 from scipy.sparse import coo_matrix, vstack
 
 from policies.base import Policy
-from policies.placers import PLACERS, Placer
 from policies.sjf import STOP_PARAM, cpu_only_pending, request_class
 from sim.cluster import MILLI, ClusterState
+from sim.interfaces import Placer
 from sim.jobstate import RUNNING, JobState
 from sim.model import Decision, JobSpec, Preempt, Start, Suspend, Unschedulable, job_milli
 from sim.params import Param, as_float
+from sim.registry import PLACERS
 
 if TYPE_CHECKING:
     from sim.engine import SchedContext

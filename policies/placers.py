@@ -14,7 +14,7 @@ from sim.cluster import ClusterState
 from sim.interfaces import Placer
 from sim.model import MILLI, JobSpec, Level, Placement, Unschedulable, job_milli
 
-__all__ = ["PLACERS", "Placement", "Placer", "Unschedulable"]
+__all__ = ["Placement", "Placer", "Unschedulable"]
 
 
 def candidate_types(job: JobSpec, cluster: ClusterState) -> list[str]:
@@ -247,14 +247,3 @@ class FirstFitPlacer(_Base):
     def _nodes_by_free(self, cluster: ClusterState, t: str):
         nodes = sorted(nd for k, b in enumerate(cluster.node_buckets[t]) if k for nd in b)
         yield from nodes
-
-
-PLACERS: dict[str, type] = {
-    p.name: p for p in (PackPlacer, ConsolidatedPlacer, FirstFitPlacer)
-}
-
-# FGD (fragmentation gradient descent) places by the workload's size mix; it builds on the
-# classes above, so it is registered after them
-from policies.fgd import FgdPlacer  # noqa: E402
-
-PLACERS[FgdPlacer.name] = FgdPlacer

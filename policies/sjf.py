@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from sortedcontainers import SortedList
 
 from policies.base import Policy
-from policies.placers import PLACERS
 from sim.jobstate import PENDING, RUNNING, JobState
 from sim.model import MILLI, Decision, JobSpec, Preempt, Start, Suspend, Unschedulable, job_milli
 from sim.params import Param, as_choice
+from sim.registry import PLACERS
 
 if TYPE_CHECKING:
     from sim.engine import SchedContext
@@ -161,7 +161,7 @@ def _fewest_nodes(ctx: SchedContext) -> bool:
 
 def _spreads(ctx: SchedContext) -> bool:
     """Whether the engine's placer may spread a job that fits a node over several."""
-    return bool(getattr(PLACERS.get(ctx.params.get("placer", "")), "spread", True))
+    return bool(getattr(PLACERS.get(ctx.params.get("placer", "consolidated")), "spread", True))
 
 
 def _nodes_could_hold(ctx: SchedContext, job: JobState, cands: list[JobState]) -> bool:

@@ -123,7 +123,7 @@ def run(trace_src: str, topo_src: str, policies: tuple[str, ...], params: tuple[
 def split_params(policy_names: list[str], given: dict[str, str]) -> dict[str, dict[str, str]]:
     """Give each policy the engine keys and its own keys; a key no one knows is an error."""
     from policies import policy_class
-    from sim.engine import ENGINE_PARAMS
+    from sim.engine_params import ENGINE_PARAMS
     from sim.errors import InvalidParameter, did_you_mean
 
     out: dict[str, dict[str, str]] = {}
@@ -198,7 +198,7 @@ def run_many(trace_src: str, topo_src: str, policies: list[str], params: list[st
 def policies_cmd() -> None:
     """List the registered policies, their parameters and defaults."""
     from policies import PLACERS, policy_class, registered_policies
-    from sim.engine import ENGINE_PARAMS
+    from sim.engine_params import ENGINE_PARAMS
 
     for name in registered_policies():
         cls = policy_class(name)

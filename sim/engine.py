@@ -22,17 +22,16 @@ import simpy
 from sortedcontainers import SortedList
 
 from policies.base import Policy
-from policies.placers import PLACERS
 from sim.cluster import MILLI, ClusterState
 from sim.context import SchedContext
-from sim.errors import InvalidDecision, InvalidParameter, SimError, did_you_mean
+from sim.engine_params import ENGINE_PARAMS, split_params
+from sim.errors import InvalidDecision, InvalidParameter, SimError
 from sim.failures import read_failures
 from sim.fragmentation import fgd_node, size_distribution
 from sim.jobstate import HELD, PENDING, RETRYING, RUNNING, TRANSITIONS, WAITING, JobState
 from sim.model import (
     Decision,
     JobSpec,
-    Level,
     Migrate,
     Preempt,
     Reject,
@@ -44,64 +43,10 @@ from sim.model import (
     job_milli,
     resized,
 )
-from sim.params import (
-    Param,
-    as_bool,
-    as_choice,
-    as_float,
-    as_level_map,
-    as_optional,
-    as_path,
-    resolve,
-)
+from sim.params import resolve
+from sim.registry import PLACERS, POLICIES
 from topologies.tree import Topology
 from traces.base import Trace
-
-DEFAULT_LOCALITY = {
-    Level.GPU: 1.0, Level.SWITCH: 1.0, Level.SOCKET: 1.4, Level.NODE: 1.7,
-    Level.RACK: 5.0, Level.CLUSTER: 5.0,
-}
-
-
-def _locality(v: Any) -> dict[Level, float]:
-    out = dict(DEFAULT_LOCALITY)
-    out.update(as_level_map(v))
-    return out
-
-
-ENGINE_PARAMS: dict[str, Param] = {
-    "placer": Param(
-        "consolidated", as_choice(*PLACERS),
-        "where jobs go: " + ", ".join(PLACERS) + " (consolidated waits rather than spread "
-        "a job over more nodes than it needs)",
-    ),
-    "locality_factors": Param(
-        dict(DEFAULT_LOCALITY), _locality,
-        "slowdown by lowest common level, relative to the best level for the job's size "
-        "(switch=1.0,socket=1.4,node=1.7,rack=5.0,cluster=5.0), scaled by locality_sensitivity",
-    ),
-    "restore_overhead": Param(30.0, as_float(0.0), "seconds of no progress on every resume"),
-    "checkpoint_on_suspend": Param(
-        True, as_bool, "a Suspend checkpoints first (no lost work); Preempt never does"
-    ),
-    "retry_delay": Param(0.0, as_float(0.0), "seconds before a failed attempt is retried"),
-    "failure_rate": Param(
-        0.0, as_float(0.0), "random attempt failures per job-hour of run time (seeded)"
-    ),
-    "failures": Param(
-        None, as_optional(as_path),
-        "CSV of node failures: node,fail_time,repair_time (node name or index; times in s)",
-    ),
-    "mtbf": Param(None, as_optional(as_float(0.0, lo_open=True)),
-                  "mean time between failures per node (s, exponential, seeded)"),
-    "mttr": Param(3600.0, as_float(0.0, lo_open=True), "mean time to repair a node (s)"),
-    "elastic_scaling": Param(
-        "linear", as_choice("linear", "amdahl"),
-        "speed of an elastic job on k GPUs relative to num_gpus: linear k/n, or Amdahl",
-    ),
-    "serial_fraction": Param(0.05, as_float(0.0, 1.0),
-                             "Amdahl's serial fraction for elastic_scaling=amdahl"),
-}
 
 TIMELINE_COLUMNS = (
     "time", "gpus_total", "gpus_busy", "utilization", "fragmentation", "fragmentation_fgd",
@@ -141,7 +86,7 @@ class _Run:
         self.fgd_cache: dict[tuple, float] = {}
         self.size_dist = size_distribution(sim.jobs)
         self.cluster = ClusterState(self.topo, fgd=self._node_fgd)
-        self.placer = PLACERS[self.engine_params["placer"]]()
+        self.placer = PLACERS.get(self.engine_params["placer"])()
         self.jobs = [JobState(i, spec) for i, spec in enumerate(sim.jobs)]
         self.index = {j.spec.job_id: j.idx for j in self.jobs}
         self.missing_deps: dict[int, list[str]] = {}
@@ -878,8 +823,6 @@ class Simulation:
         *,
         max_jobs: int | None = None,
     ) -> None:
-        from policies import make_policy
-
         if not isinstance(trace, Trace):
             from traces import load_trace
 
@@ -891,26 +834,13 @@ class Simulation:
         self.trace: Trace = trace
         self.topology: Topology = topology
         params = dict(params or {})
-        engine_given = {k: v for k, v in params.items() if k in ENGINE_PARAMS}
-        policy_given = {k: v for k, v in params.items() if k not in ENGINE_PARAMS}
+        engine_given, policy_given = split_params(policy, params)
+        if not isinstance(policy, str) and policy_given:
+            raise InvalidParameter(
+                f"parameters {', '.join(sorted(policy_given))} for policy {policy.name!r}: "
+                "the policy instance was built already: pass its parameters to it")
         if isinstance(policy, str):
-            from policies import policy_class
-
-            pol_known = policy_class(policy).params
-        else:
-            pol_known = {} if not policy_given else type(policy).params
-        for key in policy_given:
-            if key not in pol_known or not isinstance(policy, str):
-                known = sorted({*ENGINE_PARAMS, *pol_known})
-                pname = policy if isinstance(policy, str) else policy.name
-                extra = "" if isinstance(policy, str) else (
-                    " (the policy instance was built already: pass its parameters to it)")
-                raise InvalidParameter(
-                    f"unknown parameter {key!r} for policy {pname!r}{did_you_mean(key, known)}"
-                    f"{extra}; known: {', '.join(known)}"
-                )
-        if isinstance(policy, str):
-            policy = make_policy(policy, **policy_given)
+            policy = POLICIES.get(policy)(**policy_given)
         self.policy = policy
         self.engine_params = resolve(engine_given, ENGINE_PARAMS, "the engine")
         self.params_given = params

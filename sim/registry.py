@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -49,6 +49,15 @@ class Registry:
         """Every registered name, sorted (plugins included)."""
         self._load_plugins()
         return sorted(self._entries)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+    def __len__(self) -> int:
+        return len(self.names())
+
+    def __getitem__(self, name: str) -> Any:
+        return self.get(name)
 
     def __contains__(self, name: object) -> bool:
         self._load_plugins()
@@ -133,10 +142,10 @@ POLICIES = Registry("policy", "schedlab.policies", {
 """Scheduling policies (`Policy` subclasses)."""
 
 PLACERS = Registry("placer", "schedlab.placers", {
-    "consolidated": "policies.placement.consolidated:ConsolidatedPlacer",
-    "pack": "policies.placement.pack:PackPlacer",
-    "first-fit": "policies.placement.first_fit:FirstFitPlacer",
-    "fgd": "policies.placement.fgd:FgdPlacer",
+    "consolidated": "policies.placers:ConsolidatedPlacer",
+    "pack": "policies.placers:PackPlacer",
+    "first-fit": "policies.placers:FirstFitPlacer",
+    "fgd": "policies.fgd:FgdPlacer",
 })
 """Placers (classes following `sim.interfaces.Placer`, built with no arguments)."""
 

@@ -288,7 +288,7 @@ def _combinations(grid: dict[str, list[Any]], zipped: dict[str, list[Any]],
 def _known_params(policies: list[str], where: str) -> dict[str, set[str]]:
     """Engine keys plus each policy's own keys, by policy; unknown policies fail here."""
     from policies import policy_class
-    from sim.engine import ENGINE_PARAMS
+    from sim.engine_params import ENGINE_PARAMS
 
     out: dict[str, set[str]] = {}
     for name in policies:
@@ -415,7 +415,7 @@ def _resolve_path(v: Any, root: Path) -> Any:
 def _check_params(policy: str, given: dict[str, Any], at: str) -> None:
     """Parse every value with its declared parser so a typo fails before any run."""
     from policies import policy_class
-    from sim.engine import ENGINE_PARAMS
+    from sim.engine_params import ENGINE_PARAMS
     from sim.params import resolve
 
     try:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from policies.placers import PLACERS
 from sim.cluster import ClusterState
 from sim.model import JobSpec, Level, Unschedulable
+from sim.registry import PLACERS
 from topologies.build import uniform_topology
 from topologies.native import native_from_dict
 

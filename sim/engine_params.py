@@ -1,0 +1,142 @@
+"""The engine's parameters and the one function that splits a run's parameters.
+
+The Python API, the CLI and sweeps all call `split_params`: engine keys go to the engine,
+the policy's own keys to the policy, and a key neither knows is an error naming the
+closest known key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from sim.errors import InvalidParameter, did_you_mean
+from sim.model import Level
+from sim.params import (
+    Param,
+    as_bool,
+    as_choice,
+    as_float,
+    as_level_map,
+    as_optional,
+    as_path,
+    resolve,
+)
+from sim.registry import PLACERS, POLICIES, SPEED_FACTORS, Registry
+
+
+def as_registered(registry: Registry) -> Callable[[Any], str]:
+    """A registered name (plugins included) or an importable 'module:Class' path."""
+
+    def parse(v: Any) -> str:
+        t = str(v).strip()
+        if ":" in t or t in registry:
+            return t
+        known = registry.names()
+        raise ValueError(f"expected one of {', '.join(known)}{did_you_mean(t, known)} "
+                         "or module:Class")
+
+    return parse
+
+
+def as_name_list(registry: Registry) -> Callable[[Any], tuple[str, ...]]:
+    """Comma-separated registered names or paths (a list or tuple is taken as it is)."""
+    one = as_registered(registry)
+
+    def parse(v: Any) -> tuple[str, ...]:
+        items = v if isinstance(v, list | tuple) else str(v).split(",")
+        return tuple(one(x) for x in items if str(x).strip())
+
+    return parse
+
+
+DEFAULT_LOCALITY = {
+    Level.GPU: 1.0, Level.SWITCH: 1.0, Level.SOCKET: 1.4, Level.NODE: 1.7,
+    Level.RACK: 5.0, Level.CLUSTER: 5.0,
+}
+
+
+def _locality(v: Any) -> dict[Level, float]:
+    out = dict(DEFAULT_LOCALITY)
+    out.update(as_level_map(v))
+    return out
+
+
+ENGINE_PARAMS: dict[str, Param] = {
+    "placer": Param(
+        "consolidated", as_registered(PLACERS),
+        "where jobs go: consolidated, pack, first-fit, fgd, a registered plugin or "
+        "module:Class (consolidated waits rather than spread a job over more nodes than "
+        "it needs)",
+    ),
+    "locality_factors": Param(
+        dict(DEFAULT_LOCALITY), _locality,
+        "slowdown by lowest common level, relative to the best level for the job's size "
+        "(switch=1.0,socket=1.4,node=1.7,rack=5.0,cluster=5.0), scaled by locality_sensitivity",
+    ),
+    "restore_overhead": Param(30.0, as_float(0.0), "seconds of no progress on every resume"),
+    "checkpoint_on_suspend": Param(
+        True, as_bool, "a Suspend checkpoints first (no lost work); Preempt never does"
+    ),
+    "retry_delay": Param(0.0, as_float(0.0), "seconds before a failed attempt is retried"),
+    "failure_rate": Param(
+        0.0, as_float(0.0), "random attempt failures per job-hour of run time (seeded)"
+    ),
+    "failures": Param(
+        None, as_optional(as_path),
+        "CSV of node failures: node,fail_time,repair_time (node name or index; times in s)",
+    ),
+    "mtbf": Param(None, as_optional(as_float(0.0, lo_open=True)),
+                  "mean time between failures per node (s, exponential, seeded)"),
+    "mttr": Param(3600.0, as_float(0.0, lo_open=True), "mean time to repair a node (s)"),
+    "elastic_scaling": Param(
+        "linear", as_choice("linear", "amdahl"),
+        "speed of an elastic job on k GPUs relative to num_gpus: linear k/n, or Amdahl",
+    ),
+    "serial_fraction": Param(0.05, as_float(0.0, 1.0),
+                             "Amdahl's serial fraction for elastic_scaling=amdahl"),
+    "speed_factors": Param(
+        (), as_name_list(SPEED_FACTORS),
+        "extra speed factors after the built-in chain (gpu_type, locality, elastic, "
+        "colocation): registered names or module:Class, comma-separated",
+    ),
+}
+
+
+def policy_params(policy: Any) -> Mapping[str, Param]:
+    """The declared parameters of a policy given by name, path, class or instance."""
+    if isinstance(policy, str):
+        return POLICIES.get(policy).params
+    return policy.params
+
+
+def split_params(policy: Any, given: Mapping[str, Any], *, others: Iterable[Any] = ()
+                 ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(engine keys, the policy's keys) of `given`; a key no one knows raises.
+
+    `others`: the other policies of the same command or sweep; their keys are accepted
+    and left out (`--param k=v` given once to several policies).
+    """
+    mine = policy_params(policy)
+    known = set(ENGINE_PARAMS) | set(mine)
+    everyone = set(known)
+    for o in others:
+        everyone |= set(policy_params(o))
+    for key in given:
+        if key not in everyone:
+            names = sorted(everyone)
+            pname = policy if isinstance(policy, str) else getattr(policy, "name", policy)
+            raise InvalidParameter(
+                f"unknown parameter {key!r} for policy {pname!r}{did_you_mean(key, names)}; "
+                f"known: {', '.join(names)}")
+    engine = {k: v for k, v in given.items() if k in ENGINE_PARAMS}
+    own = {k: v for k, v in given.items() if k in mine and k not in ENGINE_PARAMS}
+    return engine, own
+
+
+def check_params(policy: Any, given: Mapping[str, Any]) -> dict[str, Any]:
+    """Split and parse every value with its declared parser; return the resolved engine part."""
+    engine, own = split_params(policy, given)
+    pname = policy if isinstance(policy, str) else getattr(policy, "name", "policy")
+    resolve(own, policy_params(policy), f"policy {pname!r}")
+    return resolve(engine, ENGINE_PARAMS, "the engine")
