@@ -9,7 +9,7 @@ from sim.model import Decision
 from sim.params import Param, resolve
 
 if TYPE_CHECKING:
-    from sim.engine import SchedContext
+    from sim.context import SchedContext
     from sim.jobstate import JobState
 
 
@@ -19,13 +19,16 @@ class Policy:
     A policy declares its parameters in `params` and yields decisions from `schedule`;
     the engine applies each decision before asking for the next, so the policy always
     sees the cluster state its earlier decisions produced. `period` (seconds) asks for a
-    pass on a timer as well as on arrivals and completions.
+    pass on a timer as well as on arrivals and completions. `placer` names the placer the
+    run uses when the user does not choose one (None: the engine's default). Policies
+    that order pending jobs by a key should subclass `policies.priority.PriorityPolicy`.
     """
 
     name: ClassVar[str] = "policy"
     description: ClassVar[str] = ""
     params: ClassVar[dict[str, Param]] = {}
     period: float | None = None
+    placer: ClassVar[str | None] = None
 
     def __init__(self, **params: Any) -> None:
         self.p: dict[str, Any] = resolve(params, self.params, f"policy {self.name!r}")
@@ -41,8 +44,15 @@ class Policy:
         """Called after every job event (kinds of events.parquet) to keep indexes current.
 
         Override it to maintain per-policy indexes incrementally instead of rescanning the
-        running jobs each pass; the default does nothing and costs nothing.
+        running jobs each pass; the default does nothing and costs nothing (the engine
+        does not call it).
         """
+
+    notify.__schedlab_noop__ = True  # type: ignore[attr-defined]
+
+    def metrics(self) -> Mapping[str, Any]:
+        """The policy's own counters for the summary (as `policy_<key>`); none by default."""
+        return {}
 
     @property
     def settings(self) -> Mapping[str, Any]:

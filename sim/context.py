@@ -1,22 +1,29 @@
 """What a policy sees of a run (`SchedContext`): time, queue, jobs, cluster, placement.
 
 Policies read through it and never write the run's state; they change the world only by
-yielding decisions, which the engine validates and applies.
+yielding decisions, which the engine validates and applies. What-ifs ("where would this
+job go if those jobs stopped?") run on a scratch twin of the cluster (`what_if`), never
+on the live state.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sortedcontainers import SortedList
 
-from sim.cluster import MILLI, ClusterState
-from sim.errors import InvalidParameter
+from sim.agenda import Due
+from sim.cluster import ClusterState
+from sim.interfaces import ClusterView, Placer
 from sim.jobstate import RUNNING, JobState
-from sim.model import JobSpec, Placement, resized
-from topologies.tree import Topology
+from sim.model import MILLI, JobSpec, Placement, Unschedulable, job_milli, request_class, resized
+
+if TYPE_CHECKING:
+    from sim.lifecycle import RunState
+    from topologies.tree import Topology
 
 
 def live_keys(keys: SortedList) -> Iterator[Any]:
@@ -34,15 +41,47 @@ def live_keys(keys: SortedList) -> Iterator[Any]:
         yield key
 
 
+def _spec(job: JobState | JobSpec, num_gpus: int | None) -> JobSpec:
+    spec = job.spec if isinstance(job, JobState) else job
+    if num_gpus is not None and num_gpus != spec.num_gpus:
+        spec = resized(spec, num_gpus)
+    return spec
+
+
+class WhatIf:
+    """A cluster as it would be after some changes: read it, place on it; it is scratch."""
+
+    def __init__(self, cluster: ClusterState, placer: Placer) -> None:
+        self._cluster = cluster
+        self._placer = placer
+
+    @property
+    def cluster(self) -> ClusterView:
+        """The hypothetical cluster state (read-only)."""
+        return self._cluster
+
+    def place(self, job: JobState | JobSpec, num_gpus: int | None = None) -> Placement:
+        """Where the run's placer would put `job` in the hypothetical state."""
+        return self._placer.place(_spec(job, num_gpus), self._cluster)
+
+
 class SchedContext:
     """What a policy sees of a run: time, queue, running jobs, cluster, placement."""
 
-    def __init__(self, run: Any) -> None:
+    def __init__(self, run: RunState) -> None:
         self._run = run
+        self._cluster = run.cluster
+        self._placer: Placer = run.placer
         self.topology: Topology = run.topo
-        self.cluster: ClusterState = run.cluster
         self.rng: np.random.Generator = run.policy_rng
         self.params: Mapping[str, Any] = run.engine_params
+        self._failed: dict[tuple[Any, ...], Unschedulable] = {}
+        self._failed_at = -1  # cluster version the failures were seen at
+
+    @property
+    def cluster(self) -> ClusterView:
+        """The live cluster state, read-only."""
+        return self._cluster
 
     @property
     def now(self) -> float:
@@ -57,7 +96,7 @@ class SchedContext:
     @property
     def pending_count(self) -> int:
         """Jobs waiting in the queue."""
-        return len(self._run.pending)
+        return len(self._run.queue)
 
     def pending(self) -> Iterator[JobState]:
         """Pending jobs in arrival order (submit time, then trace order).
@@ -66,16 +105,16 @@ class SchedContext:
         iteration works on the keys present when each step is taken.
         """
         jobs = self._run.jobs
-        for key in live_keys(self._run.pending):
+        for key in live_keys(self._run.queue.keys):
             yield jobs[key[1]]
 
-    def pending_classes(self) -> dict[tuple, SortedList]:
+    def pending_classes(self) -> Mapping[tuple[Any, ...], SortedList]:
         """Pending jobs grouped by identical resource request, each in arrival order.
 
         Two jobs of one class fit or fail to fit in exactly the same cluster state, so a
         backfilling policy tries only the head of each class.
         """
-        return self._run.classes
+        return self._run.queue.classes
 
     def running(self) -> Mapping[int, JobState]:
         """Running jobs by index."""
@@ -93,31 +132,49 @@ class SchedContext:
         """Ask the run's placer for GPUs for `job` in the current state.
 
         `num_gpus` asks for another size (an elastic job within min_gpus..max_gpus).
+        Answers at once, without asking the placer, when too few GPUs are free for the
+        request or when an identical request already failed since the cluster last
+        changed; so asking for every pending job on every pass stays cheap.
         """
-        spec = job.spec if isinstance(job, JobState) else job
-        if num_gpus is not None and num_gpus != spec.num_gpus:
-            spec = resized(spec, num_gpus)
-        return self._run.placer.place(spec, self._run.cluster)
+        spec = _spec(job, num_gpus)
+        c = self._cluster
+        n = spec.num_gpus
+        if n and job_milli(spec) == MILLI:
+            t = spec.gpu_type
+            free = c.free_by_type.get(t, 0) if t else c.free_whole
+            cap = self.topology.gpu_types.get(t, 0) if t else c.total_gpus
+            if free < n <= cap:
+                return Unschedulable(f"needs {n} GPUs, {c.free_whole} are free now", True)
+        if self._failed_at != c.version:
+            self._failed.clear()
+            self._failed_at = c.version
+        key = request_class(spec)
+        no = self._failed.get(key)
+        if no is not None:
+            return no
+        got = self._placer.place(spec, c)
+        if isinstance(got, Unschedulable):
+            self._failed[key] = got
+        return got
 
-    def place_if_freed(self, job: JobState | JobSpec, victims: list[JobState],
+    @contextmanager
+    def what_if(self, victims: Sequence[JobState] = ()) -> Iterator[WhatIf]:
+        """The cluster as if the running `victims` released their GPUs, to place on.
+
+        `with ctx.what_if(victims) as view: gpus = view.place(job)`. Runs on a scratch
+        twin of the cluster state: nothing is preempted and the live state never changes.
+        """
+        with self._cluster.sandbox() as scratch:
+            for v in victims:
+                if v.status == RUNNING:
+                    scratch.release(v.idx, v.gpus, v.milli, *v.host)
+            yield WhatIf(scratch, self._placer)
+
+    def place_if_freed(self, job: JobState | JobSpec, victims: Sequence[JobState],
                        num_gpus: int | None = None) -> Placement:
-        """Where `job` would go if the running `victims` released their GPUs (what-if).
-
-        The cluster state is restored before returning; nothing is preempted.
-        """
-        run = self._run
-        spec = job.spec if isinstance(job, JobState) else job
-        if num_gpus is not None and num_gpus != spec.num_gpus:
-            spec = resized(spec, num_gpus)
-        cluster = run.cluster
-        freed = [v for v in victims if v.status == RUNNING]
-        for v in freed:
-            cluster.release(v.idx, v.gpus, v.milli, *v.host)
-        try:
-            return run.placer.place(spec, cluster)
-        finally:
-            for v in reversed(freed):
-                cluster.allocate(v.idx, v.gpus, v.milli, *v.host)
+        """Where `job` would go if the running `victims` released their GPUs (what-if)."""
+        with self.what_if(victims) as view:
+            return view.place(job, num_gpus)
 
     def placement_speed(self, job: JobState | JobSpec, gpus: tuple[int, ...]) -> float:
         """Relative speed the job would run at on `gpus` alone (type speed x locality).
@@ -126,7 +183,7 @@ class SchedContext:
         can compare candidate placements as a throughput profiler would.
         """
         spec = job.spec if isinstance(job, JobState) else job
-        return self._run.placement_speed(spec, tuple(gpus))
+        return self._run.progress.chain.placement_speed(spec, tuple(gpus))
 
     def run_time(self, job: JobState) -> float:
         """Seconds the job has held GPUs so far (all attempts), up to now."""
@@ -144,27 +201,19 @@ class SchedContext:
                           switch_cost: float | None = None,
                           pack_penalty: float | None = None) -> None:
         """Set the co-location model (time-slice length and switch cost, pack penalty)."""
-        sh = self._run.sharing
-        for key, v in (("time_slice", time_slice), ("switch_cost", switch_cost),
-                       ("pack_penalty", pack_penalty)):
-            if v is not None:
-                sh[key] = float(v)
-        if sh["time_slice"] <= 0 or sh["switch_cost"] < 0 or not 0 <= sh["pack_penalty"] < 1:
-            raise InvalidParameter(f"sharing model out of range: {sh}")
+        self._run.colocation.configure(time_slice, switch_cost, pack_penalty)
 
     def group_of(self, job: JobState) -> list[JobState]:
         """The jobs sharing `job`'s GPUs (itself included); [job] when not shared."""
-        if job.group is None:
-            return [job]
-        return list(self._run.groups[job.group].members)
+        return self._run.colocation.members(job)
 
     def share_mode(self, job: JobState) -> str:
         """'timeshare', 'pack' or '' for a job running alone."""
-        return "" if job.group is None else self._run.groups[job.group].mode
+        return self._run.colocation.mode(job)
 
     def wake_at(self, t: float) -> None:
         """Ask for a scheduling pass at time `t` (in the future)."""
-        self._run.wake(max(t, self.now))
+        self._run.agenda.schedule(max(t, self.now), Due.TIMER)
 
     def progress(self, job: JobState) -> float:
         """Work done by the job so far (ideal seconds)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from sim.errors import SimError
 from sim.model import JobSpec, JobStatus
 
 WAITING = JobStatus.WAITING
@@ -97,3 +98,10 @@ class JobState:
 
     def __repr__(self) -> str:
         return f"JobState({self.job_id!r}, {self.status}, gpus={self.gpus}, work={self.work:g})"
+
+
+def transition(job: JobState, new: JobStatus) -> None:
+    """Move a job along the state machine; an impossible transition is an engine bug."""
+    if new not in TRANSITIONS.get(job.status, ()):
+        raise SimError(f"engine bug: job {job.job_id!r} cannot go from {job.status} to {new}")
+    job.status = new

@@ -105,6 +105,12 @@ def job_milli(job: JobSpec) -> int:
     return MILLI if job.gpu_share >= 1.0 else max(1, round(job.gpu_share * MILLI))
 
 
+def request_class(spec: JobSpec) -> tuple[Any, ...]:
+    """Jobs with equal requests fit or fail to fit in exactly the same cluster state."""
+    return (spec.num_gpus, spec.task_gpus, spec.gpu_type, spec.gpu_share, spec.num_cpus,
+            spec.mem_gb)
+
+
 def resized(spec: JobSpec, num_gpus: int) -> JobSpec:
     """The same job asking for another number of GPUs (elastic jobs), as one task."""
     return replace(spec, num_gpus=num_gpus, gpus_per_task=0)

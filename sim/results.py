@@ -18,15 +18,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from sim.engine import TIMELINE_COLUMNS
 from sim.jobstate import FINAL, PENDING, RETRYING, RUNNING, WAITING
 from sim.metrics import summarize
+from sim.recorder import EVENT_COLUMNS, NODE_COLUMNS, TIMELINE_COLUMNS
 
 if TYPE_CHECKING:
-    from sim.engine import Simulation, _Run
-
-# nodes.parquet: node failures and repairs; event_index = rows of events.parquet before it
-NODE_COLUMNS = ("time", "node", "kind", "event_index")
+    from sim.engine import Run, Simulation
 
 JOB_COLUMNS = (
     "job_id", "user", "vc", "num_gpus", "submit_time", "start_time", "end_time",
@@ -90,7 +87,7 @@ def atomic_text(path: Path, text: str) -> None:
     atomic_write(path, lambda p: Path(p).write_text(text + "\n", encoding="utf-8"))
 
 
-def _jobs_frame(run: _Run, end: float) -> pd.DataFrame:
+def _jobs_frame(run: Run, end: float) -> pd.DataFrame:
     """One row per submitted job (SPEC sec. 5 columns, then extras and pass-through)."""
     topo = run.topo
     extra_names = [c for c in run.sim.trace.extra_columns if c not in JOB_COLUMNS]
@@ -153,15 +150,14 @@ def _topology_label(sim: Simulation) -> str:
     return str(p.resolve()) if p.is_file() else src
 
 
-def build_result(sim: Simulation, run: _Run, end: float, wall: float) -> SimResult:
+def build_result(sim: Simulation, run: Run, end: float, wall: float) -> SimResult:
     """Assemble DataFrames and the summary once the run has stopped at `end`."""
     from sim import __version__
 
     run.sample()
     jobs = _jobs_frame(run, end)
-    events = pd.DataFrame(run.events, columns=["time", "job_id", "kind", "num_gpus", "cells",
-                                               "detail"])
-    timeline = pd.DataFrame(run.tl, columns=list(TIMELINE_COLUMNS))
+    events = pd.DataFrame(run.recorder.events, columns=list(EVENT_COLUMNS))
+    timeline = pd.DataFrame(run.recorder.timeline, columns=list(TIMELINE_COLUMNS))
     params = {**sim.policy.settings, **sim.engine_params}
     summary = summarize(jobs, timeline, end)
     summary.update(
@@ -175,8 +171,8 @@ def build_result(sim: Simulation, run: _Run, end: float, wall: float) -> SimResu
         wall_seconds=wall,
         events_processed=run.events_processed,
         jobs_bad_rows=sim.trace.bad_rows,
-        node_failures=run.node_failures,
-        failure_lost_gpu_hours=run.failure_lost_gpu_s / 3600.0,
+        node_failures=run.health.failures,
+        failure_lost_gpu_hours=run.health.lost_gpu_s / 3600.0,
     )
     # a policy's own counters, flattened (scalars only) so sweeps can tabulate them
     for k, v in _policy_metrics(sim.policy).items():
@@ -199,5 +195,5 @@ def build_result(sim: Simulation, run: _Run, end: float, wall: float) -> SimResu
         "max_jobs": len(sim.jobs),
         "schedlab_version": __version__,
     }
-    nodes = pd.DataFrame(run.node_log, columns=list(NODE_COLUMNS))
+    nodes = pd.DataFrame(run.recorder.nodes, columns=list(NODE_COLUMNS))
     return SimResult(jobs, events, timeline, summary, config, nodes)

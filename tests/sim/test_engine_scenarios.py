@@ -248,13 +248,13 @@ def test_stale_completions_do_not_pile_up_in_the_heap(dgx2):
 
     sim = Simulation(make_trace(("j", 0.0, 1, 1e6)), dgx2, PingPong(),
                      params={"restore_overhead": 0.0})
-    from sim.engine import _Run
+    from sim.engine import Run as _Run
 
     run = _Run(sim, None, None)
     sim.policy.attach(run.ctx)
     run.env.process(run.process())
     run.env.run(until=2000.5)
-    assert len(run.heap) < 1100
+    assert len(run.agenda) < 1100
     assert run.jobs[0].migrations == 2000
 
 

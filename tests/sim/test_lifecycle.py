@@ -128,12 +128,13 @@ def test_lifetime_kills_a_preempted_job_too(one_gpu):
 
 
 def test_impossible_transition_is_an_engine_bug(one_gpu):
-    from sim.engine import _Run
+    from sim.engine import Run as _Run
+    from sim.jobstate import RUNNING, transition
 
     sim = Simulation(make_trace(("a", 0.0, 1, 1.0)), one_gpu, "fifo")
     run = _Run(sim, None, None)
     with pytest.raises(SimError, match="cannot go from waiting to running"):
-        run.set_status(run.jobs[0], "running")
+        transition(run.jobs[0], RUNNING)
 
 
 EIGHT = uniform_topology(1, gpus_per_switch=8, name="eight")

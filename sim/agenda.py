@@ -1,0 +1,86 @@
+"""The event agenda: future engine events in time order, with cancellation by version.
+
+SimPy has no cancel, so a job's completion, failure and retry entries carry the job's
+version when they were scheduled; a change of rate or placement bumps the version and the
+old entries become stale. Stale entries are dropped when they reach the front, and the
+heap is compacted when dead entries outnumber live ones. The shape is SimPy's
+(`schedule`, `peek`, `step`), over a plain heap of tuples for speed.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable, Sequence
+from enum import StrEnum
+
+from sim.jobstate import JobState
+
+
+class Due(StrEnum):
+    """Kinds of agenda entries."""
+
+    FINISH = "finish"  # a job's work is done (versioned)
+    FAIL = "fail"  # a running attempt fails (versioned)
+    RETRY = "retry"  # a failed attempt is queued again (versioned)
+    TIMER = "timer"  # a policy asked for a pass (`ctx.wake_at`)
+    LIFETIME = "lifetime"  # a job's max_lifetime is up
+    TICK = "tick"  # the policy's periodic pass
+    NODE_FAIL = "node_fail"
+    NODE_REPAIR = "node_repair"
+
+
+VERSIONED = frozenset({Due.FINISH, Due.FAIL, Due.RETRY})
+Entry = tuple[float, int, Due, int, int]  # time, sequence, kind, job or node, version
+_COMPACT_AT = 1024
+
+
+class Agenda:
+    """A heap of (time, seq, kind, index, version) entries; ties go in scheduling order."""
+
+    def __init__(self, jobs: Sequence[JobState]) -> None:
+        self.heap: list[Entry] = []
+        self._jobs = jobs
+        self._seq = 0
+        self._dead = 0
+
+    def __len__(self) -> int:
+        return len(self.heap)
+
+    def schedule(self, t: float, kind: Due, idx: int = -1, version: int = 0) -> None:
+        """Add an entry; versioned kinds are stale once the job's version moves on."""
+        self._seq += 1
+        heapq.heappush(self.heap, (t, self._seq, kind, idx, version))
+
+    def stale(self, entry: Entry) -> bool:
+        """Whether an entry was cancelled by a later change of its job."""
+        _, _, kind, idx, version = entry
+        return kind in VERSIONED and self._jobs[idx].version != version
+
+    def bump(self, job: JobState) -> None:
+        """Cancel the job's pending versioned entries (compacting when many are dead)."""
+        job.version += 1
+        self._dead += 1
+        if self._dead > _COMPACT_AT and self._dead * 2 > len(self.heap):
+            self.heap = [e for e in self.heap if not self.stale(e)]
+            heapq.heapify(self.heap)
+            self._dead = 0
+
+    def peek(self) -> float:
+        """Time of the next live entry (inf when none), dropping stale ones in front."""
+        heap = self.heap
+        while heap and self.stale(heap[0]):
+            heapq.heappop(heap)
+            self._dead = max(0, self._dead - 1)
+        return heap[0][0] if heap else math.inf
+
+    def step(self, until: float) -> Entry | None:
+        """Pop the next entry due at or before `until` (stale ones included), or None."""
+        heap = self.heap
+        if heap and heap[0][0] <= until:
+            return heapq.heappop(heap)
+        return None
+
+    def any_live(self, keep: Callable[[Due], bool]) -> bool:
+        """Whether a live entry of a kind `keep` accepts is still due (scans the heap)."""
+        return any(keep(e[2]) and not self.stale(e) for e in self.heap)

@@ -1,0 +1,279 @@
+"""The parts of a run and the job lifecycle: arrival, completion, failure, retry, the end.
+
+`RunState` builds the run's parts, each owning its state: the agenda (future events),
+the pending queue, progress and the speed chain, co-location groups, node health and the
+recorder; it also holds the job table and moves jobs along their state machine
+(`sim.jobstate.TRANSITIONS`). The engine (`sim.engine.Run`) adds the loop and the
+application of the policy's decisions on top.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import simpy
+
+from sim.agenda import Agenda, Due, Entry
+from sim.cluster import ClusterState
+from sim.colocation import Colocation
+from sim.jobstate import (
+    COMPLETED,
+    FAILED,
+    HELD,
+    KILLED,
+    PENDING,
+    REJECTED,
+    RETRYING,
+    RUNNING,
+    WAITING,
+    JobState,
+    transition,
+)
+from sim.model import MILLI, JobSpec, JobStatus, Unschedulable, request_class, resized
+from sim.nodes import NodeHealth
+from sim.progress import Progress
+from sim.queue import PendingQueue
+from sim.recorder import FgdMetric, Recorder
+from sim.registry import PLACERS
+from sim.speed import ColocationSpeed, ElasticSpeed, GpuTypeSpeed, LocalitySpeed, SpeedChain
+
+if TYPE_CHECKING:
+    from sim.context import SchedContext
+    from sim.engine import Simulation
+
+
+class RunState:
+    """All mutable state of one run, in parts, and the lifecycle of its jobs."""
+
+    ctx: SchedContext
+
+    def __init__(self, sim: Simulation, until: float | None) -> None:
+        self.sim = sim
+        self.topo = sim.topology
+        self.engine_params = params = sim.engine_params
+        self.until = until
+        seeds = np.random.SeedSequence(sim.seed).spawn(3)
+        self.policy_rng = np.random.default_rng(seeds[0])
+        self.fail_rng = np.random.default_rng(seeds[1])
+        self.env = simpy.Environment()
+        clock: Callable[[], float] = lambda: self.env.now  # noqa: E731
+        self.cluster = ClusterState(self.topo, fgd=FgdMetric(sim.jobs))
+        self.placer: Any = PLACERS.get(sim.placer_name)()
+        self.jobs = [JobState(i, spec) for i, spec in enumerate(sim.jobs)]
+        self.index = {j.spec.job_id: j.idx for j in self.jobs}
+        self.missing_deps = self._link_dependencies()
+        self.agenda = Agenda(self.jobs)
+        self.queue = PendingQueue()
+        self.running: dict[int, JobState] = {}
+        self.recorder = Recorder(self.topo, clock)
+        self.colocation = Colocation(self.cluster, self.jobs)
+        chain = SpeedChain(
+            [GpuTypeSpeed(self.topo), LocalitySpeed(self.topo, params["locality_factors"]),
+             ElasticSpeed(params["elastic_scaling"], params["serial_fraction"]),
+             ColocationSpeed(self.colocation)], params["speed_factors"], self)
+        self.progress = Progress(self.agenda, chain, clock)
+        self.colocation.progress = self.progress
+        self.health = NodeHealth(self.cluster, self.agenda, self.recorder, params,
+                                 np.random.default_rng(seeds[2]), clock)
+        self.decisions = 0
+        self.tick_armed = False
+        self.next_arrival = 0
+        self.events_processed = 0
+        self.open_jobs = len(self.jobs)
+        self._empty: ClusterState | None = None
+        self._infeasible_cache: dict[tuple[Any, ...], str] = {}
+        self._observe = getattr(self.placer, "observe", None)
+        pol = sim.policy
+        listens = not getattr(type(pol).notify, "__schedlab_noop__", False)
+        self.notify = pol.notify if listens else None
+        self.health.schedule()
+
+    # the read-only face speed factors see (sim.interfaces.RunView)
+    @property
+    def now(self) -> float:
+        """Current simulated time (s)."""
+        return self.env.now
+
+    @property
+    def topology(self) -> Any:
+        """The run's topology."""
+        return self.topo
+
+    @property
+    def params(self) -> Any:
+        """The resolved engine parameters."""
+        return self.engine_params
+
+    def _link_dependencies(self) -> dict[int, list[str]]:
+        """Count each job's dependencies; those cut off by max_jobs can never complete."""
+        missing: dict[int, list[str]] = {}
+        for j in self.jobs:
+            for dep in j.spec.depends_on:
+                d = self.index.get(dep)
+                if d is None:
+                    missing.setdefault(j.idx, []).append(dep)
+                else:
+                    j.deps_left += 1
+                    self.jobs[d].dependents.append(j.idx)
+        return missing
+
+    def record(self, job: JobState, kind: str, detail: str = "") -> None:
+        """Append one row of events.parquet and tell the policy, if it listens."""
+        self.recorder.event(job, kind, detail)
+        if self.notify is not None:
+            self.notify(self.ctx, job, kind)
+
+    def enqueue(self, job: JobState) -> None:
+        """Queue a job now."""
+        self.queue.add(job, self.env.now)
+
+    def dequeue(self, job: JobState) -> None:
+        """Take a job out of the queue now."""
+        self.queue.remove(job, self.env.now)
+
+    def release(self, job: JobState) -> None:
+        """A running job gives back its GPUs and host resources (work already advanced)."""
+        if job.gpus:
+            self.cluster.release(job.idx, job.gpus, job.milli, *job.host)
+        job.host = (0.0, 0.0)
+        del self.running[job.idx]
+        self.progress.stop(job)
+        if job.group is not None:
+            self.colocation.remove(job)
+
+    def finalize(self, job: JobState, status: JobStatus, kind: str | None,
+                 detail: str = "") -> None:
+        """End a job for good; dependents of a job that did not complete are killed."""
+        transition(job, status)
+        job.end_time = self.env.now
+        job.reason = detail
+        self.open_jobs -= 1
+        self.agenda.bump(job)
+        if kind is not None:
+            self.record(job, kind, detail)
+        if status == COMPLETED:
+            for d in job.dependents:
+                dep = self.jobs[d]
+                dep.deps_left -= 1
+                if dep.deps_left == 0 and dep.status == HELD:
+                    self.enqueue(dep)
+            return
+        why = f"dependency {job.job_id} {status}"
+        for d in job.dependents:
+            dep = self.jobs[d]
+            if dep.status == HELD:
+                self.finalize(dep, KILLED, "kill", why)
+            elif dep.status == WAITING and not dep.doom:
+                dep.doom = why  # killed when it arrives
+
+    def arrive(self, job: JobState) -> None:
+        """A job is submitted: held for its dependencies, queued, or rejected at once."""
+        self.events_processed += 1
+        s = job.spec
+        self.record(job, "submit", "waiting for " + ";".join(s.depends_on)
+                    if job.deps_left else "")
+        if self._observe is not None:
+            self._observe(s)
+        if job.doom:
+            self.finalize(job, KILLED, "kill", job.doom)
+            return
+        missing = self.missing_deps.get(job.idx)
+        if missing:
+            self.finalize(job, REJECTED, "reject",
+                          f"depends on jobs not in this run: {';'.join(missing)}")
+            return
+        bad = self.infeasible(s if s.min_gpus is None else resized(s, s.min_gpus))
+        if bad:
+            self.finalize(job, REJECTED, "reject", bad)
+        elif job.deps_left:
+            transition(job, HELD)
+        else:
+            self.enqueue(job)
+
+    def infeasible(self, s: JobSpec) -> str:
+        """Why no placement could ever hold the job ('' when one can), cached per class."""
+        if s.num_gpus == 0:
+            return ""
+        key = request_class(s)
+        why = self._infeasible_cache.get(key)
+        if why is None:
+            if self._empty is None:
+                self._empty = ClusterState(self.topo)
+            got = self.placer.place(s, self._empty)
+            why = ""
+            if isinstance(got, Unschedulable):
+                why = got.reason if not got.resolvable else (
+                    "cannot be placed even on an empty cluster by placer "
+                    f"{self.sim.placer_name!r}: {got.reason}")
+            self._infeasible_cache[key] = why
+        return why
+
+    def on_entry(self, entry: Entry) -> None:
+        """Apply one agenda entry that is due now (a stale one is ignored)."""
+        _, _, kind, idx, version = entry
+        if kind is Due.TIMER or kind is Due.TICK:
+            if kind is Due.TICK:
+                self.tick_armed = False
+            self.events_processed += 1
+        elif kind is Due.NODE_FAIL:
+            self.events_processed += 1
+            self.health.fail(idx, version, self.jobs,
+                             lambda j, why: self.interrupt(j, why, counts_retry=False))
+        elif kind is Due.NODE_REPAIR:
+            self.events_processed += 1
+            self.health.repair(idx, version)
+        elif kind is Due.LIFETIME:
+            self._lifetime(self.jobs[idx])
+        elif self.jobs[idx].version == version:
+            self.events_processed += 1
+            self._job_event(self.jobs[idx], kind)
+
+    def _lifetime(self, job: JobState) -> None:
+        if job.status not in (RUNNING, PENDING, RETRYING):
+            return
+        self.events_processed += 1
+        if job.status == RUNNING:
+            self.progress.advance(job)
+            self.release(job)
+        elif job.status == PENDING:
+            self.dequeue(job)
+        self.finalize(job, KILLED, "kill", "max_lifetime")
+
+    def _job_event(self, job: JobState, kind: Due) -> None:
+        if kind is Due.FINISH:
+            self.progress.advance(job)
+            job.work = job.spec.duration
+            self.release(job)
+            self.finalize(job, COMPLETED, "finish")
+        elif kind is Due.FAIL:
+            self.interrupt(job, "attempt failed", counts_retry=True)
+        elif kind is Due.RETRY:
+            waited = self.env.now - job.queued_since
+            self.record(job, "retry")
+            self.enqueue(job)
+            job.queued_since -= waited  # the retry delay counts as queueing
+
+    def interrupt(self, job: JobState, why: str, counts_retry: bool) -> float:
+        """A running attempt fails: lose work since the checkpoint, retry or fail for good.
+
+        Returns the GPU-seconds of work lost. A node failure retries the job without using
+        up its `max_retries` (the job did nothing wrong); its own failure does use one.
+        """
+        self.progress.advance(job)
+        lost = job.work - job.ckpt_work
+        job.lost_work += lost
+        job.work = job.ckpt_work
+        gpus = len(job.gpus) * job.milli / MILLI
+        self.record(job, "fail", f"{why}; lost_work={lost:g}")
+        self.release(job)
+        if counts_retry and job.restarts >= job.spec.max_retries:
+            self.finalize(job, FAILED, None, "max_retries exhausted")
+            return lost * gpus
+        job.restarts += 1
+        transition(job, RETRYING)
+        job.queued_since = self.env.now
+        self.agenda.schedule(self.env.now + self.engine_params["retry_delay"], Due.RETRY,
+                             job.idx, job.version)
+        return lost * gpus

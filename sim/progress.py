@@ -1,0 +1,80 @@
+"""Job progress: work done as a piecewise-linear function of time, and its accounting.
+
+`work` ideal-seconds were done at `seg_start`; from then on the job advances at `rate`
+(a `seg_start` in the future is a restore pause). Every change of speed goes through
+`set_rate`: bring the work up to now, take the new rate from the speed chain, cancel the
+old completion (version bump) and schedule the new one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from sim.agenda import Agenda, Due
+from sim.jobstate import RUNNING, JobState
+from sim.model import MILLI
+from sim.speed import SpeedChain
+
+
+class Progress:
+    """Advances jobs, reschedules their completions and accounts GPU time held."""
+
+    def __init__(self, agenda: Agenda, chain: SpeedChain, clock: Callable[[], float]) -> None:
+        self.agenda = agenda
+        self.chain = chain
+        self._clock = clock
+
+    def advance(self, job: JobState) -> None:
+        """Bring `work` and the last checkpoint up to now."""
+        now = self._clock()
+        if job.status != RUNNING or now <= job.seg_start:
+            return
+        c = job.spec.checkpoint_interval
+        if c:
+            k = math.floor((now - job.run_start) / c + 1e-9)
+            tc = job.run_start + k * c
+            if k >= 1 and tc >= job.seg_start:
+                job.ckpt_work = min(job.spec.duration, job.work + job.rate * (tc - job.seg_start))
+        job.work = min(job.spec.duration, job.work + job.rate * (now - job.seg_start))
+        job.seg_start = now
+
+    def account(self, job: JobState) -> None:
+        """Add the GPU time held since `held_since` (at the current share) and restart it."""
+        now = self._clock()
+        held = now - job.held_since
+        job.run_time += held
+        job.gpu_seconds += held * len(job.gpus) * job.milli / MILLI
+        job.held_since = now
+
+    def set_rate(self, job: JobState, resume_at: float | None = None, *,
+                 reschedule: bool = True) -> None:
+        """New speed from the chain; completion rescheduled (work must be advanced first).
+
+        `resume_at`: the job makes progress again only from then (a restore pause); by
+        default a running job continues from now. `reschedule=False` leaves scheduling
+        the completion to the caller (`schedule_finish`), after its own agenda entries.
+        """
+        job.rate = self.chain.rate(job)
+        if resume_at is not None:
+            job.seg_start = resume_at
+            job.run_start = resume_at
+        elif job.seg_start < self._clock():
+            job.seg_start = self._clock()
+        self.agenda.bump(job)
+        if reschedule:
+            self.schedule_finish(job)
+
+    def schedule_finish(self, job: JobState) -> None:
+        """Put the job's completion on the agenda at its current rate."""
+        if job.rate <= 0:
+            return
+        t = job.seg_start + job.remaining_work / job.rate
+        self.agenda.schedule(t, Due.FINISH, job.idx, job.version)
+
+    def stop(self, job: JobState) -> None:
+        """The job holds no GPUs any more: account, zero its rate, cancel its events."""
+        self.account(job)
+        job.gpus = ()
+        job.rate = 0.0
+        self.agenda.bump(job)

@@ -1,0 +1,73 @@
+"""The pending queue: jobs waiting for GPUs, in arrival order and by request class.
+
+Keys are (submit time, job index), so the order is the trace's arrival order. Request
+classes group jobs whose requests are identical: they fit or fail to fit together, so a
+backfilling pass tries only each class's head. Demand counts (milli-GPUs per request)
+let the timeline tell idle capacity that some waiting job could use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sortedcontainers import SortedList
+
+from sim.jobstate import PENDING, JobState, transition
+from sim.model import job_milli, request_class
+
+QueueKey = tuple[float, int]
+
+
+class PendingQueue:
+    """Sorted pending keys, per-class sorted keys and demand counts, kept in step."""
+
+    def __init__(self) -> None:
+        self.keys: SortedList = SortedList()
+        self.classes: dict[tuple[Any, ...], SortedList] = {}
+        self.demand_count: dict[int, int] = {}
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __bool__(self) -> bool:
+        return bool(self.keys)
+
+    def add(self, job: JobState, now: float) -> None:
+        """Queue a job (its status becomes pending, its wait starts now)."""
+        transition(job, PENDING)
+        job.queued_since = now
+        key = (job.spec.submit_time, job.idx)
+        self.keys.add(key)
+        ck = request_class(job.spec)
+        lst = self.classes.get(ck)
+        if lst is None:
+            lst = self.classes[ck] = SortedList()
+        lst.add(key)
+        if job.spec.num_gpus > 0:
+            d = job.spec.num_gpus * job_milli(job.spec)
+            self.demand_count[d] = self.demand_count.get(d, 0) + 1
+
+    def remove(self, job: JobState, now: float) -> None:
+        """Take a job out, adding the time it waited to its queueing time."""
+        key = (job.spec.submit_time, job.idx)
+        self.keys.remove(key)
+        ck = request_class(job.spec)
+        lst = self.classes[ck]
+        lst.remove(key)
+        if not lst:
+            del self.classes[ck]
+        if job.spec.num_gpus > 0:
+            d = job.spec.num_gpus * job_milli(job.spec)
+            left = self.demand_count[d] - 1
+            if left:
+                self.demand_count[d] = left
+            else:
+                del self.demand_count[d]
+        job.queue_time += now - job.queued_since
+
+    def blocked_free(self, free_gpus: float) -> float:
+        """Free GPUs idle while some waiting job would fit them by count (else 0)."""
+        if self.demand_count and free_gpus > 0 \
+                and min(self.demand_count) <= free_gpus * 1000 + 1e-6:
+            return free_gpus
+        return 0.0

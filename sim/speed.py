@@ -1,0 +1,142 @@
+"""How fast a job runs: an ordered chain of speed factors whose product is its rate.
+
+A rate of 1 means one second of the trace's `duration` per second. The built-in chain is
+GPU type (the slowest type of the placement, from `gpu_speeds`), locality (the slowdown
+of the placement's lowest common level, `locality_factors`), elasticity (an elastic job
+away from its nominal size) and co-location (time-slicing or packing with other jobs).
+More factors are registered in `sim.registry.SPEED_FACTORS` (or named as
+'module:Class') and enabled per run with the `speed_factors` engine parameter; they are
+applied after the built-in ones. A factor is asked whenever a job's placement or
+co-location changes and must be deterministic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from sim.interfaces import SpeedFactor
+from sim.jobstate import JobState
+from sim.model import JobSpec, Level
+from sim.registry import SPEED_FACTORS
+
+if TYPE_CHECKING:
+    from sim.colocation import Colocation
+    from sim.interfaces import RunView
+    from topologies.tree import Topology
+
+
+class GpuTypeSpeed:
+    """The job's speed on the slowest GPU type of its placement (`gpu_speeds`)."""
+
+    name = "gpu_type"
+
+    def __init__(self, topo: Topology) -> None:
+        self._topo = topo
+
+    def factor(self, job: JobState | JobSpec, gpus: tuple[int, ...], run: Any = None
+               ) -> float:
+        """Multiplier of the job's speed on `gpus`."""
+        spec = job.spec if isinstance(job, JobState) else job
+        if not spec.gpu_speeds:
+            return 1.0
+        topo = self._topo
+        types = {topo.nodes[topo.gpu_node[g]].gpu_type for g in gpus}
+        return min(spec.speed_on(t) for t in sorted(types))
+
+
+class LocalitySpeed:
+    """Slowdown of the placement's lowest common level against the best one for its size.
+
+    With factors f (`locality_factors`) and the job's sensitivity s, the speed is
+    1 / (1 + s (f[actual] / f[best] - 1)).
+    """
+
+    name = "locality"
+
+    def __init__(self, topo: Topology, factors: Mapping[Level, float]) -> None:
+        self._topo = topo
+        self._f = factors
+
+    def factor(self, job: JobState | JobSpec, gpus: tuple[int, ...], run: Any = None
+               ) -> float:
+        """Multiplier of the job's speed on `gpus`."""
+        spec = job.spec if isinstance(job, JobState) else job
+        if len(gpus) <= 1 or spec.locality_sensitivity <= 0:
+            return 1.0
+        topo = self._topo
+        actual = topo.lowest_common_level(gpus)
+        best = topo.best_level(len(gpus))
+        slow = self._f.get(actual, 1.0) / self._f.get(best, 1.0)
+        if slow <= 1.0:
+            return 1.0
+        return 1.0 / (1.0 + spec.locality_sensitivity * (slow - 1.0))
+
+
+class ElasticSpeed:
+    """An elastic job on k GPUs instead of its nominal n: k/n (linear) or Amdahl's law."""
+
+    name = "elastic"
+
+    def __init__(self, scaling: str, serial_fraction: float) -> None:
+        self._linear = scaling == "linear"
+        self._f = serial_fraction
+
+    def factor(self, job: JobState, gpus: tuple[int, ...], run: Any = None) -> float:
+        """Multiplier of the job's speed on `gpus`."""
+        k, n = len(gpus), job.spec.num_gpus
+        if k == n or n <= 0:
+            return 1.0
+        if self._linear:
+            return k / n
+        f = self._f
+        return (f + (1 - f) / n) / (f + (1 - f) / k)
+
+
+class ColocationSpeed:
+    """A member of a time-sharing or packing group (1 when the job runs alone)."""
+
+    name = "colocation"
+
+    def __init__(self, colocation: Colocation) -> None:
+        self._co = colocation
+
+    def factor(self, job: JobState, gpus: tuple[int, ...], run: Any = None) -> float:
+        """Multiplier of the job's speed on `gpus`."""
+        return 1.0 if job.group is None else self._co.factor(job)
+
+
+class SpeedChain:
+    """The ordered factors of one run; `rate` is their product for a job where it runs."""
+
+    def __init__(self, builtin: Sequence[Any], extra: Sequence[str], run: RunView) -> None:
+        self.placement = tuple(builtin[:2])  # type and locality: a placement's own speed
+        self.factors: tuple[Any, ...] = tuple(builtin) + tuple(
+            make_factor(name) for name in extra)
+        self._run = run
+
+    def rate(self, job: JobState) -> float:
+        """The job's speed on its current GPUs (1 for a job that holds none)."""
+        gpus = job.gpus
+        if not gpus:
+            return 1.0
+        speed = 1.0
+        run = self._run
+        for f in self.factors:
+            speed *= f.factor(job, gpus, run)
+        return speed
+
+    def placement_speed(self, spec: JobSpec, gpus: tuple[int, ...]) -> float:
+        """Speed on these GPUs alone: type x locality (no sharing, no resizing)."""
+        if not gpus:
+            return 1.0
+        speed = 1.0
+        for f in self.placement:
+            speed *= f.factor(spec, gpus, self._run)
+        return speed
+
+
+def make_factor(name: str) -> SpeedFactor:
+    """An instance of a registered speed factor (or 'module:Class'), built with no args."""
+    factor: SpeedFactor = SPEED_FACTORS.get(name)()
+    return factor
