@@ -37,9 +37,18 @@ from typing import TYPE_CHECKING
 from sortedcontainers import SortedList
 
 from policies.base import Policy
-from policies.sjf import JobFeed, free_milli, request_class
+from policies.priority import JobFeed
+from policies.victims import free_milli
 from sim.jobstate import PENDING, RUNNING, JobState
-from sim.model import MILLI, Decision, JobSpec, Start, Unschedulable, job_milli
+from sim.model import (
+    MILLI,
+    Decision,
+    JobSpec,
+    Start,
+    Unschedulable,
+    job_milli,
+    request_class,
+)
 from sim.params import Param, as_float, as_int
 
 if TYPE_CHECKING:

@@ -33,13 +33,8 @@ import numpy as np
 from sortedcontainers import SortedList
 
 from policies.base import Policy
-from policies.sjf import (
-    STOP_PARAM,
-    VictimPool,
-    cpu_only_pending,
-    free_milli,
-    priority_walk,
-)
+from policies.priority import STOP_PARAM, cpu_only_pending, priority_walk
+from policies.victims import VictimPool, free_milli
 from sim.jobstate import PENDING, JobState
 from sim.model import Decision, JobSpec, Start, job_milli
 from sim.params import Param, as_float

@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from policies.sjf import STOP_PARAM, Key, PriorityPolicy
+from policies.priority import STOP_PARAM, Key, PriorityPolicy
 from sim.errors import InvalidParameter
 from sim.jobstate import PENDING, RUNNING, JobState
 from sim.model import MILLI

@@ -152,14 +152,53 @@ class PolicyContext(Protocol):
         """A job by its trace id."""
         ...
 
+    def pending_classes(self) -> Mapping[tuple[Any, ...], Any]:
+        """Pending jobs by identical request (sorted lists of (submit, index) keys)."""
+        ...
+
     def place(self, job: JobState | JobSpec, num_gpus: int | None = None) -> Placement:
         """The run's placer's answer for `job` now."""
         ...
 
-    def what_if(self, victims: Sequence[JobState]) -> AbstractContextManager[Any]:
-        """A view of the cluster as if `victims` released their GPUs."""
+    def what_if(self, victims: Sequence[JobState] = ()) -> AbstractContextManager[Any]:
+        """A view of the cluster as if `victims` released their GPUs (`.place`, `.cluster`)."""
+        ...
+
+    def place_if_freed(self, job: JobState | JobSpec, victims: Sequence[JobState],
+                       num_gpus: int | None = None) -> Placement:
+        """Where `job` would go if `victims` released their GPUs."""
+        ...
+
+    def placement_speed(self, job: JobState | JobSpec, gpus: tuple[int, ...]) -> float:
+        """Speed of `job` on `gpus` alone (type x locality)."""
+        ...
+
+    def run_time(self, job: JobState) -> float:
+        """Seconds the job has held GPUs so far."""
+        ...
+
+    def attained_service(self, job: JobState) -> float:
+        """GPU-seconds received so far."""
+        ...
+
+    def configure_sharing(self, *, time_slice: float | None = None,
+                          switch_cost: float | None = None,
+                          pack_penalty: float | None = None) -> None:
+        """Set the co-location model."""
+        ...
+
+    def group_of(self, job: JobState) -> list[JobState]:
+        """The jobs sharing `job`'s GPUs (itself included)."""
+        ...
+
+    def share_mode(self, job: JobState) -> str:
+        """'timeshare', 'pack' or ''."""
         ...
 
     def wake_at(self, t: float) -> None:
         """Ask for a scheduling pass at time `t`."""
+        ...
+
+    def progress(self, job: JobState) -> float:
+        """Work done by the job so far (ideal seconds)."""
         ...

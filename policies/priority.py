@@ -1,0 +1,294 @@
+"""Priority policies: run pending jobs in the order of a key, optionally preemptively.
+
+`PriorityPolicy` is the fast, documented way to write a policy that orders the queue
+(SJF, SRTF, Tiresias, Themis and the README's example build on it). It keeps the pending
+jobs in a sorted index fed by the engine's `notify` hook (`JobFeed`), so a pass costs the
+jobs whose state changed plus the jobs it starts, never a sort or a scan of the queue;
+and it walks that index with `priority_walk`, which asks the placer once per request
+class and stops as soon as nothing more can start.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, ClassVar
+
+from sortedcontainers import SortedList
+
+from policies.base import Policy
+from policies.victims import VictimPool, find_victims, free_milli
+from sim.interfaces import PolicyContext as SchedContext
+from sim.jobstate import PENDING, RUNNING, JobState
+from sim.model import Decision, Preempt, Start, Suspend, Unschedulable, request_class
+from sim.params import Param, as_choice
+
+Key = tuple[Any, ...]
+
+
+class JobFeed:
+    """The jobs whose status may have changed since the last call, oldest change first.
+
+    Fed by the engine's `Policy.notify` hook, so a pass costs the number of changes, not
+    the size of the queue. The hook fires while the engine is still applying a change,
+    so jobs are only noted there and read at the next pass. A job released by its last
+    dependency finishing is noted with that finish (it has no event of its own).
+    """
+
+    def __init__(self) -> None:
+        self._dirty: dict[int, None] = {}
+
+    def note(self, job: JobState, kind: str) -> None:
+        """Remember a job that had an event (and its dependents, on a finish)."""
+        self._dirty[job.idx] = None
+        if kind == "finish":
+            for d in job.dependents:
+                self._dirty[d] = None
+
+    def changed(self, ctx: SchedContext) -> list[JobState]:
+        """Jobs noted since the last call (each once, in the order first noted)."""
+        if not self._dirty:
+            return []
+        out = [ctx.job_at(i) for i in self._dirty]
+        self._dirty.clear()
+        return out
+
+
+
+def cpu_only_pending(ctx: SchedContext) -> list[JobState]:
+    """Pending jobs that ask for no GPU (they can start at once), via the request classes."""
+    out: list[JobState] = []
+    for lst in ctx.pending_classes().values():
+        if lst and ctx.job_at(lst[0][1]).spec.num_gpus == 0:
+            out.extend(ctx.job_at(k[1]) for k in lst)
+    out.sort(key=lambda j: (j.spec.submit_time, j.idx))
+    return out
+
+
+
+def priority_walk(
+    ctx: SchedContext,
+    queue: SortedList,
+    pool: Callable[[], VictimPool] | None,
+    *,
+    on_start: Callable[[JobState], None],
+    on_stop: Callable[[JobState], None],
+    stop: str = "preempt",
+    reason: str = "",
+    classes: Mapping[tuple, int] | None = None,
+) -> Iterator[Decision]:
+    """Start pending jobs of `queue` ((key, idx), smallest key first) in order.
+
+    A job that cannot be placed takes the GPUs of strictly lower-priority jobs of `pool`
+    (built on first need; None: never preempt). A request class that failed is skipped
+    for the rest of the pass (starts only use up GPUs), unless a preemption freed more
+    GPUs than the job took; the walk stops early once nothing is free and no
+    lower-priority victim is left, or once every request class in `queue` (counts in
+    `classes`, when given) has failed. `on_start` / `on_stop` let the caller update its
+    own index as decisions are applied (a stopped job usually re-enters `queue`, behind).
+    """
+    failed: set[tuple] = set()
+    victims_of: VictimPool | None = None
+    cur: tuple[Key, int] | None = None
+    while True:
+        # iterate without re-searching the list; start over from `cur` after a decision
+        # (the callbacks change `queue`)
+        it = iter(queue) if cur is None else queue.irange(cur, inclusive=(False, True))
+        decided = False
+        for cur in it:
+            key, idx = cur
+            job = ctx.job_at(idx)
+            if job.status != PENDING:
+                continue
+            ck = request_class(job.spec)
+            if ck in failed:
+                continue
+            got = ctx.place(job)
+            if isinstance(got, Unschedulable):
+                plan = None
+                if pool is not None and got.resolvable:
+                    if victims_of is None:
+                        victims_of = pool()
+                    plan = find_victims(ctx, job, key, victims_of)
+                if plan is None:
+                    failed.add(ck)
+                    if classes is not None and len(failed) >= len(classes):
+                        return
+                    if free_milli(ctx) <= 0:
+                        if pool is None:
+                            return
+                        if victims_of is None:
+                            victims_of = pool()
+                        low = victims_of.lowest()
+                        if low is None or low <= key:
+                            return
+                    continue
+                victims, got = plan
+                assert victims_of is not None
+                for v in victims:
+                    victims_of.remove(v.idx)
+                    why = f"{reason}: for {job.job_id}" if reason else f"for {job.job_id}"
+                    yield (Suspend if stop == "suspend" else Preempt)(v.job_id, why)
+                    on_stop(v)
+                failed.clear()  # the victims may have freed more than the job takes
+            yield Start(job.job_id, got)
+            on_start(job)
+            decided = True
+            break
+        if not decided:
+            return
+
+
+
+STOP_PARAM = Param(
+    "suspend", as_choice("preempt", "suspend"),
+    "how a job loses its GPUs: suspend (checkpoint first, per the engine's "
+    "checkpoint_on_suspend, as DL schedulers preempt) or preempt (work since the job's "
+    "last checkpoint is lost)",
+)
+
+
+
+class PriorityPolicy(Policy):
+    """Runs pending jobs in the order of a key (smallest first), optionally preemptively.
+
+    Subclass it and define `pending_key`; that is a complete, fast policy. Each pass it
+    starts jobs in key order; a job that does not fit is skipped (its whole request class
+    is, for the rest of the pass) and the walk stops once nothing more can start.
+
+    Hooks, all optional but `pending_key`:
+
+    * `pending_key(ctx, job)`: the priority of a waiting job, smaller first. Computed
+      when the job enters the queue and kept while it waits; call `rekey(ctx, job)`
+      after changing what it depends on (e.g. a Tiresias demotion).
+    * `preemptive = True` with `running_key(ctx, job)` on the same scale: a running job
+      is stopped for a pending one only when its key is strictly larger, and only the
+      victims whose GPUs the placer then uses (`stop` param: suspend or preempt).
+      `running_key` is computed afresh each pass that needs victims; with
+      `fixed_running_keys = True` it is computed when a job starts and kept (call
+      `rekey_running` after a change), which avoids the per-pass computation.
+    * `on_status(ctx, job, old)`: a job changed status (`old` None: first seen), to keep
+      the subclass's own state (attained service, queue levels, timers).
+    * `before_walk(ctx)` / `after_walk(ctx)`: per-pass bookkeeping around the walk
+      (e.g. promotions before, `ctx.wake_at` for the next demotion after).
+
+    The index is fed by `notify`: a subclass that overrides `notify` must call
+    `super().notify(ctx, job, kind)`. Jobs that ask for no GPU start at once.
+    """
+
+    preemptive: ClassVar[bool] = False
+    fixed_running_keys: ClassVar[bool] = False  # keys change only via `rekey_running`
+
+    def attach(self, ctx: SchedContext) -> None:
+        """Fresh per-run index: the feed, the ordered queue, the last seen statuses."""
+        self.feed = JobFeed()
+        self.queue: SortedList = SortedList()
+        self.qkey: dict[int, Key] = {}
+        self.known: dict[int, str] = {}
+        self.cpu_only: deque[JobState] = deque()
+        self.class_count: dict[tuple, int] = {}  # request classes of the queued jobs
+        self.running_pool = VictimPool([])  # kept current when fixed_running_keys
+
+    # --- what subclasses define ---
+
+    def notify(self, ctx: SchedContext, job: JobState, kind: str) -> None:
+        """Note the job for the next pass (see JobFeed)."""
+        self.feed.note(job, kind)
+
+    def pending_key(self, ctx: SchedContext, job: JobState) -> Key:
+        """Priority of a waiting job (smaller first); must not change while it waits."""
+        raise NotImplementedError
+
+    def running_key(self, ctx: SchedContext, job: JobState) -> Key:
+        """Priority of a running job now, comparable with `pending_key`."""
+        return self.pending_key(ctx, job)
+
+    def on_status(self, ctx: SchedContext, job: JobState, old: str | None) -> None:
+        """A job changed status (`old` None: first seen); `job.status` is the new one."""
+
+    def before_walk(self, ctx: SchedContext) -> None:
+        """Per-pass bookkeeping before jobs are started (e.g. queue changes)."""
+
+    def after_walk(self, ctx: SchedContext) -> None:
+        """Per-pass bookkeeping after the decisions (e.g. timers)."""
+
+    # --- index maintenance ---
+
+    def _enqueue(self, ctx: SchedContext, job: JobState) -> None:
+        key = self.pending_key(ctx, job)
+        self.qkey[job.idx] = key
+        self.queue.add((key, job.idx))
+        ck = request_class(job.spec)
+        self.class_count[ck] = self.class_count.get(ck, 0) + 1
+
+    def _dequeue(self, job: JobState) -> None:
+        key = self.qkey.pop(job.idx, None)
+        if key is not None:
+            self.queue.remove((key, job.idx))
+            ck = request_class(job.spec)
+            left = self.class_count[ck] - 1
+            if left:
+                self.class_count[ck] = left
+            else:
+                del self.class_count[ck]
+
+    def rekey(self, ctx: SchedContext, job: JobState) -> None:
+        """Recompute a pending job's key (after a change the subclass made)."""
+        self._dequeue(job)
+        if job.status == PENDING and job.spec.num_gpus > 0:
+            self._enqueue(ctx, job)
+
+    def rekey_running(self, ctx: SchedContext, job: JobState) -> None:
+        """Recompute a running job's key (with fixed_running_keys, after a change)."""
+        if self.fixed_running_keys and job.idx in self.running_pool.keys:
+            self.running_pool.add(job.idx, self.running_key(ctx, job))
+
+    def _observe(self, ctx: SchedContext, job: JobState) -> None:
+        old = self.known.get(job.idx)
+        new = job.status
+        if new == old:
+            return
+        if old == PENDING:
+            self._dequeue(job)
+        elif old == RUNNING:
+            self.running_pool.remove(job.idx)
+        if new in (PENDING, RUNNING):
+            self.known[job.idx] = new
+        else:
+            self.known.pop(job.idx, None)
+        self.on_status(ctx, job, old)
+        if new == RUNNING and self.fixed_running_keys and job.spec.num_gpus:
+            self.running_pool.add(job.idx, self.running_key(ctx, job))
+        elif new == PENDING:
+            if job.spec.num_gpus == 0:
+                self.cpu_only.append(job)
+            else:
+                self._enqueue(ctx, job)
+
+    def _pool(self, ctx: SchedContext) -> Callable[[], VictimPool] | None:
+        if not self.preemptive:
+            return None
+        if self.fixed_running_keys:
+            return lambda: self.running_pool
+        return lambda: VictimPool([(self.running_key(ctx, j), j.idx)
+                                   for j in ctx.running().values() if j.spec.num_gpus])
+
+    def schedule(self, ctx: SchedContext) -> Iterator[Decision]:
+        """Sync the index with what changed, then start (and preempt) in key order."""
+        for job in self.feed.changed(ctx):
+            self._observe(ctx, job)
+        self.before_walk(ctx)
+        while self.cpu_only:  # no GPUs to wait for: they start at once
+            job = self.cpu_only.popleft()
+            if job.status == PENDING:
+                yield Start(job.job_id, ())
+                self._observe(ctx, job)
+        yield from priority_walk(
+            ctx, self.queue, self._pool(ctx),
+            on_start=lambda j: self._observe(ctx, j),
+            on_stop=lambda j: self._observe(ctx, j),
+            stop=self.p.get("stop", "suspend"), reason=self.name, classes=self.class_count,
+        )
+        self.after_walk(ctx)
+
+
