@@ -19,7 +19,7 @@ from sim.agenda import Due
 from sim.cluster import ClusterState
 from sim.interfaces import ClusterView, Placer
 from sim.jobstate import RUNNING, JobState
-from sim.model import MILLI, JobSpec, Placement, Unschedulable, job_milli, request_class, resized
+from sim.model import MILLI, JobSpec, Placement, Unschedulable, request_class, resized
 
 if TYPE_CHECKING:
     from sim.lifecycle import RunState
@@ -75,7 +75,7 @@ class SchedContext:
         self.topology: Topology = run.topo
         self.rng: np.random.Generator = run.policy_rng
         self.params: Mapping[str, Any] = run.engine_params
-        self._failed: dict[tuple[Any, ...], Unschedulable] = {}
+        self._failed: dict[Any, Unschedulable] = {}  # by request class, or GPUs asked
         self._failed_at = -1  # cluster version the failures were seen at
 
     @property
@@ -105,8 +105,8 @@ class SchedContext:
         iteration works on the keys present when each step is taken.
         """
         jobs = self._run.jobs
-        for key in live_keys(self._run.queue.keys):
-            yield jobs[key[1]]
+        for idx in self._run.queue.iter_jobs():
+            yield jobs[idx]
 
     def pending_classes(self) -> Mapping[tuple[Any, ...], SortedList]:
         """Pending jobs grouped by identical resource request, each in arrival order.
@@ -136,18 +136,23 @@ class SchedContext:
         request or when an identical request already failed since the cluster last
         changed; so asking for every pending job on every pass stays cheap.
         """
-        spec = _spec(job, num_gpus)
+        spec = job.spec if type(job) is JobState else job
+        if num_gpus is not None and num_gpus != spec.num_gpus:
+            spec = resized(spec, num_gpus)
         c = self._cluster
-        n = spec.num_gpus
-        if n and job_milli(spec) == MILLI:
-            t = spec.gpu_type
-            free = c.free_by_type.get(t, 0) if t else c.free_whole
-            cap = self.topology.gpu_types.get(t, 0) if t else c.total_gpus
-            if free < n <= cap:
-                return Unschedulable(f"needs {n} GPUs, {c.free_whole} are free now", True)
-        if self._failed_at != c.version:
+        if self._failed_at != c.version:  # the cluster changed: forget earlier answers
             self._failed.clear()
             self._failed_at = c.version
+        n = spec.num_gpus
+        if n > c.free_whole and spec.gpu_share >= 1.0:  # whole GPUs, too few free
+            t = spec.gpu_type
+            no = self._failed.get((n, t))
+            if no is not None:
+                return no
+            if n <= (self.topology.gpu_types.get(t, 0) if t else c.total_gpus):
+                no = self._failed[(n, t)] = Unschedulable(
+                    f"needs {n} GPUs, {c.free_whole} are free now", True)
+                return no
         key = request_class(spec)
         no = self._failed.get(key)
         if no is not None:

@@ -8,6 +8,7 @@ let the timeline tell idle capacity that some waiting job could use.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from sortedcontainers import SortedList
@@ -25,6 +26,7 @@ class PendingQueue:
         self.keys: SortedList = SortedList()
         self.classes: dict[tuple[Any, ...], SortedList] = {}
         self.demand_count: dict[int, int] = {}
+        self.version = 0  # grows on every change, so iterators know when to re-seek
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -35,6 +37,7 @@ class PendingQueue:
     def add(self, job: JobState, now: float) -> None:
         """Queue a job (its status becomes pending, its wait starts now)."""
         transition(job, PENDING)
+        self.version += 1
         job.queued_since = now
         key = (job.spec.submit_time, job.idx)
         self.keys.add(key)
@@ -51,6 +54,7 @@ class PendingQueue:
         """Take a job out, adding the time it waited to its queueing time."""
         key = (job.spec.submit_time, job.idx)
         self.keys.remove(key)
+        self.version += 1
         ck = request_class(job.spec)
         lst = self.classes[ck]
         lst.remove(key)
@@ -64,6 +68,26 @@ class PendingQueue:
             else:
                 del self.demand_count[d]
         job.queue_time += now - job.queued_since
+
+    def iter_jobs(self) -> Iterator[int]:
+        """Indices of the queued jobs in order, while the queue may change meanwhile.
+
+        Walks the sorted keys directly; after a change it re-seeks just past the last
+        key yielded, so keys added or removed meanwhile are seen or skipped as their
+        place says.
+        """
+        keys = self.keys
+        last: QueueKey | None = None
+        while True:
+            seen = self.version
+            it = iter(keys) if last is None else keys.irange(last, inclusive=(False, False))
+            for key in it:
+                last = key
+                yield key[1]
+                if self.version != seen:
+                    break
+            else:
+                return
 
     def blocked_free(self, free_gpus: float) -> float:
         """Free GPUs idle while some waiting job would fit them by count (else 0)."""

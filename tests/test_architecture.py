@@ -1,0 +1,143 @@
+"""The layers of the code base: imports point down, never up, and never in a cycle.
+
+model (sim.model, sim.errors, ...) -> topologies, traces -> simulation core (sim.cluster,
+the engine and its parts, the context) -> policies -> application (sim.app). Edges are
+read from the source with ast; imports under `if TYPE_CHECKING:` do not count (they
+never run). Function-level imports count: they run.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("sim", "policies", "topologies", "traces")
+
+MODEL = {"sim.model", "sim.errors", "sim.params", "sim.jobstate", "sim.interfaces",
+         "sim.registry"}
+
+
+def layer(module: str) -> int:
+    """0 model, 1 topologies/traces, 2 core, 3 policies, 4 application."""
+    if module in MODEL:
+        return 0
+    if module.split(".")[0] in ("topologies", "traces"):
+        return 1
+    if module.startswith("policies"):
+        return 3
+    if module.startswith("sim.app") or module == "sim.__main__":
+        return 4
+    return 2
+
+
+def modules() -> dict[str, Path]:
+    out = {}
+    for pkg in PACKAGES:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            out[".".join(parts)] = path
+    return out
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    t = node.test
+    return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or (
+        isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING")
+
+
+def imports_of(path: Path, module: str, known: set[str]) -> set[str]:
+    """Modules of ours that `module` imports at run time."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: set[str] = set()
+    is_pkg = path.name == "__init__.py"
+
+    def resolve(name: str) -> str | None:
+        while name and name not in known:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            for n in node.orelse:
+                visit(n)
+            return
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] in PACKAGES:
+                    m = resolve(a.name)
+                    if m:
+                        found.add(m)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                pkg = module if is_pkg else module.rpartition(".")[0]
+                for _ in range(node.level - 1):
+                    pkg = pkg.rpartition(".")[0]
+                base = f"{pkg}.{base}" if base else pkg
+            if base.split(".")[0] in PACKAGES:
+                for a in node.names:
+                    m = resolve(f"{base}.{a.name}") if f"{base}.{a.name}" in known else resolve(base)
+                    if m:
+                        found.add(m)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    found.discard(module)
+    return found
+
+
+def graph() -> dict[str, set[str]]:
+    mods = modules()
+    known = set(mods)
+    return {m: imports_of(p, m, known) for m, p in mods.items()}
+
+
+def test_imports_point_down_the_layers():
+    upward = [f"{m} (layer {layer(m)}) imports {d} (layer {layer(d)})"
+              for m, deps in graph().items() for d in sorted(deps) if layer(d) > layer(m)]
+    assert not upward, "\n".join(upward)
+
+
+def test_topologies_and_traces_do_not_import_each_other():
+    bad = [f"{m} imports {d}" for m, deps in graph().items() for d in sorted(deps)
+           if {m.split(".")[0], d.split(".")[0]} == {"topologies", "traces"}]
+    assert not bad, "\n".join(bad)
+
+
+def test_no_import_cycle():
+    g = graph()
+    color: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def dfs(m: str, stack: list[str]) -> None:
+        color[m] = 1
+        stack.append(m)
+        for d in sorted(g.get(m, ())):
+            if color.get(d, 0) == 0:
+                dfs(d, stack)
+            elif color[d] == 1:
+                cycles.append(stack[stack.index(d):] + [d])
+        stack.pop()
+        color[m] = 2
+
+    for m in sorted(g):
+        if color.get(m, 0) == 0:
+            dfs(m, [])
+    assert not cycles, "\n".join(" -> ".join(c) for c in cycles[:10])
+
+
+def test_importing_the_engine_stays_light():
+    """The engine needs no pandas, matplotlib, trace reader, policy or application code."""
+    code = ("import sys, sim.engine; "
+            "print('\\n'.join(sorted(m for m in sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout.split()
+    heavy = [m for m in out if m.split(".")[0] in ("pandas", "matplotlib", "pyarrow", "scipy")
+             or m.startswith(("traces.readers", "policies", "sim.app", "sim.results"))]
+    assert not heavy, heavy
