@@ -42,8 +42,9 @@ from sortedcontainers import SortedList
 from policies.base import Policy
 from policies.elastic import ElasticRules, bounds, is_elastic
 from policies.fifo_elastic import start_elastic
-from policies.placers import _take
+from policies.placement.base import take_gpus
 from sim.engine import SchedContext
+from sim.interfaces import ClusterView
 from sim.jobstate import JobState
 from sim.model import Decision, Level, Migrate, Start, Unschedulable
 from sim.params import Param, as_bool, as_float, as_int
@@ -219,10 +220,14 @@ class GandivaPolicy(Policy):
 
     # --- reactive placement ---
 
-    def _in_node(self, ctx: SchedContext, nd: int, k: int) -> tuple[int, ...] | None:
-        """The tightest k free GPUs inside node `nd` (None when they do not fit)."""
+    def _in_node(self, ctx: SchedContext, nd: int, k: int,
+                 cluster: ClusterView | None = None) -> tuple[int, ...] | None:
+        """The tightest k free GPUs inside node `nd` (None when they do not fit).
+
+        `cluster`: the state to read (the run's by default; a scratch twin in what-ifs).
+        """
         topo = ctx.topology
-        cluster = ctx.cluster
+        cluster = ctx.cluster if cluster is None else cluster
         node = topo.nodes[nd]
         if cluster.cell_free[node.cell] < k or not cluster.node_up[nd]:
             return None
@@ -240,14 +245,16 @@ class GandivaPolicy(Policy):
                 stack.extend(cell.children)
         if best is None:
             return None
-        return tuple(sorted(_take(cluster, best[2], k)))
+        return tuple(sorted(take_gpus(cluster, best[2], k)))
 
-    def _fits_type(self, ctx: SchedContext, job: JobState, nd: int) -> bool:
+    def _fits_type(self, ctx: SchedContext, job: JobState, nd: int,
+                   cluster: ClusterView | None = None) -> bool:
         t = job.spec.gpu_type
         node = ctx.topology.nodes[nd]
         if t and node.gpu_type != t:
             return False
-        return ctx.cluster.node_fits_host(nd, job.spec.num_cpus, job.spec.mem_gb)
+        view = ctx.cluster if cluster is None else cluster
+        return view.node_fits_host(nd, job.spec.num_cpus, job.spec.mem_gb)
 
     def _labelled(self, ctx: SchedContext, job: JobState, label: int, k: int
                   ) -> tuple[int, ...] | None:
@@ -480,35 +487,36 @@ class GandivaPolicy(Policy):
 
     def _refit(self, ctx: SchedContext, jobs: list[JobState], source: int
                ) -> list[tuple[JobState, tuple[int, ...]]] | None:
-        """GPUs on other busy nodes (fullest first) for every job of `source`, or None."""
-        cluster = ctx.cluster
+        """GPUs on other busy nodes (fullest first) for every job of `source`, or None.
+
+        The jobs are fitted one by one on a scratch twin of the cluster, each seeing the
+        GPUs the earlier ones took; the run's state is never touched. Candidate nodes come
+        from the affinity index (`by_label`, as of the last refresh); their free GPUs are
+        read on the twin.
+        """
         plan: list[tuple[JobState, tuple[int, ...]]] = []
-        taken: list[tuple[int, ...]] = []
-        try:
+        nodes = ctx.topology.nodes
+        with ctx.cluster.sandbox() as scratch:
             for job in jobs:
                 k = len(job.gpus)
                 best = None
                 for lst in self.by_label.values():
                     # fullest node that still has k free: the last entry with -free <= -k
-                    i = lst.bisect_right((-k, len(ctx.topology.nodes)))
+                    i = lst.bisect_right((-k, len(nodes)))
                     for j in range(i - 1, -1, -1):
                         negfree, nd = lst[j]
-                        if nd != source and self._fits_type(ctx, job, nd) \
-                                and cluster.cell_free[ctx.topology.nodes[nd].cell] >= k:
+                        if nd != source and self._fits_type(ctx, job, nd, scratch) \
+                                and scratch.cell_free[nodes[nd].cell] >= k:
                             if best is None or (-negfree, nd) < best:
                                 best = (-negfree, nd)
                             break
                 if best is None:
                     return None
-                got = self._in_node(ctx, best[1], k)
+                got = self._in_node(ctx, best[1], k, scratch)
                 if got is None:
                     return None
-                cluster.allocate(-3, got, 1000)  # tentative, undone below
-                taken.append(got)
+                scratch.allocate(-3, got, 1000)  # seen by the next job's search
                 plan.append((job, got))
-        finally:
-            for got in taken:
-                cluster.release(-3, got, 1000)
         return plan
 
     def _pack_partner(self, ctx: SchedContext, job: JobState) -> Start | None:

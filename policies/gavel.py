@@ -50,11 +50,21 @@ from scipy.optimize import linprog
 from scipy.sparse import coo_matrix, vstack
 
 from policies.base import Policy
-from policies.sjf import STOP_PARAM, cpu_only_pending, request_class
-from sim.cluster import MILLI, ClusterState
+from policies.priority import STOP_PARAM, cpu_only_pending
+from sim.cluster import ClusterState
 from sim.interfaces import Placer
 from sim.jobstate import RUNNING, JobState
-from sim.model import Decision, JobSpec, Preempt, Start, Suspend, Unschedulable, job_milli
+from sim.model import (
+    MILLI,
+    Decision,
+    JobSpec,
+    Preempt,
+    Start,
+    Suspend,
+    Unschedulable,
+    job_milli,
+    request_class,
+)
 from sim.params import Param, as_float
 from sim.registry import PLACERS
 

@@ -142,10 +142,10 @@ POLICIES = Registry("policy", "schedlab.policies", {
 """Scheduling policies (`Policy` subclasses)."""
 
 PLACERS = Registry("placer", "schedlab.placers", {
-    "consolidated": "policies.placers:ConsolidatedPlacer",
-    "pack": "policies.placers:PackPlacer",
-    "first-fit": "policies.placers:FirstFitPlacer",
-    "fgd": "policies.fgd:FgdPlacer",
+    "consolidated": "policies.placement.consolidated:ConsolidatedPlacer",
+    "pack": "policies.placement.pack:PackPlacer",
+    "first-fit": "policies.placement.first_fit:FirstFitPlacer",
+    "fgd": "policies.placement.fgd:FgdPlacer",
 })
 """Placers (classes following `sim.interfaces.Placer`, built with no arguments)."""
 

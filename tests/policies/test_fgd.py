@@ -9,8 +9,9 @@ from conftest import make_trace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from policies.fgd import FgdPlacer, FgdPolicy, ShapeCounter, node_fragmentation
-from policies.placers import PackPlacer
+from policies.fgd import FgdPolicy
+from policies.placement.fgd import FgdPlacer, ShapeCounter, node_fragmentation
+from policies.placement.pack import PackPlacer
 from policies.registry import policy_class
 from sim.cluster import ClusterState
 from sim.engine import Simulation
@@ -189,3 +190,55 @@ def test_fgd_picks_a_node_with_the_least_gradient(case):
     assert all(topo.gpu_node[g] == node for g in got)
     assert min(s for s in spots if s[2] == node)[:2] == pytest.approx(best[:2])
     cluster.allocate(1, got, 1000 if job.gpu_share >= 1 else round(job.gpu_share * 1000))
+
+
+def test_fgd_gangs_keep_one_set_of_groups_per_cluster(monkeypatch):
+    # a gang is placed on the scratch twin: the placer keeps node groups for the live
+    # state and for the twin, and going back and forth re-reads only changed nodes
+    from policies.placement import fgd as fgd_module
+
+    topo = uniform_topology(6, sockets=2, switches_per_socket=2, gpus_per_switch=2)
+    cluster = ClusterState(topo)
+    placer = FgdPlacer(workload=((ONE, 0.5), (EIGHT, 0.5)))
+    reads: list[int] = []
+    refresh = fgd_module.NodeGroups.refresh
+
+    def counting(self, view, nodes):
+        nodes = list(nodes)
+        reads.append(len(nodes))
+        refresh(self, view, nodes)
+
+    monkeypatch.setattr(fgd_module.NodeGroups, "refresh", counting)
+    one = placer.place(JobSpec("one", 0.0, 1, 1.0), cluster)
+    cluster.allocate(1, one, 1000)
+    gang = JobSpec("g", 0.0, 4, 1.0, gpus_per_task=2)
+    got = placer.place(gang, cluster)
+    assert len(got) == 4 and cluster.free_whole == 47  # the twin's changes rolled back
+    assert reads.count(6) == 2  # the live state and its twin, each read in full once
+    groups = {k: g for k, (_, g) in placer._views.items()}
+    assert len(groups) == 2
+    for i in range(3):  # back and forth between the live state and the twin
+        reads.clear()
+        cluster.allocate(10 + i, got, 1000)
+        assert isinstance(placer.place(JobSpec("x", 0.0, 1, 1.0), cluster), tuple)
+        got = placer.place(gang, cluster)
+        assert len(got) == 4
+        assert reads and max(reads) < 6  # only changed nodes are re-read
+    assert {k: g for k, (_, g) in placer._views.items()} == groups
+
+
+def test_observed_placer_learns_only_from_observations(dgx2):
+    cluster = ClusterState(dgx2)
+    bare = FgdPlacer()
+    bare.place(JobSpec("a", 0.0, 1, 1.0), cluster)
+    bare.place(JobSpec("a", 0.0, 1, 1.0), cluster)  # the same job counts once
+    assert bare.learned.total == 1
+    run = FgdPlacer()
+    run.observe(JobSpec("b", 0.0, 8, 1.0))
+    run.observe(JobSpec("c", 0.0, 0, 1.0))  # CPU-only: not part of the workload
+    run.place(JobSpec("a", 0.0, 1, 1.0), cluster)
+    assert run.learned.total == 1 and dict(run.workload()) == {EIGHT: 1.0}
+
+
+def test_policy_defaults_to_the_fgd_placer():
+    assert FgdPolicy.placer == "fgd"

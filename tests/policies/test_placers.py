@@ -163,3 +163,32 @@ def test_cluster_change_set_names_every_node_that_changed():
     seen.clear()
     st.repair_node(2)
     assert seen == {2}
+
+
+def test_placers_never_change_the_state_they_read():
+    # gangs are placed task by task on a scratch twin: the live state, its version and
+    # its change sets stay as they were, and the answer is the same when asked again
+    topo = dgx(3, num_cpus=32, mem_gb=256)
+    st = ClusterState(topo)
+    st.allocate(100, (0, 1, 2, 9), 1000, cpus=8)
+    st.allocate(101, (17,), 500)
+    seen = st.watch()
+    seen.clear()
+    before = (st.version, list(st.gpu_free), list(st.node_cpu_free), st.free_whole)
+    for name in PLACERS:
+        for job in (J(4, gpus_per_task=2, num_cpus=8), J(6, gpus_per_task=3), J(1),
+                    J(1, gpu_share=0.5), J(12, gpus_per_task=4)):
+            placer = PLACERS[name]()
+            first = placer.place(job, st)
+            assert placer.place(job, st) == first, (name, job)
+            assert (st.version, list(st.gpu_free), list(st.node_cpu_free),
+                    st.free_whole) == before, (name, job)
+            assert not seen, (name, job)
+
+
+def test_the_package_reexports_the_registered_placers():
+    import policies.placement as placement
+    from policies.placement.first_fit import FirstFitPlacer
+
+    assert placement.FirstFitPlacer is FirstFitPlacer is PLACERS["first-fit"]
+    assert {PLACERS[n]().name for n in PLACERS} >= {"pack", "consolidated", "first-fit", "fgd"}

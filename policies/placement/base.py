@@ -1,31 +1,38 @@
-"""Placers decide *where* a job runs: a set of GPU indices, or a reason why not.
+"""The shared search of the built-in placers: tightest cells from the cluster's indexes.
 
 Every placer answers from the cluster state's indexes (tightest cell per level, nodes
 bucketed by free GPUs), so a placement costs O(levels x types) lookups plus the size of
 the chosen cells, not a scan of the cluster. Multi-node placements walk nodes from the
-most free down and stop as soon as the job is covered.
+most free down and stop as soon as the job is covered. A gang (several tasks) is placed
+task by task on a scratch twin of the state (`sandbox()`), so a placer only ever reads
+the state it is asked about.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Iterator
 
-from sim.cluster import ClusterState
-from sim.interfaces import Placer
+from sim.interfaces import ClusterView
 from sim.model import MILLI, JobSpec, Level, Placement, Unschedulable, job_milli
 
-__all__ = ["Placement", "Placer", "Unschedulable"]
+__all__ = ["BasePlacer", "candidate_types", "take_gpus"]
 
 
-def candidate_types(job: JobSpec, cluster: ClusterState) -> list[str]:
+def candidate_types(job: JobSpec, cluster: ClusterView) -> list[str]:
     """GPU types the job may run on (all types when the trace leaves it open)."""
     if job.gpu_type:
         return [job.gpu_type] if job.gpu_type in cluster.topo.gpu_types else []
     return list(cluster.topo.gpu_types)
 
 
-def _take(cluster: ClusterState, cell: int, n: int) -> list[int]:
-    """Pick n whole free GPUs under `cell`, filling the fullest sub-cells first."""
+def take_gpus(cluster: ClusterView, cell: int, n: int) -> list[int]:
+    """Pick n whole free GPUs under `cell`, filling the fullest sub-cells first.
+
+    Best fit: the fullest child that still holds all n, else the children from the most
+    free down. Inside a GPU parent (as many children as GPUs) one GPU is simply the first
+    free one.
+    """
     topo = cluster.topo
     c = topo.cells[cell]
     if c.level == Level.GPU:
@@ -40,39 +47,52 @@ def _take(cluster: ClusterState, cell: int, n: int) -> list[int]:
     fit = [k for k in kids if free[k] >= n]
     if fit:  # best fit: the fullest child that still holds all n
         best = min(fit, key=lambda k: (free[k], k))
-        return _take(cluster, best, n)
+        return take_gpus(cluster, best, n)
     out: list[int] = []
     for k in sorted(kids, key=lambda k: (-free[k], k)):
         m = min(free[k], n - len(out))
-        out.extend(_take(cluster, k, m))
+        out.extend(take_gpus(cluster, k, m))
         if len(out) == n:
             break
     return out
 
 
-class _Base:
+def reject_early(job: JobSpec, cluster: ClusterView, types: list[str]) -> Placement | None:
+    """The answer every placer gives before searching, or None when it must search.
+
+    No allowed type, no GPUs wanted, more GPUs than the allowed types have, or (whole
+    GPUs) more than are free now.
+    """
+    if not types:
+        return Unschedulable(f"no GPU of type {job.gpu_type!r} in the topology", False)
+    if job.num_gpus == 0:
+        return ()
+    capacity = sum(cluster.topo.gpu_types[t] for t in types)
+    if job.num_gpus > capacity:
+        return Unschedulable(
+            f"needs {job.num_gpus} GPUs, the topology has {capacity} of the allowed types",
+            False,
+        )
+    if job_milli(job) == MILLI and job.num_gpus > sum(cluster.free_by_type[t] for t in types):
+        return Unschedulable(
+            f"needs {job.num_gpus} GPUs, {cluster.free_whole} are free now", True
+        )
+    return None
+
+
+class BasePlacer:
     """Shared search logic; subclasses choose the order and whether to spread."""
 
     name = "base"
     spread = True  # may a job that fits one node be spread over several?
 
-    def place(self, job: JobSpec, cluster: ClusterState) -> Placement:
+    def place(self, job: JobSpec, cluster: ClusterView) -> Placement:
+        """GPU indices for the whole gang (sorted), or Unschedulable (Placer protocol)."""
         types = candidate_types(job, cluster)
-        if not types:
-            return Unschedulable(f"no GPU of type {job.gpu_type!r} in the topology", False)
-        if job.num_gpus == 0:
-            return ()
-        capacity = sum(cluster.topo.gpu_types[t] for t in types)
-        if job.num_gpus > capacity:
-            return Unschedulable(
-                f"needs {job.num_gpus} GPUs, the topology has {capacity} of the allowed types",
-                False,
-            )
+        early = reject_early(job, cluster, types)
+        if early is not None:
+            return early
         milli = job_milli(job)
-        if milli == MILLI and job.num_gpus > sum(cluster.free_by_type[t] for t in types):
-            return Unschedulable(
-                f"needs {job.num_gpus} GPUs, {cluster.free_whole} are free now", True
-            )
         if milli < MILLI:
             got = self._place_fraction(job, cluster, types, milli)
         elif job.num_tasks == 1:
@@ -86,7 +106,7 @@ class _Base:
         return tuple(sorted(got))
 
     # -- fractional jobs share a GPU: best-fit among partly used GPUs, else a whole one --
-    def _place_fraction(self, job: JobSpec, cluster: ClusterState, types: list[str],
+    def _place_fraction(self, job: JobSpec, cluster: ClusterView, types: list[str],
                         milli: int) -> list[int] | None:
         best: tuple[int, int] | None = None
         per_gpu_cpu = job.num_cpus
@@ -102,7 +122,7 @@ class _Base:
         return self._place_task(job, cluster, types, 1)
 
     # -- one task of n GPUs --
-    def _place_task(self, job: JobSpec, cluster: ClusterState, types: list[str],
+    def _place_task(self, job: JobSpec, cluster: ClusterView, types: list[str],
                     n: int, avoid: frozenset[int] = frozenset()) -> list[int] | None:
         got = self._single_node(job, cluster, types, n, avoid)
         if got is not None:
@@ -113,11 +133,12 @@ class _Base:
         return self._multi_node(job, cluster, types, n, avoid)
 
     def _host_need(self, job: JobSpec, k: int) -> tuple[float, float]:
+        """CPUs and memory that k of the job's GPUs bring with them."""
         if job.num_gpus <= 0:
             return job.num_cpus, job.mem_gb
         return job.num_cpus * k / job.num_gpus, job.mem_gb * k / job.num_gpus
 
-    def _single_node(self, job: JobSpec, cluster: ClusterState, types: list[str], n: int,
+    def _single_node(self, job: JobSpec, cluster: ClusterView, types: list[str], n: int,
                      avoid: frozenset[int]) -> list[int] | None:
         topo = cluster.topo
         cpus, mem = self._host_need(job, n)
@@ -137,16 +158,16 @@ class _Base:
                             best = key
                         break
             if best is not None:
-                return _take(cluster, best[-1], n)
+                return take_gpus(cluster, best[-1], n)
         return None
 
-    def _nodes_by_free(self, cluster: ClusterState, t: str):
+    def _nodes_by_free(self, cluster: ClusterView, t: str) -> Iterator[int]:
         """Nodes of type t with free GPUs, most free first (stops when the caller does)."""
         buckets = cluster.node_buckets[t]
         for k in range(len(buckets) - 1, 0, -1):
             yield from buckets[k]
 
-    def _multi_node(self, job: JobSpec, cluster: ClusterState, types: list[str], n: int,
+    def _multi_node(self, job: JobSpec, cluster: ClusterView, types: list[str], n: int,
                     avoid: frozenset[int]) -> list[int] | None:
         topo = cluster.topo
         best: list[int] | None = None
@@ -168,82 +189,29 @@ class _Base:
                     break
             if remaining:
                 continue
-            if not self.spread:
-                need = -(-n // cluster.max_node_gpus[t])
-                if len(chosen) > need:
-                    continue
+            if not self.spread and len(chosen) > -(-n // cluster.max_node_gpus[t]):
+                continue  # more nodes than the job's size needs
             gpus: list[int] = []
             for node, take in chosen:
-                gpus.extend(_take(cluster, topo.nodes[node].cell, take))
+                gpus.extend(take_gpus(cluster, topo.nodes[node].cell, take))
             key = (len(chosen), topo.lowest_common_level(gpus))
             if best_key is None or key < best_key:
                 best, best_key = gpus, key
         return best
 
-    # -- several tasks: place them one by one on a tentative copy of the free counts --
-    def _place_gang(self, job: JobSpec, cluster: ClusterState, types: list[str]
+    # -- several tasks: one by one on a scratch twin, each seeing the earlier ones --
+    def _place_gang(self, job: JobSpec, cluster: ClusterView, types: list[str]
                     ) -> list[int] | None:
         for t in types:
             taken: list[int] = []
-            ok = True
-            milli = MILLI
-            try:
+            with cluster.sandbox() as scratch:
                 for _ in range(job.num_tasks):
-                    got = self._place_task(job, cluster, [t], job.task_gpus)
+                    got = self._place_task(job, scratch, [t], job.task_gpus)
                     if got is None:
-                        ok = False
                         break
-                    cluster.allocate(-1, got, milli)
+                    # GPUs only: each task checks host room for its own share alone
+                    scratch.allocate(-1, got, MILLI)
                     taken.extend(got)
-            finally:
-                if taken:
-                    cluster.release(-1, taken, milli)
-            if ok:
-                return taken
+                else:
+                    return taken
         return None
-
-
-class PackPlacer(_Base):
-    """Tightest cell first; ties to the fullest switch, socket, node; spreads if it must.
-
-    Tightest means the lowest common level, then the fewest free GPUs at that level.
-    """
-
-    name = "pack"
-    spread = True
-
-
-class ConsolidatedPlacer(_Base):
-    """Like pack, but never spreads a job over more nodes than its size needs: it waits."""
-
-    name = "consolidated"
-    spread = False
-
-
-class FirstFitPlacer(_Base):
-    """The lowest-numbered node that fits, lowest-numbered GPUs in it; spreads if it must."""
-
-    name = "first-fit"
-    spread = True
-
-    def _single_node(self, job: JobSpec, cluster: ClusterState, types: list[str], n: int,
-                     avoid: frozenset[int]) -> list[int] | None:
-        topo = cluster.topo
-        cpus, mem = self._host_need(job, n)
-        best: int | None = None
-        for t in types:
-            buckets = cluster.node_buckets[t]
-            for k in range(n, len(buckets)):
-                for node in buckets[k]:
-                    if best is not None and node >= best:
-                        break
-                    if node not in avoid and cluster.node_fits_host(node, cpus, mem):
-                        best = node
-                        break
-        if best is None:
-            return None
-        return cluster.free_gpus_in(topo.nodes[best].cell)[:n]
-
-    def _nodes_by_free(self, cluster: ClusterState, t: str):
-        nodes = sorted(nd for k, b in enumerate(cluster.node_buckets[t]) if k for nd in b)
-        yield from nodes
