@@ -18,7 +18,7 @@ from sortedcontainers import SortedList
 
 from policies.base import Policy
 from policies.victims import VictimPool, find_victims, free_milli
-from sim.interfaces import PolicyContext as SchedContext
+from sim.context import SchedContext
 from sim.jobstate import PENDING, RUNNING, JobState
 from sim.model import Decision, Preempt, Start, Suspend, Unschedulable, request_class
 from sim.params import Param, as_choice

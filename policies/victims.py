@@ -15,7 +15,7 @@ from typing import Any
 
 from sortedcontainers import SortedList
 
-from sim.interfaces import PolicyContext as SchedContext
+from sim.context import SchedContext
 from sim.jobstate import JobState
 from sim.model import MILLI, Unschedulable, job_milli
 from sim.registry import PLACERS

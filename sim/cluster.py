@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from sim.cluster_layout import ClusterLayout
 from sim.errors import InvalidDecision
 from sim.model import MILLI, Level, job_milli
 from topologies.tree import Topology
@@ -36,9 +37,11 @@ class ClusterState:
     """Free/used GPU capacity, host resources and health of one topology."""
 
     def __init__(
-        self, topo: Topology, fgd: Callable[[int, int, tuple[int, ...]], float] | None = None
+        self, topo: Topology, fgd: Callable[[int, int, tuple[int, ...]], float] | None = None,
+        layout: ClusterLayout | None = None,
     ) -> None:
         self.topo = topo
+        self.layout = lay = layout or ClusterLayout(topo)
         cells = topo.cells
         self.gpu_free: list[int] = [MILLI] * topo.num_gpus
         self.gpu_holders: list[dict[int, int]] = [{} for _ in range(topo.num_gpus)]
@@ -46,59 +49,18 @@ class ClusterState:
         self.node_cpu_free: list[float] = [n.num_cpus for n in topo.nodes]
         self.node_mem_free: list[float] = [n.mem_gb for n in topo.nodes]
         self.node_up: list[bool] = [True] * len(topo.nodes)
-        # cells inside each node, in depth-first order (the node cell first)
-        self._node_cells: list[tuple[int, ...]] = []
-        self._anc_in_node: dict[int, tuple[int, ...]] = {}
-        for n in topo.nodes:
-            inside = [n.cell]
-            stack = list(reversed(cells[n.cell].children))
-            while stack:
-                c = stack.pop()
-                inside.append(c)
-                stack.extend(reversed(cells[c].children))
-            self._node_cells.append(tuple(inside))
-            for c in inside:
-                anc = []
-                p = cells[c].parent
-                while c != n.cell and p >= 0:
-                    anc.append(p)
-                    if p == n.cell:
-                        break
-                    p = cells[p].parent
-                self._anc_in_node[c] = tuple(anc)
-        # cells indexed per node: those above GPU level holding GPUs. A GPU is never indexed:
-        # the tightest single GPU is a free GPU of the tightest GPU-parent cell.
-        self._indexed: list[tuple[int, ...]] = [
-            tuple(c for c in inside if cells[c].level > Level.GPU and cells[c].num_gpus)
-            for inside in self._node_cells
-        ]
-        self._chain: dict[int, tuple[int, ...]] = {
-            c: (c, *self._anc_in_node[c]) for inside in self._indexed for c in inside
-        }
-        self._level_of: list[Level] = [c.level for c in cells]
-        self.gpu_parent_levels: dict[str, tuple[Level, ...]] = {}
-        for t in topo.gpu_types:
-            lv = {cells[cells[g].parent].level for g in topo.gpu_cells
-                  if topo.nodes[cells[g].node].gpu_type == t}
-            self.gpu_parent_levels[t] = tuple(sorted(lv))
+        self.gpu_parent_levels = lay.gpu_parent_levels
+        self.max_node_gpus = lay.max_node_gpus
         self._node_partial: list[int] = [0] * len(topo.nodes)
-        self._node_cell: tuple[int, ...] = tuple(n.cell for n in topo.nodes)
-        self._gpu_path: tuple[tuple[int, ...], ...] = tuple(
-            tuple(topo.ancestors(c)) for c in topo.gpu_cells)
-        self._above_node: dict[int, tuple[int, ...]] = {
-            n.index: tuple(topo.ancestors(n.cell)[1:]) for n in topo.nodes
-        }
+        self._node_cell = lay.node_cell
+        self._gpu_path = lay.gpu_path
+        self._gpu_type = lay.gpu_type
         self.level_index: dict[tuple[str, Level], list[tuple[int, ...]]] = {}
         max_gpn = max((n.num_gpus for n in topo.nodes), default=0)
         self.node_buckets: dict[str, list[list[int]]] = {
             t: [[] for _ in range(max_gpn + 1)] for t in topo.gpu_types
         }
         self.partial: dict[str, list[tuple[int, int]]] = {t: [] for t in topo.gpu_types}
-        self.max_node_gpus: dict[str, int] = {}
-        for n in topo.nodes:
-            if n.num_gpus:
-                t = n.gpu_type
-                self.max_node_gpus[t] = max(self.max_node_gpus.get(t, 0), n.num_gpus)
         self._keys: list[tuple[int, ...] | None] = [None] * len(cells)
         # per node: (cell, chain of cells whose free counts form its key, its index list)
         self._entries: list[tuple[tuple[int, tuple[int, ...], list], ...]] = []
@@ -106,9 +68,8 @@ class ClusterState:
             if n.num_gpus:
                 self.node_buckets[n.gpu_type][n.num_gpus].append(n.index)
             self._entries.append(tuple(
-                (c, self._chain[c],
-                 self.level_index.setdefault((n.gpu_type, self._level_of[c]), []))
-                for c in self._indexed[n.index]
+                (c, lay.chain[c], self.level_index.setdefault((n.gpu_type, cells[c].level), []))
+                for c in lay.indexed[n.index]
             ))
             self._refresh_keys(n.index)
         # aggregates
@@ -116,7 +77,6 @@ class ClusterState:
         self.healthy_gpus = topo.num_gpus
         self.free_whole = topo.num_gpus  # whole free GPUs on healthy nodes
         self.free_by_type: dict[str, int] = dict(topo.gpu_types)
-        self._gpu_type: tuple[str, ...] = tuple(topo.nodes[n].gpu_type for n in topo.gpu_node)
         self.busy_milli = 0
         self.free_in_free_nodes = sum(n.num_gpus for n in topo.nodes)
         self._fgd = fgd
@@ -364,7 +324,7 @@ class ClusterState:
 
     def _clone(self) -> ClusterState:
         """A fresh state of the same topology holding exactly what this one holds."""
-        twin = ClusterState(self.topo)
+        twin = ClusterState(self.topo, layout=self.layout)
         for n, up in enumerate(self.node_up):
             if not up:
                 twin.fail_node(n)

@@ -136,7 +136,7 @@ class SchedContext:
         request or when an identical request already failed since the cluster last
         changed; so asking for every pending job on every pass stays cheap.
         """
-        spec = job.spec if type(job) is JobState else job
+        spec = job.spec if isinstance(job, JobState) else job
         if num_gpus is not None and num_gpus != spec.num_gpus:
             spec = resized(spec, num_gpus)
         c = self._cluster

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import time as _time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -229,7 +229,7 @@ class Run(RunState):
             self.tick_armed = True
             self.agenda.schedule(self.env.now + period, Due.TICK)
 
-    def process(self) -> Iterator[simpy.Event]:
+    def process(self) -> Generator[simpy.Event, Any, None]:
         """The SimPy process driving the run."""
         env = self.env
         policy = self.sim.policy

@@ -200,7 +200,7 @@ class RunState:
         why = self._infeasible_cache.get(key)
         if why is None:
             if self._empty is None:
-                self._empty = ClusterState(self.topo)
+                self._empty = ClusterState(self.topo, layout=self.cluster.layout)
             got = self.placer.place(s, self._empty)
             why = ""
             if isinstance(got, Unschedulable):

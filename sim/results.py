@@ -50,7 +50,7 @@ class SimResult:
         out.mkdir(parents=True, exist_ok=True)
         for name, df in (("jobs", self.jobs), ("events", self.events),
                          ("timeline", self.timeline), ("nodes", self.nodes)):
-            atomic_write(out / f"{name}.parquet", lambda p, df=df: df.to_parquet(p, index=False))
+            atomic_write(out / f"{name}.parquet", _parquet_writer(df))
         atomic_text(out / "config.json", json.dumps(self.config, indent=2, default=_json))
         # the summary last: its presence marks a complete result folder
         atomic_text(out / "summary.json", json.dumps(self.summary, indent=2, default=_json))
@@ -98,7 +98,7 @@ def _jobs_frame(run: Run, end: float) -> pd.DataFrame:
         if j.status == WAITING:
             continue  # never submitted before the end of the run
         s = j.spec
-        status = j.status if j.status in FINAL else "unfinished"
+        status = str(j.status) if j.status in FINAL else "unfinished"
         queue = j.queue_time
         run_time = j.run_time
         gpu_seconds = j.gpu_seconds
@@ -110,7 +110,7 @@ def _jobs_frame(run: Run, end: float) -> pd.DataFrame:
             gpu_seconds += held * len(j.gpus) * j.milli / 1000
         ended = status in ("completed", "failed", "killed")
         jct = j.end_time - s.submit_time if ended else nan
-        row = (
+        row: tuple[Any, ...] = (
             s.job_id, s.user, s.vc, s.num_gpus, s.submit_time, j.first_start,
             j.end_time if status != "unfinished" else nan, queue, jct, s.duration, run_time,
             status, j.preemptions, j.migrations, j.restarts, j.lost_work,
@@ -122,6 +122,15 @@ def _jobs_frame(run: Run, end: float) -> pd.DataFrame:
             row += tuple(ex.get(c) for c in extra_names)
         rows.append(row)
     return pd.DataFrame(rows, columns=[*JOB_COLUMNS, "reason", "gpu_seconds", *extra_names])
+
+
+def _parquet_writer(df: pd.DataFrame) -> Callable[[str], None]:
+    """A writer of `df` as Parquet to a given path (for atomic_write)."""
+
+    def write(path: str) -> None:
+        df.to_parquet(path, index=False)
+
+    return write
 
 
 def _policy_metrics(policy: Any) -> dict[str, Any]:

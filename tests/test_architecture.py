@@ -18,6 +18,7 @@ PACKAGES = ("sim", "policies", "topologies", "traces")
 
 MODEL = {"sim.model", "sim.errors", "sim.params", "sim.jobstate", "sim.interfaces",
          "sim.registry"}
+# the application lives in sim.app; everything else in sim is the simulation core
 
 
 def layer(module: str) -> int:
