@@ -87,57 +87,77 @@ def priority_walk(
     `classes`, when given) has failed. `on_start` / `on_stop` let the caller update its
     own index as decisions are applied (a stopped job usually re-enters `queue`, behind).
     """
-    failed: set[tuple] = set()
-    victims_of: VictimPool | None = None
+    walk = _Walk(ctx, pool, classes)
     cur: tuple[Key, int] | None = None
     while True:
         # iterate without re-searching the list; start over from `cur` after a decision
         # (the callbacks change `queue`)
         it = iter(queue) if cur is None else queue.irange(cur, inclusive=(False, True))
-        decided = False
         for cur in it:
             key, idx = cur
             job = ctx.job_at(idx)
             if job.status != PENDING:
                 continue
             ck = request_class(job.spec)
-            if ck in failed:
+            if ck in walk.failed:
                 continue
             got = ctx.place(job)
             if isinstance(got, Unschedulable):
-                plan = None
-                if pool is not None and got.resolvable:
-                    if victims_of is None:
-                        victims_of = pool()
-                    plan = find_victims(ctx, job, key, victims_of)
+                plan = walk.plan(job, key, got)
                 if plan is None:
-                    failed.add(ck)
-                    if classes is not None and len(failed) >= len(classes):
+                    if walk.give_up(ck, key):
                         return
-                    if free_milli(ctx) <= 0:
-                        if pool is None:
-                            return
-                        if victims_of is None:
-                            victims_of = pool()
-                        low = victims_of.lowest()
-                        if low is None or low <= key:
-                            return
                     continue
                 victims, got = plan
-                assert victims_of is not None
+                why = f"{reason}: for {job.job_id}" if reason else f"for {job.job_id}"
                 for v in victims:
-                    victims_of.remove(v.idx)
-                    why = f"{reason}: for {job.job_id}" if reason else f"for {job.job_id}"
+                    walk.victims().remove(v.idx)
                     yield (Suspend if stop == "suspend" else Preempt)(v.job_id, why)
                     on_stop(v)
-                failed.clear()  # the victims may have freed more than the job takes
+                walk.failed.clear()  # the victims may have freed more than the job takes
             yield Start(job.job_id, got)
             on_start(job)
-            decided = True
             break
-        if not decided:
+        else:
             return
 
+
+class _Walk:
+    """The state of one priority walk: failed request classes and the victim pool."""
+
+    def __init__(self, ctx: SchedContext, pool: Callable[[], VictimPool] | None,
+                 classes: Mapping[tuple[Any, ...], int] | None) -> None:
+        self.ctx = ctx
+        self.pool = pool
+        self.classes = classes
+        self.failed: set[tuple[Any, ...]] = set()
+        self._victims: VictimPool | None = None
+
+    def victims(self) -> VictimPool:
+        """The victim pool, built on first need (only when the walk may preempt)."""
+        if self._victims is None:
+            assert self.pool is not None
+            self._victims = self.pool()
+        return self._victims
+
+    def plan(self, job: JobState, key: Key, got: Unschedulable
+             ) -> tuple[list[JobState], tuple[int, ...]] | None:
+        """Victims and a placement for a job that does not fit now, if preemption helps."""
+        if self.pool is None or not got.resolvable:
+            return None
+        return find_victims(self.ctx, job, key, self.victims())
+
+    def give_up(self, ck: tuple[Any, ...], key: Key) -> bool:
+        """Note a failed class; True when nothing later in the walk can start."""
+        self.failed.add(ck)
+        if self.classes is not None and len(self.failed) >= len(self.classes):
+            return True
+        if free_milli(self.ctx) > 0:
+            return False
+        if self.pool is None:
+            return True
+        low = self.victims().lowest()
+        return low is None or low <= key
 
 
 STOP_PARAM = Param(
