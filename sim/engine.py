@@ -27,6 +27,7 @@ from sim.jobstate import PENDING, RUNNING, JobState, transition
 from sim.lifecycle import RunState
 from sim.model import (
     Decision,
+    EventKind,
     JobSpec,
     JobStatus,
     Migrate,
@@ -71,10 +72,10 @@ class Run(RunState):
             job.preemptions += 1
             if isinstance(d, Suspend):
                 job.suspended = True
-                self._stop(job, self.engine_params["checkpoint_on_suspend"], "suspend",
+                self._stop(job, self.engine_params["checkpoint_on_suspend"], EventKind.SUSPEND,
                            d.reason)
             else:
-                self._stop(job, False, "preempt", d.reason)
+                self._stop(job, False, EventKind.PREEMPT, d.reason)
             self.enqueue(job)
         elif isinstance(d, Migrate | Resize):
             self._need(job, RUNNING, d)
@@ -82,11 +83,11 @@ class Run(RunState):
             if isinstance(d, Resize) and s.min_gpus is None and s.max_gpus is None:
                 raise InvalidDecision(
                     f"Resize {d.job_id!r}: not an elastic job (no min_gpus/max_gpus)")
-            self._move(job, tuple(d.gpus), type(d).__name__.lower(), d.pause)
+            self._move(job, tuple(d.gpus), EventKind(type(d).__name__.lower()), d.pause)
         elif isinstance(d, Reject):
             self._need(job, PENDING, d)
             self.dequeue(job)
-            self.finalize(job, JobStatus.REJECTED, "reject", d.reason)
+            self.finalize(job, JobStatus.REJECTED, EventKind.REJECT, d.reason)
         else:
             raise InvalidDecision(f"unknown decision {d!r}")
         self.decisions += 1
@@ -148,11 +149,11 @@ class Run(RunState):
             job.started_before = True
             if gpus:
                 job.locality_level = int(self.topo.lowest_common_level(gpus))
-            self.record(job, "start", note)
+            self.record(job, EventKind.START, note)
             if s.max_lifetime:
                 self.agenda.schedule(now + s.max_lifetime, Due.LIFETIME, job.idx, -1)
         else:
-            self.record(job, "resume", ";".join(
+            self.record(job, EventKind.RESUME, ";".join(
                 x for x in (note, f"restore={overhead:g}" if overhead else "") if x))
         job.suspended = False
         self.progress.schedule_finish(job)
@@ -167,7 +168,7 @@ class Run(RunState):
         if t < math.inf:
             self.agenda.schedule(job.attempt_start + t, Due.FAIL, job.idx, job.version)
 
-    def _stop(self, job: JobState, keep_all: bool, kind: str, detail: str) -> None:
+    def _stop(self, job: JobState, keep_all: bool, kind: EventKind, detail: str) -> None:
         """Stop a running job; it keeps all work (checkpointed) or work to its checkpoint."""
         self.progress.advance(job)
         if keep_all:
@@ -178,7 +179,7 @@ class Run(RunState):
         self.record(job, kind, detail or (f"lost_work={lost:g}" if lost else ""))
         self.release(job)
 
-    def _move(self, job: JobState, gpus: tuple[int, ...], kind: str,
+    def _move(self, job: JobState, gpus: tuple[int, ...], kind: EventKind,
               pause: float | None = None) -> None:
         self._check_gpus(job, gpus, kind)
         self.progress.advance(job)
@@ -196,7 +197,7 @@ class Run(RunState):
         job.milli = milli
         if grouped:  # moving out of a time-share or pack group
             self.colocation.remove(job)
-        if kind == "migrate":
+        if kind is EventKind.MIGRATE:
             job.migrations += 1
         job.ckpt_work = job.work
         wait = self.engine_params["restore_overhead"] if pause is None else pause

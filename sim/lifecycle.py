@@ -31,7 +31,7 @@ from sim.jobstate import (
     JobState,
     transition,
 )
-from sim.model import MILLI, JobSpec, JobStatus, Unschedulable, request_class, resized
+from sim.model import MILLI, EventKind, JobSpec, JobStatus, Unschedulable, request_class, resized
 from sim.nodes import NodeHealth
 from sim.progress import Progress
 from sim.queue import PendingQueue
@@ -119,7 +119,7 @@ class RunState:
                     self.jobs[d].dependents.append(j.idx)
         return missing
 
-    def record(self, job: JobState, kind: str, detail: str = "") -> None:
+    def record(self, job: JobState, kind: EventKind, detail: str = "") -> None:
         """Append one row of events.parquet and tell the policy, if it listens."""
         self.recorder.event(job, kind, detail)
         if self.notify is not None:
@@ -143,7 +143,7 @@ class RunState:
         if job.group is not None:
             self.colocation.remove(job)
 
-    def finalize(self, job: JobState, status: JobStatus, kind: str | None,
+    def finalize(self, job: JobState, status: JobStatus, kind: EventKind | None,
                  detail: str = "") -> None:
         """End a job for good; dependents of a job that did not complete are killed."""
         transition(job, status)
@@ -164,7 +164,7 @@ class RunState:
         for d in job.dependents:
             dep = self.jobs[d]
             if dep.status == HELD:
-                self.finalize(dep, KILLED, "kill", why)
+                self.finalize(dep, KILLED, EventKind.KILL, why)
             elif dep.status == WAITING and not dep.doom:
                 dep.doom = why  # killed when it arrives
 
@@ -172,21 +172,21 @@ class RunState:
         """A job is submitted: held for its dependencies, queued, or rejected at once."""
         self.events_processed += 1
         s = job.spec
-        self.record(job, "submit", "waiting for " + ";".join(s.depends_on)
+        self.record(job, EventKind.SUBMIT, "waiting for " + ";".join(s.depends_on)
                     if job.deps_left else "")
         if self._observe is not None:
             self._observe(s)
         if job.doom:
-            self.finalize(job, KILLED, "kill", job.doom)
+            self.finalize(job, KILLED, EventKind.KILL, job.doom)
             return
         missing = self.missing_deps.get(job.idx)
         if missing:
-            self.finalize(job, REJECTED, "reject",
+            self.finalize(job, REJECTED, EventKind.REJECT,
                           f"depends on jobs not in this run: {';'.join(missing)}")
             return
         bad = self.infeasible(s if s.min_gpus is None else resized(s, s.min_gpus))
         if bad:
-            self.finalize(job, REJECTED, "reject", bad)
+            self.finalize(job, REJECTED, EventKind.REJECT, bad)
         elif job.deps_left:
             transition(job, HELD)
         else:
@@ -239,19 +239,19 @@ class RunState:
             self.release(job)
         elif job.status == PENDING:
             self.dequeue(job)
-        self.finalize(job, KILLED, "kill", "max_lifetime")
+        self.finalize(job, KILLED, EventKind.KILL, "max_lifetime")
 
     def _job_event(self, job: JobState, kind: Due) -> None:
         if kind is Due.FINISH:
             self.progress.advance(job)
             job.work = job.spec.duration
             self.release(job)
-            self.finalize(job, COMPLETED, "finish")
+            self.finalize(job, COMPLETED, EventKind.FINISH)
         elif kind is Due.FAIL:
             self.interrupt(job, "attempt failed", counts_retry=True)
         elif kind is Due.RETRY:
             waited = self.env.now - job.queued_since
-            self.record(job, "retry")
+            self.record(job, EventKind.RETRY)
             self.enqueue(job)
             job.queued_since -= waited  # the retry delay counts as queueing
 
@@ -266,7 +266,7 @@ class RunState:
         job.lost_work += lost
         job.work = job.ckpt_work
         gpus = len(job.gpus) * job.milli / MILLI
-        self.record(job, "fail", f"{why}; lost_work={lost:g}")
+        self.record(job, EventKind.FAIL, f"{why}; lost_work={lost:g}")
         self.release(job)
         if counts_retry and job.restarts >= job.spec.max_retries:
             self.finalize(job, FAILED, None, "max_retries exhausted")

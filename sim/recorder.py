@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from sim.cluster import ClusterState
 from sim.fragmentation import fgd_node, size_distribution
 from sim.jobstate import JobState
-from sim.model import MILLI, JobSpec
+from sim.model import MILLI, EventKind, JobSpec
 
 if TYPE_CHECKING:
     from sim.queue import PendingQueue
@@ -56,9 +56,9 @@ class Recorder:
         self.nodes: list[tuple[float, str, str, int]] = []  # rows of NODE_COLUMNS
         self._last: tuple[float, ...] | None = None
 
-    def event(self, job: JobState, kind: str, detail: str = "") -> None:
+    def event(self, job: JobState, kind: EventKind, detail: str = "") -> None:
         """One row of events.parquet for `job` now."""
-        self.events.append((self._clock(), job.spec.job_id, kind, job.spec.num_gpus,
+        self.events.append((self._clock(), job.spec.job_id, kind.value, job.spec.num_gpus,
                             self.cells(job.gpus), detail))
 
     def node(self, name: str, kind: str) -> None:
