@@ -52,7 +52,7 @@ from sim.model import (
 from sim.params import Param, as_float, as_int
 
 if TYPE_CHECKING:
-    from sim.engine import SchedContext
+    from sim.context import SchedContext
 
 ESTIMATE = Param(1.0, as_float(1.0),
                  "user estimate = this factor x the trace duration (1: exact estimates)")
@@ -416,10 +416,10 @@ class ConservativeBackfillPolicy(_Backfill):
             i = prof.earliest(need, length)
             if i == 0:
                 ck = request_class(spec)
-                got = ctx.place(job) if ck not in failed else None
-                if got is not None and not isinstance(got, Unschedulable):
+                placed = ctx.place(job) if ck not in failed else None
+                if placed is not None and not isinstance(placed, Unschedulable):
                     prof.reserve(0, need, length)
-                    yield Start(job.job_id, got)
+                    yield Start(job.job_id, placed)
                     continue
                 failed.add(ck)
                 i = prof.earliest(need, length, 1)

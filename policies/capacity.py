@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Generator, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sortedcontainers import SortedList
 
@@ -65,10 +65,12 @@ from policies.queues import (
     parse_queue_param,
     queues_for_vcs,
 )
-from sim.engine import SchedContext
 from sim.jobstate import PENDING, JobState
 from sim.model import Decision, Preempt, Reject, Start, Unschedulable
 from sim.params import Param, as_bool, as_float, as_optional, as_path
+
+if TYPE_CHECKING:
+    from sim.context import SchedContext
 
 
 class _Leaf:
@@ -255,7 +257,7 @@ class CapacityPolicy(Policy):
             for leaf in self.leaf.values():
                 leaf.clear_pending()
             self.pcount = [0] * len(self.tree.queues)
-        fresh: set[int] | None = set()
+        fresh: set[int] = set()
         for job in ch.rebuilt if ch.rebuilt is not None else ch.queued:
             if self._admit(job):
                 bad.append(job)
@@ -265,10 +267,9 @@ class CapacityPolicy(Policy):
         if ch.stopped or ch.queued or ch.rebuilt:
             self.dirty = True
         healthy = ctx.cluster.healthy_gpus
-        if ch.stopped or ch.rebuilt is not None or healthy != self.healthy:
-            fresh = None
+        changed = bool(ch.stopped) or ch.rebuilt is not None or healthy != self.healthy
         self.healthy = healthy
-        return bad, fresh
+        return bad, None if changed else fresh
 
     # --- the pass ---
 

@@ -53,10 +53,10 @@ def check_invariants(result: Any, topology: Topology, trace: Trace,
         bad.append(f"jobs end before they start: {list(late.index[:5])}")
     done = jobs[jobs.status == "completed"]
     for jid, row in done.iterrows():
-        s = specs[jid]
-        elastic = s.min_gpus is not None or s.max_gpus is not None
-        if not s.gpu_speeds and not elastic and row.run_time < s.duration - 1e-6:
-            bad.append(f"job {jid} completed {s.duration}s of work in {row.run_time}s")
+        spec = specs[jid]
+        elastic = spec.min_gpus is not None or spec.max_gpus is not None
+        if not spec.gpu_speeds and not elastic and row.run_time < spec.duration - 1e-6:
+            bad.append(f"job {jid} completed {spec.duration}s of work in {row.run_time}s")
     # GPU time conserved: what jobs held equals the integral of busy GPUs
     tl = result.timeline
     t = tl.time.to_numpy(dtype=float)

@@ -34,18 +34,20 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Generator, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sortedcontainers import SortedList
 
 from policies.base import Policy
 from policies.queues import EPS, EngineMirror, Resources, Vec, add
-from sim.engine import SchedContext
 from sim.errors import InvalidParameter, InvalidTopology
 from sim.jobstate import PENDING, JobState
 from sim.model import Decision, Preempt, Start, Unschedulable
 from sim.params import Param, as_bool, as_choice, as_optional, as_path
 from topologies.native import load_yaml
+
+if TYPE_CHECKING:
+    from sim.context import SchedContext
 
 MAX_VICTIMS = 32  # victims considered for one job (bounds the what-if placements)
 

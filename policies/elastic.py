@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-from sim.engine import SchedContext
 from sim.jobstate import JobState
 from sim.model import Decision, Resize, Unschedulable
+
+if TYPE_CHECKING:
+    from sim.context import SchedContext
 
 
 def bounds(job: JobState) -> tuple[int, int]:

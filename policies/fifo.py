@@ -10,7 +10,7 @@ from policies.base import Policy
 from sim.model import Decision, Placement, Start, Unschedulable
 
 if TYPE_CHECKING:
-    from sim.engine import SchedContext
+    from sim.context import SchedContext
     from sim.jobstate import JobState
 
 

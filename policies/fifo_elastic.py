@@ -18,13 +18,16 @@ seeds (min/max replicas) map onto `min_gpus`/`max_gpus`.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from policies.base import Policy
 from policies.elastic import ElasticRules, bounds, is_elastic
-from sim.engine import SchedContext
 from sim.jobstate import JobState
 from sim.model import Decision, Start, Unschedulable
 from sim.params import Param, as_float
+
+if TYPE_CHECKING:
+    from sim.context import SchedContext
 
 
 def start_elastic(ctx: SchedContext, job: JobState) -> Start | None:

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from sortedcontainers import SortedList
 
@@ -43,11 +44,13 @@ from policies.base import Policy
 from policies.elastic import ElasticRules, bounds, is_elastic
 from policies.fifo_elastic import start_elastic
 from policies.placement.base import take_gpus
-from sim.engine import SchedContext
 from sim.interfaces import ClusterView
 from sim.jobstate import JobState
 from sim.model import Decision, Level, Migrate, Start, Unschedulable
 from sim.params import Param, as_bool, as_float, as_int
+
+if TYPE_CHECKING:
+    from sim.context import SchedContext
 
 HOLD = ("start", "resume", "migrate", "resize")
 DROP = ("preempt", "suspend", "fail", "finish", "kill")
@@ -200,9 +203,9 @@ class GandivaPolicy(Policy):
                 self.by_label.setdefault(key[0], SortedList()).add(key[1:])
         self.dirty_nodes.clear()
         for gpus in sorted(self.dirty_sets):
-            old = self.ts_key.pop(gpus, None)
-            if old is not None:
-                self.ts[old[0]].remove(old[1:])
+            old_set = self.ts_key.pop(gpus, None)
+            if old_set is not None:
+                self.ts[old_set[0]].remove(old_set[1:])
             holders = {h for g in gpus for h in cluster.gpu_holders[g]}
             if not holders or min(holders) < 0:
                 continue
@@ -213,9 +216,9 @@ class GandivaPolicy(Policy):
             if ctx.share_mode(members[0]) == "pack" or \
                     (len(members) == 1 and members[0].milli != 1000):
                 continue  # packed, or a fractional job: not a GPU set to time-slice
-            key = (len(gpus), len(members), gpus)
-            self.ts_key[gpus] = key
-            self.ts.setdefault(len(gpus), SortedList()).add(key[1:])
+            set_key = (len(gpus), len(members), gpus)
+            self.ts_key[gpus] = set_key
+            self.ts.setdefault(len(gpus), SortedList()).add(set_key[1:])
         self.dirty_sets.clear()
 
     # --- reactive placement ---
@@ -415,12 +418,12 @@ class GandivaPolicy(Policy):
                 job = ctx.job_at(idx)
                 if ctx.share_mode(job):
                     continue
-                got = ctx.place_if_freed(job, [job])
+                tighter = ctx.place_if_freed(job, [job])
                 topo = ctx.topology
-                if not isinstance(got, Unschedulable) and \
-                        topo.lowest_common_level(got) < topo.lowest_common_level(job.gpus):
+                if not isinstance(tighter, Unschedulable) and \
+                        topo.lowest_common_level(tighter) < topo.lowest_common_level(job.gpus):
                     budget -= 1
-                    yield Migrate(job.job_id, got, self._cost(job))
+                    yield Migrate(job.job_id, tighter, self._cost(job))
                     self._refresh(ctx)
             for d in self._defragment(ctx, budget):
                 budget -= 1
@@ -441,8 +444,8 @@ class GandivaPolicy(Policy):
     def _placement_for(self, ctx: SchedContext, job: JobState) -> tuple[int, ...] | None:
         k = len(job.gpus)
         if k > ctx.topology.max_node_gpus:
-            got = ctx.place(job)
-            return None if isinstance(got, Unschedulable) else got
+            placed = ctx.place(job)
+            return None if isinstance(placed, Unschedulable) else placed
         for label in (k, *sorted(x for x in self.by_label if x != k)):
             got = self._labelled(ctx, job, label, k)
             if got is not None:

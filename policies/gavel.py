@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
@@ -69,7 +69,7 @@ from sim.params import Param, as_float
 from sim.registry import PLACERS
 
 if TYPE_CHECKING:
-    from sim.engine import SchedContext
+    from sim.context import SchedContext
 
 EPS = 1e-9
 
@@ -244,7 +244,7 @@ class GavelPolicy(Policy):
         key = (request_class(spec), spec.gpu_speeds, spec.locality_sensitivity, gpu_type)
         v = self._fits.get(key)
         if v is None:
-            if self._idle is None:
+            if self._idle is None or self._placer is None:  # both are set together
                 self._idle = ClusterState(ctx.topology)
                 self._placer = PLACERS[ctx.params["placer"]]()
             typed = dataclasses.replace(spec, gpu_type=gpu_type)
@@ -361,7 +361,8 @@ class GavelPolicy(Policy):
             self.armed = self.next_round
             ctx.wake_at(self.next_round)
 
-    def _round(self, ctx: SchedContext, jobs: list[JobState]) -> Iterator[Decision]:
+    def _round(self, ctx: SchedContext, jobs: list[JobState]
+               ) -> Generator[Decision, None, int]:
         """Pick this round's (job, type) pairs greedily, then stop, keep and place."""
         left = {t: int(c) * MILLI for t, c in zip(self.types, self._capacity(ctx), strict=True)}
         tput = {j.idx: self.throughput(ctx, j) for j in jobs}

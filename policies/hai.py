@@ -49,7 +49,7 @@ import heapq
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from sortedcontainers import SortedList
 
@@ -63,12 +63,14 @@ from policies.quota_files import (
     hai_level,
     load_hai_quotas,
 )
-from sim.engine import SchedContext
 from sim.errors import InvalidParameter
 from sim.jobstate import PENDING, RUNNING, JobState
 from sim.model import Decision, JobSpec, Reject, Start, Suspend
 from sim.params import Param, as_bool, as_choice, as_float, as_optional, as_path
 from topologies.tree import Topology
+
+if TYPE_CHECKING:
+    from sim.context import SchedContext
 
 ABOVE_NORMAL = HAI_LEVELS["ABOVE_NORMAL"]
 NORMAL = HAI_LEVELS["NORMAL"]

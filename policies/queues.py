@@ -25,7 +25,7 @@ from topologies.native import load_yaml, parse_queues
 from topologies.tree import QueueSpec, Topology
 
 if TYPE_CHECKING:
-    from sim.engine import SchedContext
+    from sim.context import SchedContext
 
 EPS = 1e-9
 
@@ -66,7 +66,7 @@ class Resources:
         return (gpus, float(spec.num_cpus), float(spec.mem_gb))
 
 
-def add(a: list[float], b: Vec, sign: float = 1.0) -> None:
+def add(a: list[float], b: Sequence[float], sign: float = 1.0) -> None:
     """In place: a += sign * b (3-vectors)."""
     a[0] += sign * b[0]
     a[1] += sign * b[1]
@@ -168,8 +168,8 @@ class EngineMirror:
                 queued[idx] = job
             elif job.status == RETRYING:
                 back.append((t, idx))
-        for e in back:
-            heapq.heappush(later, (max(e[0], now), e[1]))
+        for t, idx in back:
+            heapq.heappush(later, (max(t, now), idx))
         self.pending += len(queued)
         if self.pending != ctx.pending_count:
             self.rebuilds += 1
@@ -245,18 +245,20 @@ class QueueTree:
     def __init__(self, queues: tuple[QueueSpec, ...], source: str) -> None:
         self.source = source
         self.queues: list[QueueInfo] = []
-        self.top: tuple[int, ...] = tuple(self._add(q, -1, 1.0, 1.0, ()) for q in queues)
+        slots: list[QueueInfo | None] = []  # by id; a queue's id is taken before its children's
+        self.top: tuple[int, ...] = tuple(self._add(slots, q, -1, 1.0, 1.0, ()) for q in queues)
+        self.queues.extend(info for info in slots if info is not None)
         self.leaves: dict[str, int] = {q.name: q.id for q in self.queues if q.leaf}
         self.parents: frozenset[str] = frozenset(q.name for q in self.queues if not q.leaf)
 
-    def _add(self, q: QueueSpec, parent: int, cap: float, mx: float,
-             path: tuple[int, ...]) -> int:
-        qid = len(self.queues)
-        self.queues.append(None)  # type: ignore[arg-type]  # placeholder, set below
+    def _add(self, slots: list[QueueInfo | None], q: QueueSpec, parent: int, cap: float,
+             mx: float, path: tuple[int, ...]) -> int:
+        qid = len(slots)
+        slots.append(None)  # placeholder, set below
         abs_cap, abs_max = cap * q.capacity, mx * q.max_capacity
         here = (qid, *path)
-        kids = tuple(self._add(c, qid, abs_cap, abs_max, here) for c in q.children)
-        self.queues[qid] = QueueInfo(
+        kids = tuple(self._add(slots, c, qid, abs_cap, abs_max, here) for c in q.children)
+        slots[qid] = QueueInfo(
             qid, q.name, parent, kids, q.capacity, q.max_capacity, q.user_limit_factor,
             abs_cap, abs_max, min(q.user_limit_factor * abs_cap, abs_max),
             here,

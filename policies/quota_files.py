@@ -22,7 +22,7 @@ from sim.model import PRIORITY_NAMES
 from topologies.native import load_yaml
 
 if TYPE_CHECKING:
-    from sim.engine import SchedContext
+    from sim.context import SchedContext
 
 # --- HAI priority levels (conf/server_flags TASK_PRIORITY of hai-platform) ---
 
@@ -229,9 +229,9 @@ class LiveJobs:
         ends = self._ends
         while ends and ends[0][0] <= now:
             _, idx = heapq.heappop(ends)
-            job = self.running.get(idx)
-            if job is not None and job.status != RUNNING:
-                stopped[idx] = job
+            ended = self.running.get(idx)
+            if ended is not None and ended.status != RUNNING:
+                stopped[idx] = ended
         if len(ctx.running()) != len(self.running) - len(stopped):
             for idx in sorted(self.running):
                 job = self.running[idx]

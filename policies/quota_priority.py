@@ -33,16 +33,18 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sortedcontainers import SortedList
 
 from policies.base import Policy
 from policies.quota_files import LiveJobs, load_vc_quotas
-from sim.engine import SchedContext
 from sim.jobstate import FINAL, RUNNING, JobState
 from sim.model import Decision, JobSpec, Placement, Preempt, Start, Suspend, Unschedulable
 from sim.params import Param, as_choice, as_optional, as_path
+
+if TYPE_CHECKING:
+    from sim.context import SchedContext
 
 WEIGHTS = ("priority-wait", "wait", "suspensions")
 _NO_ROOM = Unschedulable("not enough free GPUs now", True)

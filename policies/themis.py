@@ -40,7 +40,7 @@ from sim.model import Decision, JobSpec, Start, job_milli
 from sim.params import Param, as_float
 
 if TYPE_CHECKING:
-    from sim.engine import SchedContext
+    from sim.context import SchedContext
 
 EPS = 1e-9
 

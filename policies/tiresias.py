@@ -59,7 +59,7 @@ from sim.model import MILLI
 from sim.params import Param, as_float, as_int
 
 if TYPE_CHECKING:
-    from sim.engine import SchedContext
+    from sim.context import SchedContext
 
 EPS = 1e-6
 

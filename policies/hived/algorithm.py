@@ -166,9 +166,9 @@ class HivedAlgorithm:
                 set_preassigned(root)
                 k += 1
                 st.pinned[pid] = root
-                by_level: dict[int, list[VCell]] = {}
-                _collect(root, by_level)
-                st.pinned_views[pid] = NodeIndex(self._node_view(by_level, info), cross=True)
+                pinned_levels: dict[int, list[VCell]] = {}
+                _collect(root, pinned_levels)
+                st.pinned_views[pid] = NodeIndex(self._node_view(pinned_levels, info), cross=True)
             self.vcs[name] = st
             self.vc_free[name] = {ch: dict(lv) for ch, lv in wants[name].items()}
             self.vc_doomed[name] = {ch: {lv: [] for lv in range(1, self.chains[ch].top_level + 1)}
@@ -274,7 +274,7 @@ class HivedAlgorithm:
         got = topology_aware.schedule(self.phys_views[chain], pods, OPP)
         if isinstance(got, str):
             return f"{got} when scheduling in the physical cluster"
-        return Plan(req, chain, got, None)  # type: ignore[arg-type]
+        return Plan(req, chain, got, None)
 
     def _guaranteed(self, req: Request, chain: str, pods: list[int], commit: bool
                     ) -> Plan | str:
@@ -285,7 +285,7 @@ class HivedAlgorithm:
         vplace = topology_aware.schedule(view, pods, req.prio)
         if isinstance(vplace, str):
             return f"{vplace} when scheduling in VC {req.vc!r}"
-        vleaves: list[VCell] = [c for pod in vplace for c in pod]  # type: ignore[misc]
+        vleaves: list[VCell] = [c for pod in vplace for c in pod]
         lazy = self._try_lazy_preempt(vleaves) if self.lazy else []
         bindings = self._map_to_physical(vleaves, chain)
         if bindings is not None and not all(p.healthy for p in bindings.values()):
@@ -405,7 +405,8 @@ class HivedAlgorithm:
             if leaf.vcell is None:
                 _bind(leaf, v)
             if newly:
-                self._allocate_preassigned(pre.pcell, vc, False)  # type: ignore[arg-type]
+                assert pre.pcell is not None  # _bind bound it with the leaf
+                self._allocate_preassigned(pre.pcell, vc, False)
             elif pre.pcell is not None and pre.pcell.doomed:
                 # a job uses the healthy part of a cell doomed to bad hardware: from now on
                 # it is a cell in use (HiveD would keep it doomed and could unbind it in use)
@@ -441,11 +442,12 @@ class HivedAlgorithm:
         parent = c.parent
         for lv in range(level + 1, up_to + 1):
             left[lv] -= 1
-            if not parent.healthy:  # type: ignore[union-attr]
-                self.bad_free[chain][lv].remove(parent)  # type: ignore[arg-type]
+            assert parent is not None  # levels up to `up_to` are ancestors of c
+            if not parent.healthy:
+                self.bad_free[chain][lv].remove(parent)
             else:
                 self._try_bind_doomed(chain, lv)
-            parent = parent.parent  # type: ignore[union-attr]
+            parent = parent.parent
         if not c.healthy:
             self._allocate_bad_cell(c)
             if not doomed:
@@ -470,11 +472,12 @@ class HivedAlgorithm:
         parent = c.parent
         for lv in range(level + 1, up_to + 1):
             left[lv] += 1
-            if not parent.healthy:  # type: ignore[union-attr]
-                self.bad_free[chain][lv].append(parent)  # type: ignore[arg-type]
+            assert parent is not None  # levels up to `up_to` are ancestors of c
+            if not parent.healthy:
+                self.bad_free[chain][lv].append(parent)
             else:
                 self._try_unbind_doomed(chain, lv)
-            parent = parent.parent  # type: ignore[union-attr]
+            parent = parent.parent
         if not c.healthy:
             self._release_bad_cell(c)
             if not doomed:
@@ -643,8 +646,9 @@ class HivedAlgorithm:
             elif not self._safe_relaxed_buddy_alloc(vx, free, free_num, level, bindings):
                 return None
         for group in nonpre:
-            parent = group[0].cell.parent.pcell  # type: ignore[union-attr]
-            if self._map_cells(group, parent.children, bindings) is None:  # type: ignore[union-attr]
+            vparent = group[0].cell.parent  # a bound cell (how _binding_paths grouped them)
+            assert vparent is not None and vparent.pcell is not None
+            if self._map_cells(group, vparent.pcell.children, bindings) is None:
                 return None
         return bindings
 
@@ -771,8 +775,8 @@ def _bind(pc: PCell, v: VCell) -> None:
     while vv is not None and vv.pcell is None and p is not None:
         p.vcell = vv
         vv.pcell = p
-        vv = vv.parent  # type: ignore[assignment]
-        p = p.parent  # type: ignore[assignment]
+        vv = vv.parent
+        p = p.parent
 
 
 def _unbind(pc: PCell) -> None:
@@ -785,7 +789,7 @@ def _unbind(pc: PCell) -> None:
         parent = v.parent
         if parent is None or any(ch.pcell is not None for ch in parent.children):
             return
-        v = parent  # type: ignore[assignment]
+        v = parent
 
 
 def _unbound(cells: Iterable[VCell]) -> VCell | None:
@@ -864,11 +868,11 @@ def _binding_paths(vleaves: Sequence[VCell], bindings: dict[int, PCell]
             bindings[id(leaf)] = leaf.pcell
             continue
         path: list[VCell] = []
-        c: Cell | None = leaf
+        c: VCell | None = leaf
         while c is not None:
-            if c.pcell is not None or id(c) in vertices:  # type: ignore[attr-defined]
+            if c.pcell is not None or id(c) in vertices:
                 break
-            path.append(c)  # type: ignore[arg-type]
+            path.append(c)
             c = c.parent
         root = path[-1]
         vx = _Vertex(root)
@@ -876,7 +880,7 @@ def _binding_paths(vleaves: Sequence[VCell], bindings: dict[int, PCell]
         parent = root.parent
         if parent is None:
             pre.append(vx)
-        elif parent.pcell is not None:  # type: ignore[attr-defined]
+        elif parent.pcell is not None:
             grp = groups.get(id(parent))
             if grp is None:
                 grp = groups[id(parent)] = []

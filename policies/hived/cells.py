@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Self
 
 FREE = -2  # a leaf no job uses
 OPP = -1  # opportunistic (trace priority -1)
@@ -36,8 +36,8 @@ class Cell:
     def __init__(self, chain: str, level: int, total: int, order: int, name: str) -> None:
         self.chain = chain
         self.level = level
-        self.parent: Cell | None = None
-        self.children: list = []
+        self.parent: Self | None = None
+        self.children: list[Self] = []
         self.total = total  # leaves under the cell
         self.used: dict[int, int] = {}
         self.order = order  # position for deterministic tie-breaks
@@ -50,11 +50,11 @@ class Cell:
         """The highest priority using a leaf of this cell (FREE when none)."""
         return max(self.used) if self.used else FREE
 
-    def leaves(self) -> list:
+    def leaves(self) -> list[Self]:
         """The leaf cells under this cell, left to right."""
         if not self.children:
             return [self]
-        out: list = []
+        out: list[Self] = []
         stack = [self]
         while stack:
             c = stack.pop()
@@ -151,14 +151,13 @@ class FreeList:
         c = cell
         while True:
             parent = c.parent
-            stop = parent is None or parent.split
-            if not stop:
-                for ch in parent.children:
-                    self.add(ch)
-                parent.split = True
-            self.discard(c)
-            if stop:
+            if parent is None or parent.split:
+                self.discard(c)
                 return c.level
+            for ch in parent.children:
+                self.add(ch)
+            parent.split = True
+            self.discard(c)
             c = parent
 
     def give(self, cell: PCell) -> int:

@@ -181,10 +181,10 @@ def build_physical(topo: Topology) -> PhysicalCluster:
         for c in _walk(root):
             by_level.setdefault(c.level, []).append(c)
     chains = {k: _with_tops(v, len(chain_tops[k])) for k, v in chains.items()}
-    if any(p is None for p in leaf_of_gpu):
+    leaves = [p for p in leaf_of_gpu if p is not None]
+    if len(leaves) != len(leaf_of_gpu):
         raise SimError(f"{topo.name}: some GPUs belong to no chain")
-    return PhysicalCluster(cells, chains, chain_tops, full, leaf_of_gpu,  # type: ignore[arg-type]
-                           node_cells)
+    return PhysicalCluster(cells, chains, chain_tops, full, leaves, node_cells)
 
 
 def _shape(topo: Topology, cid: int, levels: dict[int, int]) -> tuple:
@@ -297,8 +297,8 @@ def resolve_vcs(topo: Topology, pc: PhysicalCluster, vcs_data: Any = None,
         out = {vc: _level_form(vc, spec, pc, room, f"{topo.source or topo.name}: vcs.{vc}",
                                InvalidTopology) for vc, spec in topo.vcs.items()}
         return out, True
-    cells = tuple((name, info.top_level, info.tops) for name, info in pc.chains.items())
-    return {DEFAULT_VC: VcCells(DEFAULT_VC, cells)}, False
+    chain_cells = tuple((name, info.top_level, info.tops) for name, info in pc.chains.items())
+    return {DEFAULT_VC: VcCells(DEFAULT_VC, chain_cells)}, False
 
 
 def _hived_form(vc: str, spec: Mapping[str, Any], pc: PhysicalCluster, topo: Topology,

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from sortedcontainers import SortedList
 
@@ -57,7 +57,7 @@ from sim.model import (
 from sim.params import Param, as_bool, as_optional, as_path
 
 if TYPE_CHECKING:
-    from sim.engine import SchedContext
+    from sim.context import SchedContext
 
 PINNED_COLUMN = "pinned_cell_id"
 
@@ -88,7 +88,7 @@ class _Queue:
     keys: SortedList = field(default_factory=SortedList)  # (-priority, submit, idx)
     classes: dict[tuple, SortedList] = field(default_factory=dict)  # -> (submit, idx)
     running: dict[int, JobState] = field(default_factory=dict)
-    ctx: _QueueContext | None = None
+    ctx: SchedContext | None = None  # a _QueueContext standing in for one (set in attach)
 
 
 def _class_key(s: JobSpec, pinned: str) -> tuple:
@@ -226,8 +226,9 @@ class HivedPolicy(Policy):
         self.by_pos = self._all_queues()
         self.dirty: set[int] = set(range(len(self.by_pos)))  # queues that changed
         for q in self._all_queues():
-            q.ctx = _QueueContext(self, q, ctx)
-            q.policy.attach(q.ctx)  # type: ignore[arg-type]
+            # duck-typed: what the ordering sees is a SchedContext narrowed to the queue
+            q.ctx = cast("SchedContext", _QueueContext(self, q, ctx))
+            q.policy.attach(q.ctx)
         periods = [q.policy.period for q in self._all_queues() if q.policy.period]
         self.period = min(periods) if periods else None
         self.timed = {q.pos for q in self._all_queues() if q.policy.period}
@@ -270,7 +271,8 @@ class HivedPolicy(Policy):
             touched.clear()
 
     def _run(self, ctx: SchedContext, q: _Queue) -> Iterator[Decision]:
-        for d in q.policy.schedule(q.ctx):  # type: ignore[arg-type]
+        assert q.ctx is not None  # set in attach
+        for d in q.policy.schedule(q.ctx):
             yield from self._apply(ctx, q, d)
 
     def _apply(self, ctx: SchedContext, q: _Queue, d: Decision) -> Iterator[Decision]:
@@ -329,7 +331,7 @@ class HivedPolicy(Policy):
         victim = ctx.job_at(idx)
         q = self.jobs.running.pop(idx)
         q.running.pop(idx, None)
-        self._mark(self.queues[self._request(victim).vc])  # type: ignore[union-attr]
+        self._mark(self.queues[self._known_request(victim).vc])
         self._mark(self.opp)
         self.preemptions += 1
         spec = by.spec
@@ -376,6 +378,12 @@ class HivedPolicy(Policy):
         if got is None:
             got = self.requests[job.idx] = self._make_request(job.idx, job.spec)
         return got
+
+    def _known_request(self, job: JobState) -> Request:
+        """The request of a job hived queued or started: never a refusal."""
+        req = self._request(job)
+        assert isinstance(req, Request)  # refused jobs are neither queued nor started
+        return req
 
     def _make_request(self, idx: int, s: JobSpec) -> Request | str:
         algo = self.algo
@@ -490,7 +498,7 @@ class HivedPolicy(Policy):
             return
         s = job.spec
         q.keys.discard((-s.priority, s.submit_time, job.idx))
-        ck = _class_key(s, self._request(job).pinned)  # type: ignore[union-attr]
+        ck = _class_key(s, self._known_request(job).pinned)
         lst = q.classes.get(ck)
         if lst is not None:
             lst.discard((s.submit_time, job.idx))

@@ -23,19 +23,20 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterator, Sequence
+from typing import Generic, TypeVar
 
 from sortedcontainers import SortedList
 
-from policies.hived.cells import FREE, OPP, Cell
+from policies.hived.cells import FREE, OPP, Cell, PCell, VCell
 
-Placement = list[list[Cell]]
+N = TypeVar("N", PCell, VCell)  # the cells of a view: all physical or all virtual
 
 
-class NodeIndex:
+class NodeIndex(Generic[N]):
     """The nodes of one cluster view, bucketed by (rank, free leaves), in view order."""
 
-    def __init__(self, nodes: Sequence[Cell], cross: bool) -> None:
-        self.nodes = list(nodes)
+    def __init__(self, nodes: Sequence[N], cross: bool) -> None:
+        self.nodes: list[N] = list(nodes)
         self.cross = cross  # rank by all usage (inside a VC) or opportunistic usage
         self.by_rank: dict[tuple, dict[int, SortedList]] = {}
         self.ranks: SortedList = SortedList()
@@ -104,7 +105,7 @@ class NodeIndex:
                 keys[i] = new
         self.stale.clear()
 
-    def fitting(self, smallest: int) -> Iterator[Cell]:
+    def fitting(self, smallest: int) -> Iterator[N]:
         """Nodes with at least `smallest` free leaves, in HiveD's rank order (health aside)."""
         if self.stale:
             self._flush()
@@ -119,7 +120,7 @@ class NodeIndex:
                     yield nodes[i]
 
 
-def schedule(index: NodeIndex, pods: Sequence[int], prio: int) -> Placement | str:
+def schedule(index: NodeIndex[N], pods: Sequence[int], prio: int) -> list[list[N]] | str:
     """Leaves for each pod (pods sorted by size), or why the gang does not fit."""
     pods = sorted(pods)
     used_prio = OPP
@@ -130,7 +131,7 @@ def schedule(index: NodeIndex, pods: Sequence[int], prio: int) -> Placement | st
     if isinstance(picked, str):
         return picked
     taken: dict[int, set[int]] = {}
-    out: Placement = []
+    out: list[list[N]] = []
     for n, node in zip(pods, picked, strict=True):
         seen = taken.setdefault(id(node), set())
         leaves = pick_leaves(node, n, used_prio, seen)
@@ -158,15 +159,15 @@ def _stats(node: Cell, prio: int, cross: bool) -> tuple[int, int, int]:
     return same, higher, free
 
 
-def find_nodes_indexed(index: NodeIndex, pods: Sequence[int]) -> list[Cell] | str:
+def find_nodes_indexed(index: NodeIndex[N], pods: Sequence[int]) -> list[N] | str:
     """HiveD's findNodesForPods for the no-preemption pass, walking only fitting nodes.
 
     Bad nodes rank after every healthy one in HiveD, so skipping them and going on is
     the same walk; a gang that healthy nodes cannot hold fails.
     """
-    picked: list[Cell] = []
+    picked: list[N] = []
     k = 0
-    bad: Cell | None = None
+    bad: N | None = None
     for node in index.fitting(pods[0]):
         if not node.healthy:
             bad = bad or node
@@ -184,8 +185,8 @@ def find_nodes_indexed(index: NodeIndex, pods: Sequence[int]) -> list[Cell] | st
     return "insufficient capacity"
 
 
-def find_nodes(nodes: Sequence[Cell], pods: Sequence[int], prio: int, cross: bool
-               ) -> list[Cell] | str:
+def find_nodes(nodes: Sequence[N], pods: Sequence[int], prio: int, cross: bool
+               ) -> list[N] | str:
     """The node of each pod (pods sorted ascending), or a reason (HiveD's findNodesForPods)."""
     smallest = pods[0]
     ranked = []
@@ -201,7 +202,7 @@ def find_nodes(nodes: Sequence[Cell], pods: Sequence[int], prio: int, cross: boo
             return f"have to use at least one bad node {nodes[best[3]].name}"
         return [nodes[best[3]]]
     ranked.sort()
-    picked: list[Cell] = []
+    picked: list[N] = []
     k = 0
     for bad, _same, _higher, i, free in ranked:
         acc = 0
@@ -216,7 +217,7 @@ def find_nodes(nodes: Sequence[Cell], pods: Sequence[int], prio: int, cross: boo
     return "insufficient capacity"
 
 
-def pick_leaves(node: Cell, n: int, prio: int, taken: set[int]) -> list[Cell]:
+def pick_leaves(node: N, n: int, prio: int, taken: set[int]) -> list[N]:
     """`n` leaves of `node` with the lowest common ancestor (free before preemptible)."""
     if not node.used and not taken:  # an idle node: its leftmost smallest cell that fits
         cell = node
@@ -224,9 +225,9 @@ def pick_leaves(node: Cell, n: int, prio: int, taken: set[int]) -> list[Cell]:
             cell = cell.children[0]
         return cell.leaves()[:n]
     avail: dict[int, tuple[int, int]] = {}
-    by_level: dict[int, list[Cell]] = {}
+    by_level: dict[int, list[N]] = {}
 
-    def walk(c: Cell) -> tuple[int, int]:
+    def walk(c: N) -> tuple[int, int]:
         if not c.children:
             if id(c) in taken:
                 fq = (0, 0)
@@ -249,9 +250,9 @@ def pick_leaves(node: Cell, n: int, prio: int, taken: set[int]) -> list[Cell]:
 
     walk(node)
 
-    def key(c: Cell, k: int) -> tuple:
+    def key(c: N, k: int) -> tuple:
         f, q = avail[id(c)]
-        up = []
+        up: list[int] = []
         p = c.parent
         while p is not None and id(p) in avail:
             up.append(sum(avail[id(p)]))
@@ -266,14 +267,14 @@ def pick_leaves(node: Cell, n: int, prio: int, taken: set[int]) -> list[Cell]:
     raise AssertionError(f"node {node.name} cannot hold {n} leaves")  # find_nodes checked
 
 
-def _take(cell: Cell, n: int, avail: dict[int, tuple[int, int]], key) -> list[Cell]:
+def _take(cell: N, n: int, avail: dict[int, tuple[int, int]], key) -> list[N]:
     if not cell.children:
         return [cell]
     kids = [c for c in cell.children if sum(avail[id(c)]) > 0]
     fits = [c for c in kids if sum(avail[id(c)]) >= n]
     if fits:
         return _take(min(fits, key=lambda c: key(c, n)), n, avail, key)
-    out: list[Cell] = []
+    out: list[N] = []
     for c in sorted(kids, key=lambda c: (-avail[id(c)][0], -sum(avail[id(c)]), c.order)):
         k = min(sum(avail[id(c)]), n - len(out))
         out.extend(_take(c, k, avail, key))

@@ -18,7 +18,7 @@ from sim.jobstate import HELD, PENDING, RETRYING, JobState
 from sim.model import Reject
 
 if TYPE_CHECKING:
-    from sim.engine import SchedContext
+    from sim.context import SchedContext
 
 LEFT = frozenset({"finish", "fail", "kill", "retry"})  # events after which a job may move
 

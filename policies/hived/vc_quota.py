@@ -29,7 +29,7 @@ from sim.model import Decision, Start, Unschedulable
 from sim.params import Param, as_optional, as_path
 
 if TYPE_CHECKING:
-    from sim.engine import SchedContext
+    from sim.context import SchedContext
     from topologies.tree import Topology
 
 
