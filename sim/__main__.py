@@ -1,5 +1,5 @@
 """`python -m sim` is the `schedlab` command."""
 
-from sim.cli import main
+from sim.app.cli import main
 
 main(prog_name="schedlab")

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import make_trace
 
-from sim.check import (
+from sim.app.check import (
     DEFAULT_ATOL,
     DEFAULT_RTOL,
     collect_runs,
@@ -20,7 +20,7 @@ from sim.check import (
     read_baseline,
     within,
 )
-from sim.cli_research import check as check_cmd
+from sim.app.cli_research import check as check_cmd
 from sim.engine import Simulation
 from sim.errors import SimError
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from policies import registered_policies
-from sim.check import RunRecord, compare_run, format_report, read_baseline
+from sim.app.check import RunRecord, compare_run, format_report, read_baseline
 from sim.engine import Simulation
 from topologies import load_topology
 from traces import load_trace

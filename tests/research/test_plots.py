@@ -8,10 +8,8 @@ from click.testing import CliRunner
 from conftest import make_trace
 from research_helpers import assert_png, write_inputs
 
-from sim.cli_research import plot as plot_cmd
-from sim.engine import Simulation
-from sim.errors import SimError
-from sim.plots import (
+from sim.app.cli_research import plot as plot_cmd
+from sim.app.plots import (
     RunData,
     cdf_figure,
     comparison_figure,
@@ -24,7 +22,9 @@ from sim.plots import (
     sweep_figure,
     timeline_figure,
 )
-from sim.sweep import InlineExecutor, load_sweep, run_sweep
+from sim.app.sweep import InlineExecutor, load_sweep, run_sweep
+from sim.engine import Simulation
+from sim.errors import SimError
 
 JOBS = [(f"j{i}", 20.0 * i, (1, 2, 4, 8)[i % 4], 300.0 + 40 * i) for i in range(24)]
 

@@ -14,8 +14,8 @@ import pytest
 from click.testing import CliRunner
 from research_helpers import summary_json, write_inputs
 
-import sim.cli_research as cli_research
-from sim.sweep import (
+import sim.app.cli_research as cli_research
+from sim.app.sweep import (
     RESERVED_COLUMNS,
     InlineExecutor,
     RunPoint,
@@ -105,7 +105,7 @@ def test_resume_after_an_interrupted_sweep_runs_each_point_exactly_once(tmp_path
 def test_ctrl_c_on_the_command_then_rerun_resumes(tmp_path):
     path = write_inputs(tmp_path / "in", jobs=400)
     out = tmp_path / "out"
-    cmd = [sys.executable, "-c", "import sys; from sim.cli_research import sweep; "
+    cmd = [sys.executable, "-c", "import sys; from sim.app.cli_research import sweep; "
            "sweep(sys.argv[1:])", str(path), "--out", str(out), "-j", "1"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60

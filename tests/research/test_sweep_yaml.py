@@ -11,10 +11,10 @@ from research_helpers import write_inputs
 from policies import register
 from policies.fifo import FifoPolicy
 from policies.registry import unregister
-from sim.cli_research import sweep as sweep_cmd
+from sim.app.cli_research import sweep as sweep_cmd
+from sim.app.sweep import RunPoint, load_sweep, parse_sweep
 from sim.errors import InvalidParameter
 from sim.params import Param, as_int
-from sim.sweep import RunPoint, load_sweep, parse_sweep
 
 
 def parse(text: str, tmp_path):
@@ -127,7 +127,8 @@ ERRORS = [
     ("seeds: [0]\ngrid: {seed: [1, 2]}\n", "'seeds' and a 'seed' axis both vary the seed"),
     ("grid: {policy: [fifo, [drf]]}\n", "policy ['drf'] is not a name"),
     ("grid: {policy: [fifo, ffo]}\n", "unknown policy 'ffo' (did you mean 'fifo'?); known:"),
-    ("base: {params: {placr: pack}}\n", "unknown parameter 'placr' (did you mean 'placer'?)"),
+    ("base: {params: {placr: pack}}\n", "unknown parameter 'placr' for policy 'fifo' "
+                                         "(did you mean 'placer'?)"),
     ("grid: {params.placer: [pack, pak]}\n", "parameter placer='pak' for the engine: expected "
                                              "one of"),
     ("grid: {load_scale: [1, 0]}\n", "load_scale 0: expected a number > 0"),

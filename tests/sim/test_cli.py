@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from sim.cli import main
+from sim.app.cli import main
 from sim.engine import Simulation
 
 SUMMARY_KEYS = """

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from policies import registered_policies
-from sim.cli import main
+from sim.app.cli import main
 
 SUMMARY_KEYS = """
 jobs_submitted jobs_completed jobs_failed jobs_killed jobs_rejected jobs_unfinished makespan

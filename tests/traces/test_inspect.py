@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import make_trace
 
-from sim.cli_trace import trace as trace_group
+from sim.app.cli_trace import trace as trace_group
 from sim.model import JobSpec
 from topologies.build import uniform_topology
 from traces import DATA_DIR, read_canonical

@@ -9,8 +9,9 @@ from typing import Any
 
 import click
 
-from sim.cli_trace import shape_from_options, shaping_options
-from sim.cli_trace import trace as trace_group
+from sim.app.cli_trace import shape_from_options, shaping_options
+from sim.app.cli_trace import trace as trace_group
+from sim.app.common import fail, policy_label
 from sim.errors import SimError
 
 TABLE = (
@@ -51,11 +52,6 @@ def format_table(summaries: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def _fail(e: Exception) -> None:
-    click.echo(f"error: {e}", err=True)
-    sys.exit(2)
-
-
 class _Progress:
     """A tqdm bar over simulated time, updated at most ~200 times per run."""
 
@@ -90,7 +86,8 @@ def main() -> None:
 @click.option("--topology", "topo_src", default="default", show_default=True,
               help="Topology file (YAML, HiveD YAML, machine list) or preset name.")
 @click.option("--policy", "policies", multiple=True,
-              help="Policy name (repeatable). Default: every registered policy.")
+              help="Policy name, module:Class or file.py:Class (repeatable). Default: every "
+                   "registered policy.")
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE",
               help="Policy or engine parameter (repeatable).")
 @click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0))
@@ -114,30 +111,27 @@ def run(trace_src: str, topo_src: str, policies: tuple[str, ...], params: tuple[
         summaries = run_many(trace_src, topo_src, list(policies), list(params), seed, until,
                              max_jobs, out, skip_bad_rows, trace_format, quiet, **shaping)
     except SimError as e:
-        _fail(e)
+        fail(e)
     if not quiet:
         click.echo(format_table(summaries))
         click.echo(f"results in {Path(out).resolve()}")
 
 
-def split_params(policy_names: list[str], given: dict[str, str]) -> dict[str, dict[str, str]]:
-    """Give each policy the engine keys and its own keys; a key no one knows is an error."""
-    from policies import policy_class
-    from sim.engine_params import ENGINE_PARAMS
-    from sim.errors import InvalidParameter, did_you_mean
+def params_by_policy(policies: list[str], given: dict[str, str]
+                     ) -> dict[str, dict[str, str]]:
+    """Each policy's parameters (engine keys and its own) of `--param`s given to them all.
+
+    One `sim.engine_params.split_params` call per policy, the others passed as `others`:
+    a key only another policy knows is left out, a key no one knows is an error naming
+    the closest known key. Every value is parsed too, so a bad one fails before any run.
+    """
+    from sim.engine_params import check_params, split_params
 
     out: dict[str, dict[str, str]] = {}
-    known_any: set[str] = set(ENGINE_PARAMS)
-    for name in policy_names:
-        keys = set(ENGINE_PARAMS) | set(policy_class(name).params)
-        known_any |= keys
-        out[name] = {k: v for k, v in given.items() if k in keys}
-    for k in given:
-        if k not in known_any:
-            raise InvalidParameter(
-                f"unknown parameter {k!r}{did_you_mean(k, known_any)} for policies "
-                f"{', '.join(policy_names)}; known: {', '.join(sorted(known_any))}"
-            )
+    for name in policies:
+        engine, own = split_params(name, given, others=[n for n in policies if n != name])
+        out[name] = {**engine, **own}
+        check_params(name, out[name])
     return out
 
 
@@ -147,20 +141,25 @@ def run_many(trace_src: str, topo_src: str, policies: list[str], params: list[st
     """Load the inputs once, shape the trace, run each policy; return the summaries.
 
     `--param load=X` is the target load of a calibrated generator trace (`philly-like`,
-    `helios-like`) on the topology, not a policy parameter.
+    `helios-like`) on the topology, not a policy parameter. A policy given as
+    'module:Class' or 'file.py:Class' writes its results under its class's name.
     """
-    from policies import policy_class, registered_policies
-    from sim.engine import Simulation
+    from policies import registered_policies
+    from sim.errors import InvalidParameter
     from sim.params import parse_kv
     from topologies import load_topology
     from traces import load_trace
 
     names = policies or registered_policies()
-    for n in names:
-        policy_class(n)  # unknown names fail before any work
+    labels = {n: policy_label(n) for n in names}  # unknown names fail before any work
+    for n, label in labels.items():
+        clash = [m for m in labels if m != n and labels[m] == label]
+        if clash:
+            raise InvalidParameter(f"policies {n!r} and {clash[0]!r} would both write their "
+                                   f"results to {label!r}; run them separately")
     given = parse_kv(params)
     load = given.pop("load", None)
-    per_policy = split_params(names, given)
+    per_policy = params_by_policy(names, given)
     topo = load_topology(topo_src)
     trace = load_trace(trace_src, skip_bad_rows=skip_bad_rows, trace_format=trace_format,
                        topology=topo, load=None if load is None else _float("load", load),
@@ -170,45 +169,59 @@ def run_many(trace_src: str, topo_src: str, policies: list[str], params: list[st
     if trace.bad_rows:  # a warning, not progress: --quiet keeps it
         click.echo(f"warning: skipped {trace.bad_rows} bad row(s) of {trace_src}; first: "
                    f"{trace.bad_row_messages[0] if trace.bad_row_messages else ''}", err=True)
-    show = not quiet and sys.stderr.isatty()
     summaries = []
     for name in names:
-        sim = Simulation(trace, topo, name, seed=seed, params=per_policy[name],
-                         max_jobs=max_jobs)
-        bar = None
-        if show:
-            horizon = until if until is not None else (
-                max((s.submit_time for s in sim.jobs), default=0.0) or 1.0)
-            bar = _Progress(name, horizon)
-        try:
-            result = sim.run(until=until, progress=bar)
-        finally:
-            if bar is not None:
-                bar.close()
+        result = _run_one(trace, topo, name, labels[name], per_policy[name], seed, until,
+                          max_jobs, show=not quiet and sys.stderr.isatty())
         if shaped or load is not None:
             result.config["shaping"] = shaped
             result.config["trace_load"] = load
             result.config["trace_format"] = trace_format
-        result.write(Path(out) / name)
+        result.write(Path(out) / labels[name])
         summaries.append(result.summary)
     return summaries
 
 
+def _run_one(trace: Any, topo: Any, policy: str, label: str, params: dict[str, str],
+             seed: int, until: float | None, max_jobs: int | None, *, show: bool) -> Any:
+    """One policy's run, with a progress bar over simulated time when `show`."""
+    from sim.engine import Simulation
+
+    sim = Simulation(trace, topo, policy, seed=seed, params=params, max_jobs=max_jobs)
+    bar = None
+    if show:
+        horizon = until if until is not None else (
+            max((s.submit_time for s in sim.jobs), default=0.0) or 1.0)
+        bar = _Progress(label, horizon)
+    try:
+        return sim.run(until=until, progress=bar)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
 @main.command("policies")
 def policies_cmd() -> None:
-    """List the registered policies, their parameters and defaults."""
-    from policies import PLACERS, policy_class, registered_policies
+    """List the registered policies (plugins included), their parameters and defaults."""
+    from policies import policy_class, registered_policies
     from sim.engine_params import ENGINE_PARAMS
+    from sim.registry import PLACERS
 
     for name in registered_policies():
-        cls = policy_class(name)
-        click.echo(f"{name}: {cls.description or (cls.__doc__ or '').strip().splitlines()[0]}")
+        try:
+            cls = policy_class(name)
+        except SimError as e:  # a broken plugin must not hide the others
+            click.echo(f"{name}: (cannot be loaded: {e})")
+            continue
+        doc = (cls.__doc__ or "").strip().splitlines()
+        click.echo(f"{name}: {cls.description or (doc[0] if doc else '')}")
         for key, p in cls.params.items():
             click.echo(f"    {key} = {_show(p.default)}    {p.doc}")
     click.echo("\nengine parameters (every policy):")
     for key, p in ENGINE_PARAMS.items():
         click.echo(f"    {key} = {_show(p.default)}    {p.doc}")
-    click.echo(f"\nplacers: {', '.join(PLACERS)}")
+    click.echo(f"\nplacers: {', '.join(PLACERS.names())}")
+    click.echo("\nother policies: --policy module:Class or --policy path/to/file.py:Class")
 
 
 def _float(key: str, v: str) -> float:
@@ -240,12 +253,12 @@ def topology_show(source: str) -> None:
     try:
         click.echo(describe(load_topology(source)))
     except SimError as e:
-        _fail(e)
+        fail(e)
 
 
 main.add_command(trace_group)
 
-from sim.cli_research import check, plot, sweep  # noqa: E402
+from sim.app.cli_research import check, plot, sweep  # noqa: E402
 
 for _cmd in (sweep, plot, check):
     main.add_command(_cmd)

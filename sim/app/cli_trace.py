@@ -8,13 +8,13 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
+from sim.app.common import fail
 from sim.errors import SimError
 
 __all__ = ["SHAPING_KEYS", "shape_from_options", "shaping_options", "trace"]
@@ -90,16 +90,26 @@ def shape_from_options(trace: Any, topology: Any = None, **opts: Any) -> Any:
     )
 
 
-def _fail(e: Exception) -> None:
-    click.echo(f"error: {e}", err=True)
-    sys.exit(2)
+class _TraceFormat(click.Choice):
+    """The `--trace-format` names, read from `traces.readers` only when needed."""
+
+    def __init__(self) -> None:
+        super().__init__([], case_sensitive=False)
+
+    @property  # type: ignore[override]
+    def choices(self) -> list[str]:
+        """Every key of `traces.readers.TRACE_FORMATS`."""
+        from traces.readers import TRACE_FORMATS
+
+        return list(TRACE_FORMATS)
+
+    @choices.setter
+    def choices(self, _: object) -> None:
+        pass
 
 
 def _format_option(f: F) -> F:
-    from traces.readers import TRACE_FORMATS
-
-    return click.option("--trace-format", default=None,
-                        type=click.Choice(list(TRACE_FORMATS), case_sensitive=False),
+    return click.option("--trace-format", default=None, type=_TraceFormat(),
                         help="Trace format (default: detect from the file).")(f)
 
 
@@ -154,7 +164,7 @@ def inspect_cmd(source: str, trace_format: str | None, topo_src: str | None,
             for p in plot_stats(t, plot_dir):
                 click.echo(f"wrote {p}")
     except SimError as e:
-        _fail(e)
+        fail(e)
 
 
 @trace.command("convert")
@@ -175,5 +185,5 @@ def convert_cmd(source: str, out: str, trace_format: str | None, topo_src: str |
         t = shape_from_options(t, topo, **shaping)
         path = write_canonical(t, out)
     except SimError as e:
-        _fail(e)
+        fail(e)
     click.echo(f"wrote {len(t)} jobs to {Path(path).resolve()}")

@@ -1,6 +1,6 @@
 """The research commands of `schedlab` (SPEC sec. 1): `sweep`, `plot` and `check`.
 
-Each is a click command that `sim.cli` adds to its group with `main.add_command`.
+Each is a click command that `sim.app.cli` adds to its group with `main.add_command`.
 """
 
 from __future__ import annotations
@@ -10,17 +10,13 @@ from pathlib import Path
 
 import click
 
+from sim.app.common import fail
 from sim.errors import SimError
 
 
 def _is_terminal() -> bool:
     """Whether stderr is a terminal (the progress bar is drawn only then)."""
     return sys.stderr.isatty()
-
-
-def _fail(e: Exception) -> None:
-    click.echo(f"error: {e}", err=True)
-    sys.exit(2)
 
 
 class _RunBar:
@@ -57,12 +53,12 @@ class _RunBar:
 def sweep(sweep_file: str, out: str | None, jobs: int | None, scheduler: str | None,
           dry_run: bool, quiet: bool) -> None:
     """Run a sweep file: grid/zip/seeds of runs, one folder each, then summary.parquet."""
-    from sim.sweep import describe_points, load_sweep, open_executor, run_sweep, write_summary
+    from sim.app.sweep import describe_points, load_sweep, open_executor, run_sweep, write_summary
 
     try:
         spec = load_sweep(sweep_file)
     except SimError as e:
-        _fail(e)
+        fail(e)
     root = Path(out) if out else Path("results") / Path(sweep_file).stem
     if dry_run:
         click.echo(describe_points(spec, root))
@@ -73,7 +69,7 @@ def sweep(sweep_file: str, out: str | None, jobs: int | None, scheduler: str | N
         with open_executor(scheduler, jobs) as executor:
             report = run_sweep(spec, root, executor, on_outcome=bar)
     except SimError as e:
-        _fail(e)
+        fail(e)
     except KeyboardInterrupt:
         write_summary(spec, root)  # again: the pool may have finished runs while closing
         done = sum(1 for p in spec.points if (root / p.folder / "summary.json").is_file())
@@ -109,7 +105,7 @@ def sweep(sweep_file: str, out: str | None, jobs: int | None, scheduler: str | N
 def plot(results: tuple[str, ...], out: str | None, metrics: tuple[str, ...],
          gantt_max_jobs: int, max_lines: int) -> None:
     """The standard figures (SPEC section 6) for a run folder, several, or a sweep (PNG)."""
-    from sim.plots import render_all
+    from sim.app.plots import render_all
 
     target = Path(out) if out else (Path(results[0]) / "figures" if len(results) == 1
                                     else Path("figures"))
@@ -118,7 +114,7 @@ def plot(results: tuple[str, ...], out: str | None, metrics: tuple[str, ...],
                           gantt_max_jobs=gantt_max_jobs, max_lines=max_lines,
                           note=lambda m: click.echo(f"note: {m}", err=True))
     except SimError as e:
-        _fail(e)
+        fail(e)
     for path in made:
         click.echo(str(path))
 
@@ -137,7 +133,7 @@ def plot(results: tuple[str, ...], out: str | None, metrics: tuple[str, ...],
 def check(results: str, baseline: str, update: bool, rtol: float | None, atol: float | None,
           only_failures: bool) -> None:
     """Compare summary metrics with a baseline; exit 1 on drift or a missing run."""
-    from sim.check import (
+    from sim.app.check import (
         collect_runs,
         compare_all,
         format_report,
@@ -157,7 +153,7 @@ def check(results: str, baseline: str, update: bool, rtol: float | None, atol: f
             return
         rows = compare_all(read_baseline(baseline), runs)
     except SimError as e:
-        _fail(e)
+        fail(e)
     bad = [r for r in rows if r.failed]
     click.echo(format_report(bad if only_failures else rows))
     if bad:

@@ -1,0 +1,219 @@
+"""Running a sweep: one run per point into its own folder, on any executor.
+
+Rerunning a sweep skips the folders that hold a `summary.json` (written last by
+`SimResult.write`). The runner takes any `concurrent.futures.Executor`: a process pool,
+or Dask's `Client.get_executor()`; nothing in it knows about Dask (`open_executor`
+builds either).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import multiprocessing
+import os
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sim.app.sweep_file import RunPoint, Sweep
+from sim.app.sweep_summary import is_finished, write_summary
+from sim.errors import InvalidParameter
+from sim.results import atomic_text
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What happened to one run: 'ok', 'failed' or 'skipped' (finished before)."""
+
+    run_id: str
+    folder: str
+    status: str
+    error: str = ""
+    wall_seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class SweepReport:
+    """The end of a sweep: counts, the failed folders with their errors, the summary file."""
+
+    total: int
+    ran: int
+    skipped: int
+    failed: tuple[tuple[str, str], ...]
+    summary_path: Path
+
+
+# --------------------------------------------------------------------------- one run
+
+
+@functools.lru_cache(maxsize=4)
+def _cached_trace(source: str, stamp: float) -> Any:
+    """Traces are immutable: a worker that runs many points loads each one once."""
+    from traces import load_trace
+
+    return load_trace(source)
+
+
+def _load_trace(source: str) -> Any:
+    p = Path(source)
+    return _cached_trace(source, p.stat().st_mtime if p.is_file() else 0.0)
+
+
+def shaped_trace(point: RunPoint) -> Any:
+    """The point's trace after `trace_window`, `load_scale` and `max_jobs` (traces.shaping)."""
+    from traces.shaping import shape
+
+    trace = _load_trace(point.trace)
+    if point.trace_window is None and point.load_scale is None and point.max_jobs is None:
+        return trace
+    return shape(trace, window=point.trace_window, load_scale=point.load_scale,
+                 max_jobs=point.max_jobs)
+
+
+def run_point(point: RunPoint, out: str) -> RunOutcome:
+    """Run one point into OUT/<folder>; a failure is recorded in error.json, never raised."""
+    from sim.engine import Simulation
+
+    folder = Path(out) / point.folder
+    folder.mkdir(parents=True, exist_ok=True)
+    if is_finished(folder):  # a retried task whose first attempt got this far
+        return RunOutcome(point.run_id, point.folder, "skipped")
+    (folder / "error.json").unlink(missing_ok=True)
+    atomic_text(folder / "point.json", json.dumps(point.config(), indent=2, default=str))
+    wall0 = time.perf_counter()
+    try:
+        sim = Simulation(shaped_trace(point), point.topology, point.policy, seed=point.seed,
+                         params=dict(point.params))
+        result = sim.run(until=point.until)
+        result.config["sweep_point"] = point.config()
+        result.write(folder)
+    except Exception as e:  # noqa: BLE001 - any failure of a run is data, not a crash
+        message = f"{type(e).__name__}: {e}"
+        write_error(folder, point, message, traceback.format_exc())
+        return RunOutcome(point.run_id, point.folder, "failed", message,
+                          time.perf_counter() - wall0)
+    return RunOutcome(point.run_id, point.folder, "ok", "", time.perf_counter() - wall0)
+
+
+def write_error(folder: Path, point: RunPoint, message: str, tb: str) -> None:
+    """Record a failed run: error, traceback and the point, in error.json."""
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_text(folder / "error.json", json.dumps(
+        {"error": message, "traceback": tb, "point": point.config()}, indent=2, default=str))
+
+
+# --------------------------------------------------------------------------- the sweep
+
+
+def run_sweep(sweep: Sweep, out: str | os.PathLike[str], executor: Executor, *,
+              on_outcome: Callable[[RunOutcome], None] | None = None) -> SweepReport:
+    """Run every unfinished point on `executor`, then write OUT/summary.parquet.
+
+    Finished folders are skipped; a run that raises, or that the executor loses, is
+    recorded as failed and the others go on. On KeyboardInterrupt the pending runs are
+    cancelled, the summary of what finished is written, and the interrupt propagates.
+    The summary's `status` is `ok`, `failed` (with `error`) or `not run`.
+    """
+    root = Path(out).resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    atomic_text(root / "sweep.json", json.dumps(
+        {"source": sweep.source, "axes": list(sweep.axes),
+         "runs": [{"folder": p.folder, **p.config()} for p in sweep.points]},
+        indent=2, default=str))
+    todo = [p for p in sweep.points if not is_finished(root / p.folder)]
+    skipped = len(sweep.points) - len(todo)
+    futures: dict[Future, RunPoint] = {}
+    outcomes: list[RunOutcome] = []
+    try:
+        for p in todo:
+            futures[executor.submit(run_point, p, str(root))] = p
+        for fut in as_completed(futures):
+            outcome = _outcome(fut, futures[fut], root)
+            outcomes.append(outcome)
+            if on_outcome is not None:
+                on_outcome(outcome)
+    except KeyboardInterrupt:
+        for fut in futures:
+            fut.cancel()
+        write_summary(sweep, root)
+        raise
+    summary = write_summary(sweep, root)
+    failed = tuple((o.folder, o.error) for o in outcomes if o.status == "failed")
+    ran = sum(1 for o in outcomes if o.status in ("ok", "failed"))
+    return SweepReport(len(sweep.points), ran, skipped + (len(outcomes) - ran), failed,
+                       summary)
+
+
+def _outcome(fut: Future, point: RunPoint, root: Path) -> RunOutcome:
+    """The run's outcome; an exception from the executor itself becomes a failed run."""
+    try:
+        return fut.result()
+    except Exception as e:  # noqa: BLE001 - a lost worker or a broken pool fails one run
+        message = f"{type(e).__name__}: {e} (raised by the executor, not the run)"
+        write_error(root / point.folder, point, message, traceback.format_exc())
+        return RunOutcome(point.run_id, point.folder, "failed", message)
+
+
+# --------------------------------------------------------------------------- executors
+
+
+class InlineExecutor(Executor):
+    """Runs each task at submit time in this process (`-j 1`: no pool, easy to debug)."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
+        """Run `fn` now; return a finished future."""
+        fut: Future = Future()
+        try:
+            fut.set_result(fn(*args, **kwargs))
+        except Exception as e:  # noqa: BLE001 - delivered through the future
+            fut.set_exception(e)
+        return fut
+
+
+SCHEDULERS = ("processes", "dask-local", "tcp://HOST:PORT")
+"""What `--scheduler` accepts (any Dask address scheme works like tcp://)."""
+
+
+@contextlib.contextmanager
+def open_executor(scheduler: str | None = None, jobs: int | None = None
+                  ) -> Iterator[Executor]:
+    """A process pool (default), a Dask LocalCluster, or an existing Dask cluster's executor.
+
+    Dask is reached only through `Client.get_executor()`, so the runner stays generic.
+    """
+    n = jobs or os.cpu_count() or 1
+    if scheduler in (None, "", "processes"):
+        if n == 1:
+            yield InlineExecutor()
+            return
+        methods = multiprocessing.get_all_start_methods()
+        ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+        with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
+            yield pool
+        return
+    if scheduler != "dask-local" and "://" not in scheduler:
+        raise InvalidParameter(f"--scheduler {scheduler!r}: expected one of "
+                               f"{', '.join(SCHEDULERS)}")
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise InvalidParameter(f"--scheduler {scheduler!r} needs Dask: "
+                               "pip install 'schedlab[dask]'") from None
+    if scheduler == "dask-local":
+        with LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                          dashboard_address=":0") as cluster, Client(cluster) as client:
+            yield client.get_executor(pure=False)
+        return
+    try:
+        client = Client(scheduler, timeout="10s")
+    except OSError as e:
+        raise InvalidParameter(f"--scheduler {scheduler!r}: cannot reach the Dask "
+                               f"scheduler ({e})") from None
+    with client:
+        yield client.get_executor(pure=False)
