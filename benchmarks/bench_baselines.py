@@ -87,9 +87,9 @@ def fill_trace(sample_seed: int = 0, over: float = 1.3):
 
     import numpy as np
 
+    from topologies.openb import read_openb_nodes
     from traces import load_trace
     from traces.base import Trace
-    from traces.readers.openb import read_openb_nodes
 
     pods = [j for j in load_trace(OPENB / "openb_pod_list_default.csv").jobs if j.num_gpus]
     topo = read_openb_nodes(OPENB / "openb_node_list_gpu_node.csv")

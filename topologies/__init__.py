@@ -1,4 +1,8 @@
-"""Cluster topologies: the cell tree, its readers (native, HiveD, machine lists) and presets."""
+"""Cluster topologies: the cell tree, its readers and presets.
+
+Readers: native YAML, HiveD YAML, the Philly machine list, the Alibaba openb node list
+and the PAI machine spec. This package does not import `traces` (nor pandas).
+"""
 
 from __future__ import annotations
 
@@ -11,13 +15,15 @@ from topologies.hived import TOP_KEYS as HIVED_KEYS
 from topologies.hived import hived_from_dict, read_hived
 from topologies.machine_list import is_philly_machine_list, read_philly_machine_list
 from topologies.native import load_yaml, native_from_dict, read_native
+from topologies.openb import is_openb_node_list, read_openb_nodes
+from topologies.pai import is_pai_machine_spec, read_pai_machines
 from topologies.presets import PRESETS, load_preset, preset_names
 from topologies.tree import Cell, CellSpec, NodeSpec, QueueSpec, Topology
 
 __all__ = [
     "Cell", "CellSpec", "NodeSpec", "QueueSpec", "Topology", "describe", "load_preset",
-    "load_topology", "preset_names", "read_hived", "read_native", "read_philly_machine_list",
-    "read_topology_file",
+    "load_topology", "preset_names", "read_hived", "read_native", "read_openb_nodes",
+    "read_pai_machines", "read_philly_machine_list", "read_topology_file",
 ]
 
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -48,9 +54,6 @@ def read_topology_file(path: str | Path) -> Topology:
         return native_from_dict(data, path)
     if is_philly_machine_list(path):
         return read_philly_machine_list(path, path.stem)
-    from traces.readers.openb import is_openb_node_list, read_openb_nodes
-    from traces.readers.pai import is_pai_machine_spec, read_pai_machines
-
     if is_openb_node_list(path):
         return read_openb_nodes(path)
     if is_pai_machine_spec(path):

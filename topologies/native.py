@@ -208,7 +208,8 @@ def _group_nodes(file: str | Path, group: Any, where: str, first: int) -> list[C
         if shape:
             raise bad_value(file, f"{where}.gpus_per_node", group["gpus_per_node"],
                             f"either gpus_per_node or {'/'.join(shape)}, not both")
-        dims = (1, 1, require_int(file, group["gpus_per_node"], f"{where}.gpus_per_node"))
+        dims: tuple[int, ...] = (
+            1, 1, require_int(file, group["gpus_per_node"], f"{where}.gpus_per_node"))
     else:
         dims = tuple(require_int(file, g[k], f"{where}.{k}")
                      for k in ("sockets", "switches_per_socket", "gpus_per_switch"))

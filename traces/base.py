@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from dataclasses import dataclass, field
 
 from sim.model import JobSpec
@@ -25,3 +27,16 @@ class Trace:
 
     def __len__(self) -> int:
         return len(self.jobs)
+
+
+def with_epoch(trace: Trace, epoch: float | None) -> Trace:
+    """The trace with its calendar origin (Unix s of submit_time 0; None: not calendar time)."""
+    value = float(epoch) if epoch is not None and math.isfinite(epoch) else None
+    if trace.epoch == value:
+        return trace
+    return dataclasses.replace(trace, epoch=value)
+
+
+def trace_epoch(trace: Trace) -> float | None:
+    """Unix time of the trace's submit_time 0, or None when it is not calendar time."""
+    return float(trace.epoch) if trace.epoch is not None else None

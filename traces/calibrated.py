@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from sim.errors import InvalidParameter
 from traces.base import Trace
@@ -240,6 +239,8 @@ def calibrated(
         InvalidParameter: An unknown preset, a bad count, seed or load, or a load without
             a topology.
     """
+    import pandas as pd
+
     if isinstance(profile, str):
         if profile not in PROFILES:
             from sim.errors import unknown_name_message

@@ -16,12 +16,9 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-import pandas as pd
-
 from sim.errors import InvalidParameter, InvalidTrace
 from sim.model import JobSpec
-from traces.base import Trace
-from traces.readers._common import trace_epoch, with_epoch
+from traces.base import Trace, trace_epoch, with_epoch
 
 if TYPE_CHECKING:
     from topologies.tree import Topology
@@ -41,6 +38,8 @@ _WINDOW_HELP = ("START:END with each side empty, seconds (e.g. 3600, 90m, 12h, 7
 
 def _bound(text: str, epoch: float | None, what: str) -> float | None:
     """One side of a window: None (open), seconds, or a date turned into trace seconds."""
+    import pandas as pd
+
     t = text.strip()
     if not t:
         return None

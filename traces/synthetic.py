@@ -12,7 +12,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from sim.errors import InvalidTrace
 from traces.base import Trace
@@ -104,6 +103,8 @@ def generate(
     Raises:
         ValueError: A parameter out of range, naming it and the value given.
     """
+    import pandas as pd
+
     n = _count("n_jobs", n_jobs, 1)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
@@ -176,6 +177,8 @@ def from_records(records: Sequence[Mapping[str, Any]], name: str = "inline") -> 
     Raises:
         InvalidTrace: As `read_canonical` (messages name `name`, the row and column).
     """
+    import pandas as pd
+
     if not records:
         raise InvalidTrace(f"{name}: no job rows (empty list of records)")
     rows = []

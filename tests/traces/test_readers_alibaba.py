@@ -1,4 +1,5 @@
-"""Alibaba readers: PAI 2020 job/task tables and machine spec, openb 2023 pods and nodes."""
+"""Alibaba trace readers: PAI 2020 job/task tables, openb 2023 pods (their topologies:
+tests/topologies/test_topology_alibaba.py)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from sim.errors import InvalidTopology, InvalidTrace
-from sim.model import Level
+from sim.errors import InvalidTrace
+from topologies import read_openb_nodes, read_pai_machines
 from traces import DATA_DIR
 from traces.readers import detect_format, read_trace
-from traces.readers.openb import read_openb_nodes, read_openb_pods
-from traces.readers.pai import read_pai, read_pai_machines
+from traces.readers.openb import read_openb_pods
+from traces.readers.pai import read_pai
 
 SAMPLES = DATA_DIR / "samples"
 TASKS = SAMPLES / "pai_task_table_sample.csv"
@@ -67,40 +68,6 @@ def test_pai_tables_with_header_lines_and_bad_rows(tmp_path: Path) -> None:
         read_pai(p, )
 
 
-def test_pai_machine_spec_topology() -> None:
-    topo = read_pai_machines(SAMPLES / "pai_machine_spec_sample.csv")
-    assert topo.num_gpus == 2 + 8 + 2 + 8 + 8
-    assert topo.gpu_types == {"MISC": 8, "P100": 2, "T4": 2, "V100": 8, "V100M32": 8}
-    assert [(n.gpu_type, n.num_gpus, n.num_cpus, n.mem_gb) for n in topo.nodes][:2] == [
-        ("", 0, 96.0, 512.0), ("T4", 2, 96.0, 512.0)]
-    big = next(n for n in topo.nodes if n.num_gpus == 8)
-    assert topo.cells[big.cell].level == Level.NODE
-    assert {topo.cells[c].level for c in topo.cells[big.cell].children} == {Level.SOCKET}
-
-
-def test_pai_machine_spec_real_archive(shared_dir: Path) -> None:
-    topo = read_pai_machines(shared_dir / "traces/alibaba-gpu-v2020/pai_machine_spec.tar.gz")
-    assert len(topo.nodes) == 1897 and topo.num_gpus == 6742
-
-
-@pytest.mark.parametrize(("line", "fragment"), [
-    ("m1,T4,96,512", "line 1: 'm1,T4,96,512' has 4 fields"),
-    ("m1,T4,96,512,x", "line 1: cap_gpu: got 'x'; allowed: an integer >= 0"),
-    ("m1,,96,512,2", "line 1: gpu_type: got ''"),
-    ("m1,T4,96,512,2\nm1,T4,96,512,2",
-     "line 2: machine: got 'm1'; allowed: a machine id not used before (line 1)"),
-])
-def test_pai_machine_spec_errors(tmp_path: Path, line: str, fragment: str) -> None:
-    p = tmp_path / "spec.csv"
-    p.write_text(line + "\n")
-    with pytest.raises(InvalidTopology) as e:
-        read_pai_machines(p)
-    assert f"spec.csv: {fragment}" in str(e.value)
-
-
-# --------------------------------------------------------------------------- openb
-
-
 def test_openb_pods_sample_exact_rows() -> None:
     p = SAMPLES / "openb_pod_list_sample.csv"
     assert detect_format(p) == "openb"
@@ -150,33 +117,6 @@ def test_openb_pod_errors(tmp_path: Path, row: str, fragment: str) -> None:
     with pytest.raises(InvalidTrace) as e:
         read_openb_pods(p)
     assert f"pods.csv, line 2, {fragment}" in str(e.value)
-
-
-def test_openb_node_list_topology() -> None:
-    topo = read_openb_nodes(SAMPLES / "openb_node_list_sample.csv")
-    assert len(topo.nodes) == 8 and topo.num_gpus == 8 + 4 + 2 + 4 + 8 + 1
-    assert topo.gpu_types == {"A10": 1, "G2": 8, "P100": 2, "T4": 4, "V100M16": 4,
-                              "V100M32": 8}
-    v = next(n for n in topo.nodes if n.gpu_type == "V100M32")
-    assert (v.num_cpus, v.mem_gb, v.gpu_mem_gb) == (96.0, 768.0, 32.0)
-
-
-def test_openb_node_list_real(shared_dir: Path) -> None:
-    topo = read_openb_nodes(shared_dir / "traces/alibaba-gpu-v2023/openb_node_list_all_node.csv")
-    assert len(topo.nodes) == 1523 and topo.num_gpus == 6212
-
-
-def test_openb_node_list_errors(tmp_path: Path) -> None:
-    p = tmp_path / "nodes.csv"
-    p.write_text("sn,cpu,memory_mib,gpu,model\n")
-    with pytest.raises(InvalidTopology, match="line 1: header"):
-        read_openb_nodes(p)
-    p.write_text("sn,cpu_milli,memory_mib,gpu,model\nn1,1000,1024,2,\n")
-    with pytest.raises(InvalidTopology, match="nodes.csv: line 2: model: got ''"):
-        read_openb_nodes(p)
-    p.write_text("sn,cpu_milli,memory_mib,gpu,model\nn1,1000,1024,2.5,T4\n")
-    with pytest.raises(InvalidTopology, match="line 2: gpu: got '2.5'; allowed: an integer"):
-        read_openb_nodes(p)
 
 
 def test_samples_replay_on_their_own_topologies() -> None:

@@ -141,7 +141,7 @@ def test_fuzz_mutated_samples(tmp_path: Path, name: str, line: int, field: int, 
     if name.endswith(".json"):
         lines[i] = lines[i][: field] + value + lines[i][field:]
     else:
-        cells = lines[i].split(sep) if sep else lines[i].split()
+        cells = (lines[i].split(sep) if sep else lines[i].split()) or [""]  # a blank line
         cells[field % len(cells)] = value
         lines[i] = (sep or " ").join(cells)
     out = tmp_path / name

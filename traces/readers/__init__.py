@@ -2,8 +2,8 @@
 
 `TRACE_FORMATS` names every format (the `--trace-format` values); `detect_format`
 guesses one from the file (suffix, then its first line); `read_trace` reads a file in a
-named or detected format. Topology readers of the trace bundles (PAI machine spec,
-openb node list) live here too: `read_pai_machines`, `read_openb_nodes`.
+named or detected format. The topologies of the trace bundles (PAI machine spec,
+openb node list) are read by `topologies` (`read_pai_machines`, `read_openb_nodes`).
 """
 
 from __future__ import annotations
@@ -21,18 +21,8 @@ from traces.readers._common import head_text, resolve, trace_epoch, with_epoch
 from traces.readers.gavel import layout as gavel_layout
 from traces.readers.gavel import read_gavel
 from traces.readers.helios import read_helios
-from traces.readers.openb import (
-    POD_COLUMNS,
-    is_openb_node_list,
-    read_openb_nodes,
-    read_openb_pods,
-)
-from traces.readers.pai import (
-    is_pai_machine_spec,
-    read_pai,
-    read_pai_machines,
-    table_kind,
-)
+from traces.readers.openb import POD_COLUMNS, read_openb_pods
+from traces.readers.pai import read_pai, table_kind
 from traces.readers.philly import POLLUX_COLUMNS, read_philly_csv, read_philly_json
 from traces.readers.swf import read_swf
 from traces.readers.tiresias import read_tiresias
@@ -41,10 +31,6 @@ __all__ = [
     "TRACE_FORMATS",
     "TraceFormat",
     "detect_format",
-    "is_openb_node_list",
-    "is_pai_machine_spec",
-    "read_openb_nodes",
-    "read_pai_machines",
     "read_trace",
     "trace_epoch",
     "with_epoch",

@@ -25,12 +25,11 @@ import os
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from sim.errors import InvalidTrace
 from traces.base import Trace
 from traces.readers._common import (
-    Issues,
+    RowErrors,
     finish,
     head_text,
     iter_csv,
@@ -131,6 +130,8 @@ def read_gavel(
         InvalidTrace: No throughputs file, an unknown layout, or a bad line naming file,
             line, field and value.
     """
+    import pandas as pd
+
     p = resolve(path)
     fields = layout(p)
     if fields is None:
@@ -141,7 +142,7 @@ def read_gavel(
         raise InvalidTrace(f"{p.name}: Gavel throughputs {str(tp_path)!r} not found; give "
                            f"throughputs=PATH ({THROUGHPUTS_FILE})")
     table = load_throughputs(tp_path, reference)
-    issues = Issues(label_of(p), skip_bad_rows)
+    issues = RowErrors(label_of(p), skip_bad_rows)
     parts, line_parts = [], []
     for chunk in iter_csv(p, issues, names=fields, sep="\t"):
         df, lines = chunk.frame, chunk.lines

@@ -16,11 +16,10 @@ import math
 import os
 
 import numpy as np
-import pandas as pd
 
 from traces.base import Trace
 from traces.readers._common import (
-    Issues,
+    RowErrors,
     check_columns,
     finish,
     iter_csv,
@@ -57,8 +56,10 @@ def read_helios(
     Raises:
         InvalidTrace: Missing columns, or a bad row naming file, line, field and value.
     """
+    import pandas as pd
+
     p = resolve(path)
-    issues = Issues(label_of(p), skip_bad_rows)
+    issues = RowErrors(label_of(p), skip_bad_rows)
     parts, line_parts = [], []
     for chunk in iter_csv(p, issues):
         df, lines = chunk.frame, chunk.lines

@@ -22,26 +22,22 @@ else the first task start; `user` and the job's `status` come from the job table
 with no task that both started and ended are excluded. Reading streams both tables in
 chunks and keeps one aggregated row a job.
 
-The machine spec (`machine, gpu_type, cap_cpu, cap_mem, cap_gpu`) reads as a Topology.
+The machine spec (`machine, gpu_type, cap_cpu, cap_mem, cap_gpu`) is a topology:
+`topologies.pai.read_pai_machines`.
 """
 
 from __future__ import annotations
 
 import os
-import tarfile
-import zlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
-from sim.errors import InvalidTopology, InvalidTrace
-from sim.model import Level
-from topologies.native import node_cell
-from topologies.tree import CellSpec, Topology
+from sim.errors import InvalidTrace
 from traces.base import Trace
 from traces.readers._common import (
-    Issues,
+    RowErrors,
     finish,
     iter_csv,
     label_of,
@@ -49,10 +45,10 @@ from traces.readers._common import (
     resolve,
 )
 
-__all__ = [
-    "JOB_COLUMNS", "MACHINE_COLUMNS", "TASK_COLUMNS", "companion", "is_pai_machine_spec",
-    "read_pai", "read_pai_machines", "table_kind",
-]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["JOB_COLUMNS", "TASK_COLUMNS", "companion", "read_pai", "table_kind"]
 
 TASK_COLUMNS = ("job_name", "task_name", "inst_num", "status", "start_time", "end_time",
                 "plan_cpu", "plan_mem", "plan_gpu", "gpu_type")
@@ -61,17 +57,8 @@ TASK_COLUMNS = ("job_name", "task_name", "inst_num", "status", "start_time", "en
 JOB_COLUMNS = ("job_name", "inst_id", "user", "status", "start_time", "end_time")
 """Columns of pai_job_table (no header line in the file)."""
 
-MACHINE_COLUMNS = ("machine", "gpu_type", "cap_cpu", "cap_mem", "cap_gpu")
-"""Columns of pai_machine_spec (no header line in the file)."""
-
 ANY_TYPE = ("", "MISC")
 """Task gpu_type values that do not constrain the GPU type."""
-
-GPU_MEM_GB = {"V100": 16.0, "V100M32": 32.0, "P100": 16.0, "T4": 16.0}
-"""GPU memory of the known PAI models (0 = unknown)."""
-
-SHAPES = {8: (2, 2, 2), 4: (1, 2, 2)}
-"""GPUs -> (sockets, switches per socket, GPUs per switch); other counts sit flat."""
 
 
 def _has_header(path: Path, columns: tuple[str, ...]) -> bool:
@@ -101,8 +88,10 @@ def table_kind(path: Path) -> str | None:
     return None
 
 
-def _tasks(path: Path, issues: Issues) -> pd.DataFrame:
+def _tasks(path: Path, issues: RowErrors) -> pd.DataFrame:
     """Stream the task table; one aggregated row a job, with its first line."""
+    import pandas as pd
+
     names = None if _has_header(path, TASK_COLUMNS) else TASK_COLUMNS
     aggs: list[pd.DataFrame] = []
     for chunk in iter_csv(path, issues, names=names):
@@ -182,8 +171,10 @@ def _one_type(values: pd.Series) -> str:
     return kinds[0] if kinds else ""
 
 
-def _jobs(path: Path, issues: Issues) -> pd.DataFrame:
+def _jobs(path: Path, issues: RowErrors) -> pd.DataFrame:
     """Stream the job table: job_name -> submit, user, status (first row of a job wins)."""
+    import pandas as pd
+
     names = None if _has_header(path, JOB_COLUMNS) else JOB_COLUMNS
     parts = []
     for chunk in iter_csv(path, issues, names=names):
@@ -230,6 +221,8 @@ def read_pai(
     Raises:
         InvalidTrace: No task table, or a bad row naming file, line, field and value.
     """
+    import pandas as pd
+
     p = resolve(path)
     kind = table_kind(p) or "task"
     if kind == "job":
@@ -241,12 +234,12 @@ def read_pai(
     else:
         tasks_path = p
         jobs_path = resolve(job_table) if job_table is not None else companion(p, "task")
-    issues = Issues(label_of(tasks_path), skip_bad_rows)
+    issues = RowErrors(label_of(tasks_path), skip_bad_rows)
     agg = _tasks(tasks_path, issues)
     submit = agg["start"].to_numpy(dtype=np.float64)
     extra: dict[str, np.ndarray] = {}
     if jobs_path is not None:
-        job_issues = Issues(label_of(jobs_path), skip_bad_rows)
+        job_issues = RowErrors(label_of(jobs_path), skip_bad_rows)
         jobs = _jobs(jobs_path, job_issues)
         joined = jobs.reindex(agg["job"])
         js = joined["submit"].to_numpy(dtype=np.float64)
@@ -255,8 +248,7 @@ def read_pai(
         submit = np.where(use, js, submit)
         extra["user"] = joined["user"].fillna("").to_numpy()
         extra["status"] = joined["status"].fillna("").to_numpy()
-        issues.bad += job_issues.bad
-        issues.messages.extend(job_issues.messages)
+        issues.merge(job_issues)
     lines = agg["line"].to_numpy(dtype=np.int64)
     dur = agg["end"].to_numpy(dtype=np.float64) - agg["start"].to_numpy(dtype=np.float64)
     with np.errstate(invalid="ignore"):
@@ -286,90 +278,3 @@ def read_pai(
     for col, values in extra.items():
         out[col] = values[keep]
     return finish([out], [lines[keep]], issues, name=name or "pai", source=str(tasks_path))
-
-
-# --------------------------------------------------------------------------- topology
-
-
-def read_pai_machines(path: str | os.PathLike[str], name: str | None = None) -> Topology:
-    """Read `pai_machine_spec` (CSV, or the shipped `.tar.gz` holding it) as a Topology.
-
-    One node a machine, no rack level: `gpu_type` (a machine without GPUs has none),
-    `cap_cpu` -> `num_cpus`, `cap_mem` -> `mem_gb`, `gpu_mem_gb` from `GPU_MEM_GB`;
-    8-GPU machines are 2 sockets x 2 switches x 2 GPUs, others flat.
-
-    Args:
-        path: `pai_machine_spec.csv` (header line optional) or `pai_machine_spec.tar.gz`.
-        name: Topology name (default: `pai`).
-
-    Returns:
-        The topology.
-
-    Raises:
-        InvalidTopology: Unreadable file or a bad row, naming file, line, field and value.
-    """
-    p = Path(path)
-    label = p.name
-    try:
-        if p.name.endswith((".tar.gz", ".tgz", ".tar")):
-            with tarfile.open(p) as tar:
-                member = next((m for m in tar.getmembers() if m.isfile()
-                               and m.name.endswith(".csv")), None)
-                if member is None:
-                    raise InvalidTopology(f"{label}: no .csv file inside the archive")
-                f = tar.extractfile(member)
-                assert f is not None
-                text = f.read().decode("utf-8")
-                label = f"{label}:{member.name}"
-        else:
-            text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError, EOFError, zlib.error, tarfile.TarError) as exc:
-        raise InvalidTopology(f"{label}: cannot read the machine spec: {exc}") from None
-    nodes: list[CellSpec] = []
-    seen: dict[str, int] = {}
-    for line, raw in enumerate(text.splitlines(), start=1):
-        fields = [c.strip() for c in raw.split(",")]
-        if not raw.strip() or (line == 1 and tuple(fields) == MACHINE_COLUMNS):
-            continue
-        if len(fields) != len(MACHINE_COLUMNS):
-            raise InvalidTopology(f"{label}: line {line}: {raw!r} has {len(fields)} fields; "
-                                  f"allowed: {len(MACHINE_COLUMNS)} "
-                                  f"({', '.join(MACHINE_COLUMNS)})")
-        machine, gtype, cpu_t, mem_t, gpu_t = fields
-
-        def bad(field: str, value: str, allowed: str, line: int = line) -> InvalidTopology:
-            return InvalidTopology(f"{label}: line {line}: {field}: got {value!r}; "
-                                   f"allowed: {allowed}")
-
-        if not machine:
-            raise bad("machine", machine, "a non-empty machine id")
-        if machine in seen:
-            raise bad("machine", machine, f"a machine id not used before (line {seen[machine]})")
-        seen[machine] = line
-        nums = {}
-        for field, txt, integer in (("cap_cpu", cpu_t, False), ("cap_mem", mem_t, False),
-                                    ("cap_gpu", gpu_t, True)):
-            try:
-                v = float(txt)
-            except ValueError:
-                v = -1.0
-            if not (0 <= v < float("inf")) or (integer and v != int(v)):
-                raise bad(field, txt, "an integer >= 0" if integer else "a number >= 0")
-            nums[field] = v
-        gpus = int(nums["cap_gpu"])
-        if gpus and not gtype:
-            raise bad("gpu_type", gtype, "a GPU type for a machine with GPUs")
-        attrs = {"gpu_type": gtype if gpus else "", "num_cpus": nums["cap_cpu"],
-                 "mem_gb": nums["cap_mem"], "gpu_mem_gb": GPU_MEM_GB.get(gtype, 0.0)}
-        nodes.append(node_cell(machine, attrs, *SHAPES.get(gpus, (1, 1, gpus))))
-    if not nodes:
-        raise InvalidTopology(f"{label}: no machines; allowed: one line a machine "
-                              f"({', '.join(MACHINE_COLUMNS)})")
-    topo_name = name or "pai"
-    return Topology(topo_name, CellSpec(Level.CLUSTER, topo_name, nodes), source=str(p))
-
-
-def is_pai_machine_spec(path: str | os.PathLike[str]) -> bool:
-    """True for `pai_machine_spec*` files (by name)."""
-    return "pai_machine_spec" in Path(path).name.lower()
-

@@ -24,16 +24,15 @@ import math
 import os
 from collections.abc import Iterator
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from sim.errors import InvalidTrace
 from traces.base import Trace
 from traces.readers._common import (
     READ_ERRORS,
-    Issues,
+    RowErrors,
     check_columns,
     finish,
     iter_csv,
@@ -44,6 +43,9 @@ from traces.readers._common import (
     resolve,
     stem_of,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["POLLUX_COLUMNS", "iter_json_records", "read_philly_csv", "read_philly_json"]
 
@@ -73,8 +75,10 @@ def read_philly_csv(
     Raises:
         InvalidTrace: Missing columns, or a bad row naming file, line, field and value.
     """
+    import pandas as pd
+
     p = resolve(path)
-    issues = Issues(label_of(p), skip_bad_rows)
+    issues = RowErrors(label_of(p), skip_bad_rows)
     parts, line_parts = [], []
     epoch = math.inf
     for chunk in iter_csv(p, issues):
@@ -123,88 +127,98 @@ def iter_json_records(path: str | os.PathLike[str]) -> Iterator[tuple[int, int, 
     """
     p = resolve(path)
     label = label_of(p)
-    decoder = json.JSONDecoder()
     with open_text(p) as f:
-        buf = ""
-        pos = 0
-        line = 1
-        eof = False
-
-        def more() -> bool:
-            nonlocal buf, pos, eof
-            if eof:
-                return False
-            try:
-                data = f.read(JSON_CHUNK)
-            except READ_ERRORS as exc:
-                raise InvalidTrace(f"{label}, line {line}: cannot be read as text: "
-                                   f"{exc}") from None
-            if not data:
-                eof = True
-                return False
-            buf = buf[pos:] + data
-            pos = 0
-            return True
-
-        def skip_ws(extra: str = "") -> str:
-            """Skip whitespace (and `extra` characters); return the next char or ''."""
-            nonlocal pos, line
-            while True:
-                while pos < len(buf) and (buf[pos].isspace() or buf[pos] in extra):
-                    if buf[pos] == "\n":
-                        line += 1
-                    pos += 1
-                if pos < len(buf):
-                    return buf[pos]
-                if not more():
-                    return ""
-
-        first = skip_ws()
+        js = _JsonStream(f, label)
+        first = js.peek()
         if first == "":
             raise InvalidTrace(f"{label}: the file is empty")
         array = first == "["
         if array:
-            pos += 1
+            js.pos += 1
         count = 0
-        expect_comma = False
         while True:
-            ch = skip_ws()
+            ch = js.peek()
             if array and ch == "]":
                 return
             if ch == "":
                 if array:
-                    raise InvalidTrace(f"{label}, line {line}: the JSON array is not closed "
-                                       "(missing ']')")
+                    raise InvalidTrace(f"{label}, line {js.line}: the JSON array is not "
+                                       "closed (missing ']')")
                 return
-            if array and expect_comma:
+            if array and count:
                 if ch != ",":
-                    raise InvalidTrace(f"{label}, line {line}: expected ',' or ']' between "
-                                       f"jobs, found {ch!r}")
-                pos += 1
-                ch = skip_ws()
-                if ch == "" or ch == "]":
-                    raise InvalidTrace(f"{label}, line {line}: expected a job after ','")
-            while True:
-                try:
-                    value, end = decoder.raw_decode(buf, pos)
-                except json.JSONDecodeError as exc:
-                    if len(buf) - pos < _MAX_RECORD and more():
-                        continue
-                    where = line + buf.count("\n", pos, exc.pos)
-                    raise InvalidTrace(f"{label}, line {where}: not valid JSON: "
-                                       f"{exc.msg}") from None
-                if end >= len(buf) and more():  # a number might continue past the buffer
-                    continue
-                break
+                    raise InvalidTrace(f"{label}, line {js.line}: expected ',' or ']' "
+                                       f"between jobs, found {ch!r}")
+                js.pos += 1
+                if js.peek() in ("", "]"):
+                    raise InvalidTrace(f"{label}, line {js.line}: expected a job after ','")
             count += 1
-            start_line = line
-            line += buf.count("\n", pos, end)
-            pos = end
-            expect_comma = True
+            start_line, value = js.decode()
             yield count, start_line, value
 
 
-def _time(issues: Issues, line: int, field: str, value: Any) -> float | None:
+class _JsonStream:
+    """A text stream read in chunks, with a cursor (`pos` in `buf`) and its line."""
+
+    def __init__(self, f: Any, label: str) -> None:
+        self.f = f
+        self.label = label
+        self.decoder = json.JSONDecoder()
+        self.buf = ""
+        self.pos = 0
+        self.line = 1
+        self.eof = False
+
+    def more(self) -> bool:
+        """Append the next chunk (dropping what was consumed); False at the end."""
+        if self.eof:
+            return False
+        try:
+            data = self.f.read(JSON_CHUNK)
+        except READ_ERRORS as exc:
+            raise InvalidTrace(f"{self.label}, line {self.line}: cannot be read as text: "
+                               f"{exc}") from None
+        if not data:
+            self.eof = True
+            return False
+        self.buf = self.buf[self.pos:] + data
+        self.pos = 0
+        return True
+
+    def peek(self) -> str:
+        """Skip whitespace; return the next character, or '' at the end."""
+        while True:
+            buf = self.buf
+            while self.pos < len(buf) and buf[self.pos].isspace():
+                if buf[self.pos] == "\n":
+                    self.line += 1
+                self.pos += 1
+            if self.pos < len(buf):
+                return buf[self.pos]
+            if not self.more():
+                return ""
+
+    def decode(self) -> tuple[int, Any]:
+        """The JSON value at the cursor and the line it starts on; the cursor moves past."""
+        while True:
+            try:
+                value, end = self.decoder.raw_decode(self.buf, self.pos)
+            except json.JSONDecodeError as exc:
+                if len(self.buf) - self.pos < _MAX_RECORD and self.more():
+                    continue
+                where = self.line + self.buf.count("\n", self.pos, exc.pos)
+                raise InvalidTrace(f"{self.label}, line {where}: not valid JSON: "
+                                   f"{exc.msg}") from None
+            if end >= len(self.buf) and self.more():  # a number might continue past it
+                continue
+            break
+        start_line = self.line
+        self.line += self.buf.count("\n", self.pos, end)
+        self.pos = end
+        return start_line, value
+
+
+def _time(issues: RowErrors, line: int, field: str, value: Any) -> float | None:
     """'YYYY-MM-DD HH:MM:SS' as naive-UTC Unix seconds; None for a null/None time."""
     if value is None or (isinstance(value, str) and value.strip() in ("", "None", "null")):
         return None
@@ -219,26 +233,9 @@ def _time(issues: Issues, line: int, field: str, value: Any) -> float | None:
     return (t - datetime(1970, 1, 1)).total_seconds()
 
 
-def _job(issues: Issues, n: int, line: int, rec: Any) -> dict[str, Any] | None:
-    """One cluster_job_log record as a canonical row, or None (bad or excluded)."""
-    if not isinstance(rec, dict):
-        issues.error(line, f"job {n}", json.dumps(rec)[:60], "is not a JSON object")
-        return None
-    jobid = rec.get("jobid")
-    if not isinstance(jobid, str) or not jobid.strip():
-        issues.error(line, "jobid", jobid, "is not a non-empty string (required)")
-        return None
-    submit = _time(issues, line, "submitted_time", rec.get("submitted_time"))
-    if submit is None:
-        issues.error(line, "submitted_time", rec.get("submitted_time"),
-                     "is missing; submitted_time is required")
-        return None
-    if math.isnan(submit):
-        return None
-    attempts = rec.get("attempts", [])
-    if not isinstance(attempts, list):
-        issues.error(line, "attempts", json.dumps(attempts)[:60], "is not a list")
-        return None
+def _attempts(issues: RowErrors, line: int, jobid: str, attempts: list[Any]
+              ) -> tuple[float, int, int] | None:
+    """(run time, GPUs, attempts that ran) of a job's attempts; None when bad or excluded."""
     run = 0.0
     gpus = 0
     ran = 0
@@ -269,6 +266,33 @@ def _job(issues: Issues, n: int, line: int, rec: Any) -> dict[str, Any] | None:
                 return None
             run += end - start
             ran += 1
+    return run, gpus, ran
+
+
+def _job(issues: RowErrors, n: int, line: int, rec: Any) -> dict[str, Any] | None:
+    """One cluster_job_log record as a canonical row, or None (bad or excluded)."""
+    if not isinstance(rec, dict):
+        issues.error(line, f"job {n}", json.dumps(rec)[:60], "is not a JSON object")
+        return None
+    jobid = rec.get("jobid")
+    if not isinstance(jobid, str) or not jobid.strip():
+        issues.error(line, "jobid", jobid, "is not a non-empty string (required)")
+        return None
+    submit = _time(issues, line, "submitted_time", rec.get("submitted_time"))
+    if submit is None:
+        issues.error(line, "submitted_time", rec.get("submitted_time"),
+                     "is missing; submitted_time is required")
+        return None
+    if math.isnan(submit):
+        return None
+    attempts = rec.get("attempts", [])
+    if not isinstance(attempts, list):
+        issues.error(line, "attempts", json.dumps(attempts)[:60], "is not a list")
+        return None
+    got = _attempts(issues, line, jobid, attempts)
+    if got is None:
+        return None
+    run, gpus, ran = got
     if ran == 0:
         issues.exclude(line, f"job {jobid!r} never ran (no attempt with start_time and "
                              "end_time)")
@@ -307,8 +331,10 @@ def read_philly_json(
     Raises:
         InvalidTrace: Not JSON, or a bad job naming file, line, field and value.
     """
+    import pandas as pd
+
     p = resolve(path)
-    issues = Issues(label_of(p), skip_bad_rows)
+    issues = RowErrors(label_of(p), skip_bad_rows)
     parts: list[pd.DataFrame] = []
     line_parts: list[np.ndarray] = []
     rows: list[dict[str, Any]] = []

@@ -17,15 +17,15 @@ from __future__ import annotations
 import math
 import os
 import re
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from sim.errors import InvalidTrace
 from traces.base import Trace
 from traces.readers._common import (
     READ_ERRORS,
-    Issues,
+    RowErrors,
     finish,
     iter_csv,
     label_of,
@@ -34,6 +34,9 @@ from traces.readers._common import (
     resolve,
     stem_of,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["SWF_FIELDS", "read_swf", "swf_header"]
 
@@ -97,7 +100,7 @@ def read_swf(
             or procs_per_gpu < 1:
         raise InvalidTrace(f"procs_per_gpu {procs_per_gpu!r}: expected an integer >= 1")
     p = resolve(path)
-    issues = Issues(label_of(p), skip_bad_rows)
+    issues = RowErrors(label_of(p), skip_bad_rows)
     header = swf_header(p)
     epoch: float | None = None
     try:
@@ -105,54 +108,62 @@ def read_swf(
     except (KeyError, ValueError):
         epoch = None
     parts, line_parts = [], []
-    unknown = ("-1",)
     for chunk in iter_csv(p, issues, names=SWF_FIELDS, sep=r"\s+", comment=";"):
-        df, lines = chunk.frame, chunk.lines
-        bad = issues.errors((df["job"].str.strip() == "").to_numpy(), lines, "job", df["job"],
-                            "is empty")
-        submit, b = number_field(df, lines, issues, "submit", rule="is not a number >= 0",
-                                 lo=0.0)
-        bad |= b
-        run, b = number_field(df, lines, issues, "run_time", rule="is not a number >= 0",
-                              lo=0.0, required=False, missing_tokens=unknown)
-        bad |= b
-        alloc, b = number_field(df, lines, issues, "alloc_procs",
-                                rule="is not an integer >= 0 (or -1)", lo=0.0, integer=True,
-                                required=False, missing_tokens=unknown)
-        bad |= b
-        req, b = number_field(df, lines, issues, "req_procs",
-                              rule="is not an integer >= 0 (or -1)", lo=0.0, integer=True,
-                              required=False, missing_tokens=unknown)
-        bad |= b
-        procs = np.where(np.isnan(alloc) | (alloc <= 0), req, alloc)
-        no_procs = ~bad & np.isnan(procs)
-        bad |= issues.errors(no_procs, lines, "alloc_procs", df["alloc_procs"],
-                             "and req_procs are both unknown; a job needs a processor count")
-        with np.errstate(invalid="ignore"):
-            idle = ~bad & ~(run > 0)
-        issues.excludes(idle, lines, "run time unknown (-1) or 0 s: the job did not run")
-        keep = ~(bad | idle)
-        opt = {}
-        for col in ("user", "queue", "status", "group", "executable"):
-            v, b = number_field(df, lines, issues, col, rule="is not an integer (or -1)",
-                                lo=-1.0, integer=True, required=False,
-                                missing_tokens=unknown)
-            opt[col] = v
-            if b[keep].any():
-                keep &= ~b
-        queue = _opt(opt["queue"], keep)
-        out = pd.DataFrame({
-            "job_id": df["job"].str.strip().to_numpy()[keep],
-            "submit_time": submit[keep],
-            "num_gpus": np.ceil(procs[keep] / procs_per_gpu).astype(np.int64),
-            "duration": run[keep],
-            "user": _opt(opt["user"], keep),
-            "vc": [q or "default" for q in queue],
-            "status": _opt(opt["status"], keep),
-            "group": _opt(opt["group"], keep),
-            "executable": _opt(opt["executable"], keep),
-        })
+        out, lines = _jobs(chunk.frame, chunk.lines, issues, procs_per_gpu)
         parts.append(out)
-        line_parts.append(lines[keep])
+        line_parts.append(lines)
     return finish(parts, line_parts, issues, name=name or stem_of(p), source=str(p),
                   epoch=epoch)
+
+
+def _jobs(df: pd.DataFrame, lines: np.ndarray, issues: RowErrors, procs_per_gpu: int
+          ) -> tuple[pd.DataFrame, np.ndarray]:
+    """One chunk of the log as canonical rows, and the file line of each."""
+    import pandas as pd
+
+    unknown = ("-1",)
+    bad = issues.errors((df["job"].str.strip() == "").to_numpy(), lines, "job", df["job"],
+                        "is empty")
+    submit, b = number_field(df, lines, issues, "submit", rule="is not a number >= 0",
+                             lo=0.0)
+    bad |= b
+    run, b = number_field(df, lines, issues, "run_time", rule="is not a number >= 0",
+                          lo=0.0, required=False, missing_tokens=unknown)
+    bad |= b
+    alloc, b = number_field(df, lines, issues, "alloc_procs",
+                            rule="is not an integer >= 0 (or -1)", lo=0.0, integer=True,
+                            required=False, missing_tokens=unknown)
+    bad |= b
+    req, b = number_field(df, lines, issues, "req_procs",
+                          rule="is not an integer >= 0 (or -1)", lo=0.0, integer=True,
+                          required=False, missing_tokens=unknown)
+    bad |= b
+    procs = np.where(np.isnan(alloc) | (alloc <= 0), req, alloc)
+    no_procs = ~bad & np.isnan(procs)
+    bad |= issues.errors(no_procs, lines, "alloc_procs", df["alloc_procs"],
+                         "and req_procs are both unknown; a job needs a processor count")
+    with np.errstate(invalid="ignore"):
+        idle = ~bad & ~(run > 0)
+    issues.excludes(idle, lines, "run time unknown (-1) or 0 s: the job did not run")
+    keep = ~(bad | idle)
+    opt = {}
+    for col in ("user", "queue", "status", "group", "executable"):
+        v, b = number_field(df, lines, issues, col, rule="is not an integer (or -1)",
+                            lo=-1.0, integer=True, required=False,
+                            missing_tokens=unknown)
+        opt[col] = v
+        if b[keep].any():
+            keep &= ~b
+    queue = _opt(opt["queue"], keep)
+    out = pd.DataFrame({
+        "job_id": df["job"].str.strip().to_numpy()[keep],
+        "submit_time": submit[keep],
+        "num_gpus": np.ceil(procs[keep] / procs_per_gpu).astype(np.int64),
+        "duration": run[keep],
+        "user": _opt(opt["user"], keep),
+        "vc": [q or "default" for q in queue],
+        "status": _opt(opt["status"], keep),
+        "group": _opt(opt["group"], keep),
+        "executable": _opt(opt["executable"], keep),
+    })
+    return out, lines[keep]

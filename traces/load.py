@@ -1,0 +1,147 @@
+"""`load_trace`: one entry point from a path, a bundled name or a generator name to a Trace.
+
+Used by the CLI and the Python API (re-exported as `traces.load_trace`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sim.errors import InvalidParameter, InvalidTrace, unknown_name_message
+from traces import DATA_DIR
+from traces.base import Trace
+from traces.calibrated import PROFILES, calibrated
+from traces.canonical import read_canonical
+from traces.readers import TRACE_FORMATS, read_trace
+from traces.synthetic import generate
+
+if TYPE_CHECKING:
+    from topologies.tree import Topology
+
+__all__ = ["bundled_traces", "load_trace", "trace_formats"]
+
+_BUNDLED_FILES = {"default": "default.csv"}
+_SYNTHETIC = re.compile(r"^synthetic(?::(.*))?$")
+_CALIBRATED = re.compile(r"^(" + "|".join(re.escape(k) for k in PROFILES) + r")(?::(.*))?$")
+_SYNTHETIC_DEFAULT_JOBS = 1000
+_PATH_SUFFIXES = (".csv", ".csv.gz", ".parquet", ".pq", ".swf", ".swf.gz", ".json",
+                  ".json.gz", ".trace")
+
+
+def bundled_traces() -> list[str]:
+    """Names `load_trace` accepts besides paths (generators also as `NAME:N` for N jobs)."""
+    return sorted([*_BUNDLED_FILES, "synthetic", *PROFILES])
+
+
+def trace_formats() -> list[str]:
+    """The `trace_format` / `--trace-format` names."""
+    return list(TRACE_FORMATS)
+
+
+def _looks_like_path(text: str) -> bool:
+    return (
+        os.sep in text
+        or (os.altsep is not None and os.altsep in text)
+        or text.lower().endswith(_PATH_SUFFIXES)
+    )
+
+
+def load_trace(
+    source: str | os.PathLike[str] | Trace,
+    *,
+    skip_bad_rows: bool = False,
+    trace_format: str | None = None,
+    options: Mapping[str, Any] | None = None,
+    topology: Topology | None = None,
+    load: float | None = None,
+    seed: int = 0,
+) -> Trace:
+    """Load a trace from a path or a bundled name.
+
+    Args:
+        source: A trace file in any known format (`trace_formats()`: canonical `.csv`,
+            `.csv.gz`, `.parquet`, Philly, Helios, PAI, openb, SWF, Gavel, Tiresias; the
+            format is detected from the file unless `trace_format` names it); a bundled
+            name: `default` (a 3,000-job window of the Philly trace, see
+            `traces/data/README.md`), `synthetic` or `synthetic:N` (`generate(N, seed=0)`,
+            N = 1000 by default), `philly-like[:N]` or `helios-like[:N]` (calibrated
+            generators, `traces.calibrated`); or a Trace, returned as is.
+        skip_bad_rows: Skip and count bad rows instead of failing on the first.
+        trace_format: None (detect) or a name of `trace_formats()`; bundled names are
+            canonical.
+        options: Options of the file's format (see `traces.readers.read_trace`).
+        topology: For calibrated generators: sizes that fit it, and the target of `load`.
+        load: For calibrated generators: target offered load on `topology`.
+        seed: For calibrated generators: the seed.
+
+    Returns:
+        The trace.
+
+    Raises:
+        InvalidTrace: Unknown name (with a close match and the known names), missing
+            file, unknown or inapplicable format, or a bad trace.
+        InvalidParameter: A calibrated generator's bad load, seed or topology, or
+            generator arguments given for a file.
+    """
+    if trace_format is not None:
+        trace_format = trace_format.strip().lower()
+        if trace_format not in TRACE_FORMATS:
+            raise InvalidTrace(unknown_name_message("trace format", trace_format,
+                                                    TRACE_FORMATS))
+    if isinstance(source, Trace):
+        return source
+    text = os.fspath(source)
+    if not isinstance(source, os.PathLike):
+        key = text.strip()
+        bundled = key in _BUNDLED_FILES or _SYNTHETIC.match(key) or _CALIBRATED.match(key)
+        if bundled and trace_format not in (None, "canonical"):
+            raise InvalidTrace(f"trace {key!r} is a bundled or generated trace (canonical); "
+                               f"trace format {trace_format!r} applies to files only")
+        match = _CALIBRATED.match(key)
+        if match:
+            n = _count(key, match.group(2), match.group(1))
+            return calibrated(match.group(1), n, seed=seed, topology=topology, load=load,
+                              name=key)
+        if load is not None:
+            raise InvalidParameter(f"load={load!r} applies to the calibrated generators "
+                                   f"({', '.join(PROFILES)}); to change a replayed "
+                                   "trace's load use load_scale (traces.shape)")
+        if key in _BUNDLED_FILES:
+            return read_canonical(DATA_DIR / _BUNDLED_FILES[key], skip_bad_rows=skip_bad_rows,
+                                  name=key)
+        match = _SYNTHETIC.match(key)
+        if match:
+            return _synthetic(key, match.group(1))
+    elif load is not None:
+        raise InvalidParameter(f"load={load!r} applies to the calibrated generators "
+                               f"({', '.join(PROFILES)}), not to a file")
+    path = Path(text)
+    if path.is_file():
+        return read_trace(path, trace_format, skip_bad_rows=skip_bad_rows, options=options)
+    if isinstance(source, os.PathLike) or _looks_like_path(text):
+        raise InvalidTrace(f"trace file {text!r} not found")
+    raise InvalidTrace(unknown_name_message("trace", text, bundled_traces())
+                       + " (or a path to a trace file)")
+
+
+def _count(key: str, count: str | None, base: str) -> int:
+    """N of 'NAME:N' (default 1000), or InvalidTrace."""
+    if count is None:
+        return _SYNTHETIC_DEFAULT_JOBS
+    try:
+        n = int(count)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise InvalidTrace(f"trace {key!r}: the job count {count!r} is not an integer >= 1 "
+                           f"(use {base} or {base}:N)")
+    return n
+
+
+def _synthetic(key: str, count: str | None) -> Trace:
+    return dataclasses.replace(generate(_count(key, count, "synthetic"), seed=0), name=key)

@@ -1,0 +1,280 @@
+"""The one validation path of the canonical schema: a DataFrame in, a Trace out.
+
+Validation is vectorized: each column is parsed once with pandas/numpy into a value array
+and a "bad" mask, and error messages are only built for the bad rows. Every error names
+the file, the row (1-based data row, plus the file line for CSV), the column, the value
+and the rule, e.g.::
+
+    trace.csv, row 7 (line 8), column num_gpus: value '2.5' is not an integer >= 0
+
+Files (`traces.canonical.read_canonical`), the format readers (`traces.readers`),
+in-memory records (`traces.synthetic.from_records`) and the generators all come through
+`frame_to_trace`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field, fields
+from itertools import repeat
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from sim.errors import InvalidTrace
+from sim.model import PRIORITY_NAMES, JobSpec
+from traces.base import Trace
+from traces.dependencies import check_dependencies, check_duplicates
+from traces.rows import NA_TOKENS, FrameErrors, as_number, as_text
+from traces.schema import (
+    CANONICAL_COLUMNS,
+    NUM_COLS,
+    REQUIRED_COLUMNS,
+    TEXT_DEFAULTS,
+    NumCol,
+    missing_columns_error,
+    parse_deps,
+    parse_speeds,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["frame_to_trace"]
+
+FIELD_NAMES = tuple(f.name for f in fields(JobSpec))
+
+
+@dataclass
+class _Parsed:
+    """The parsed columns: python values per field; per numeric column its values.
+
+    `given` marks the usable values, `colbad` the bad cells of required columns.
+    """
+
+    out: dict[str, list[Any]] = field(default_factory=dict)
+    numbers: dict[str, np.ndarray] = field(default_factory=dict)
+    given: dict[str, np.ndarray] = field(default_factory=dict)
+    colbad: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+def frame_to_trace(
+    df: pd.DataFrame,
+    *,
+    label: str,
+    name: str,
+    source: str = "",
+    skip_bad_rows: bool = False,
+    rows: np.ndarray | None = None,
+    lines: np.ndarray | None = None,
+    check: FrameErrors | None = None,
+) -> Trace:
+    """Validate a DataFrame in the canonical schema and turn it into a Trace.
+
+    This is the one validation path of schedlab: files, in-memory records and the
+    synthetic generator all come through here.
+
+    Args:
+        df: One row a job; columns as in SPEC sec. 2 (strings or typed values). Unknown
+            columns are passed through.
+        label: What messages call the input (usually the file name).
+        name: Name of the resulting trace.
+        source: Where the trace came from (a path), stored in `Trace.source`.
+        skip_bad_rows: Skip and count bad rows instead of raising on the first.
+        rows: 1-based row number of each frame row (default 1..n).
+        lines: File line of each frame row, for CSV messages (None: no line numbers).
+        check: An error collector already holding errors of the reader (ragged lines).
+
+    Returns:
+        The jobs sorted by (submit_time, row order).
+
+    Raises:
+        InvalidTrace: A missing required column, no rows, or (unless `skip_bad_rows`) a
+            bad row.
+    """
+    df = df.rename(columns=lambda c: str(c).strip())
+    columns = list(df.columns)
+    if any(c not in columns for c in REQUIRED_COLUMNS):
+        raise missing_columns_error(label, columns)
+    if check is None:
+        check = FrameErrors(label, len(df), skip_bad_rows, rows, lines)
+    if len(df) == 0 and not check.n_errors:
+        raise InvalidTrace(f"{label}: no job rows (only the header)")
+    parsed = _parse_columns(df, check)
+    _cross_checks(df, check, parsed.numbers, parsed.given, parsed.colbad)
+    check.raise_if_any()
+    alive = ~check.bad_mask
+    job_ids = parsed.out["job_id"]
+    check_duplicates(df, check, job_ids, alive)
+    check.raise_if_any()
+    if "depends_on" in parsed.out and any(parsed.out["depends_on"]):
+        check_dependencies(df, check, job_ids, parsed.out["depends_on"], alive)
+        check.raise_if_any()
+    keep = np.flatnonzero(alive)
+    if keep.size == 0:
+        raise InvalidTrace(f"{label}: no valid job rows; all {check.bad} rows are bad; "
+                           f"first: {check.first_error()}")
+    order = keep[np.argsort(parsed.numbers["submit_time"][keep], kind="stable")]
+    extra_cols = tuple(c for c in columns if c not in CANONICAL_COLUMNS)
+    return Trace(name=name, jobs=_build_jobs(df, parsed.out, order, extra_cols),
+                 source=source, bad_rows=check.bad, bad_row_messages=check.messages(),
+                 extra_columns=extra_cols)
+
+
+def _parse_columns(df: pd.DataFrame, check: FrameErrors) -> _Parsed:
+    """Parse every canonical column present, recording bad cells."""
+    parsed = _Parsed()
+    present = set(df.columns)
+    for col in CANONICAL_COLUMNS:
+        if col not in present:
+            continue
+        raw = df[col]
+        if col == "job_id":
+            text = as_text(raw)
+            empty = (text == "").to_numpy(dtype=bool)
+            check.cells(empty, col, raw, "is empty; job_id is required")
+            parsed.out[col] = text.tolist()
+        elif col in TEXT_DEFAULTS:
+            text = as_text(raw)
+            default = TEXT_DEFAULTS[col]
+            if default:
+                text = text.mask(text == "", default)
+            parsed.out[col] = text.tolist()
+        elif col in NUM_COLS:
+            _parse_number(raw, NUM_COLS[col], check, parsed)
+        elif col == "depends_on":
+            parsed.out[col] = _parse_depends_on(raw, check, parsed.out.get("job_id"))
+        elif col == "gpu_speeds":
+            parsed.out[col] = _parse_gpu_speeds(raw, check)
+    return parsed
+
+
+def _parse_number(raw: pd.Series, spec: NumCol, check: FrameErrors, parsed: _Parsed) -> None:
+    """A numeric column: values, default in unusable cells, bad and missing cells."""
+    col = spec.name
+    if col == "priority" and not _is_numeric(raw):
+        # HAI level names (NORMAL, HIGH, AUTO, ...) stand for their numbers
+        raw = as_text(raw).map(lambda t: str(PRIORITY_NAMES.get(t.upper(), t)))
+    values, missing = as_number(raw)
+    bad = ~spec.ok(values) & ~missing
+    if spec.required:
+        check.cells(missing, col, raw, f"is missing; {col} is required")
+    check.cells(bad, col, raw, f"is not {spec.rule}")
+    unusable = bad | missing
+    parsed.colbad[col] = bad | (missing if spec.required else False)
+    parsed.given[col] = ~unusable
+    parsed.numbers[col] = values
+    parsed.out[col] = _fill(values, unusable, spec)
+
+
+def _is_numeric(raw: pd.Series) -> bool:
+    import pandas as pd
+
+    return bool(pd.api.types.is_numeric_dtype(raw.dtype))
+
+
+def _parse_depends_on(raw: pd.Series, check: FrameErrors, ids: list[str] | None
+                      ) -> list[tuple[str, ...]]:
+    """'a;b' cells as id tuples; a job naming itself is a bad cell."""
+    text = as_text(raw)
+    nonempty = ~text.str.lower().isin(NA_TOKENS).to_numpy(dtype=bool)
+    deps: list[tuple[str, ...]] = [()] * len(raw)
+    for pos in np.flatnonzero(nonempty).tolist():
+        d = parse_deps(text.iat[pos])
+        if ids is not None and ids[pos] in d:
+            check.cell(pos, "depends_on", raw.iat[pos], f"makes job {ids[pos]!r} depend on itself")
+            continue
+        deps[pos] = d
+    return deps
+
+
+def _parse_gpu_speeds(raw: pd.Series, check: FrameErrors) -> list[Any]:
+    """'V100=1;P100=0.6' cells as sorted (type, speed) tuples."""
+    text = as_text(raw)
+    nonempty = ~text.str.lower().isin(NA_TOKENS).to_numpy(dtype=bool)
+    speeds: list[Any] = [()] * len(raw)
+    for pos in np.flatnonzero(nonempty).tolist():
+        parsed, why = parse_speeds(text.iat[pos])
+        if parsed is None:
+            check.cell(pos, "gpu_speeds", raw.iat[pos],
+                       "is not a list of TYPE=SPEED pairs separated by ';' with "
+                       f"speeds > 0 ({why})")
+            continue
+        speeds[pos] = parsed
+    return speeds
+
+
+def _fill(values: np.ndarray, unusable: np.ndarray, spec: NumCol) -> list[Any]:
+    """Python values of a numeric column with the default in unusable cells."""
+    if spec.default is None:
+        if spec.integer:
+            arr = np.where(unusable, 0, values).astype(np.int64).astype(object)
+        else:
+            arr = values.astype(object)
+        arr[unusable] = None
+        return arr.tolist()
+    filled = np.where(unusable, spec.default, values)
+    if spec.integer:
+        return filled.astype(np.int64).tolist()
+    return filled.astype(np.float64).tolist()
+
+
+def _cross_checks(
+    df: pd.DataFrame,
+    check: FrameErrors,
+    numbers: dict[str, np.ndarray],
+    given: dict[str, np.ndarray],
+    colbad: dict[str, np.ndarray],
+) -> None:
+    """Rules that relate two columns of the same row (only on individually valid cells)."""
+    gpus = numbers["num_gpus"]
+    gpus_ok = ~colbad["num_gpus"]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if "gpus_per_task" in given:
+            g = numbers["gpus_per_task"]
+            m = given["gpus_per_task"] & gpus_ok
+            bad = m & (np.fmod(np.where(m, gpus, 0), np.where(m, g, 1)) != 0)
+            for pos in np.flatnonzero(bad).tolist():
+                check.cell(pos, "gpus_per_task", df["gpus_per_task"].iat[pos],
+                           f"does not divide num_gpus ({int(gpus[pos])})")
+        if "min_gpus" in given:
+            bad = given["min_gpus"] & gpus_ok & (numbers["min_gpus"] > gpus)
+            for pos in np.flatnonzero(bad).tolist():
+                check.cell(pos, "min_gpus", df["min_gpus"].iat[pos],
+                           f"is greater than num_gpus ({int(gpus[pos])}); "
+                           "need min_gpus <= num_gpus <= max_gpus")
+        if "max_gpus" in given:
+            bad = given["max_gpus"] & gpus_ok & (numbers["max_gpus"] < gpus)
+            for pos in np.flatnonzero(bad).tolist():
+                check.cell(pos, "max_gpus", df["max_gpus"].iat[pos],
+                           f"is less than num_gpus ({int(gpus[pos])}); "
+                           "need min_gpus <= num_gpus <= max_gpus")
+        if "gpu_share" in given:
+            bad = given["gpu_share"] & gpus_ok & (numbers["gpu_share"] < 1.0) & (gpus != 1)
+            for pos in np.flatnonzero(bad).tolist():
+                check.cell(pos, "gpu_share", df["gpu_share"].iat[pos],
+                           f"is < 1 but num_gpus is {int(gpus[pos])}; a fractional GPU "
+                           "share needs num_gpus = 1")
+
+
+def _build_jobs(
+    df: pd.DataFrame, out: dict[str, Any], order: np.ndarray, extra_cols: tuple[str, ...]
+) -> tuple[JobSpec, ...]:
+    """Build JobSpecs in one pass over column lists (positional, in field order)."""
+    pick = order.tolist()
+    args: list[Iterable[Any]] = []
+    defaults = {f.name: f.default for f in fields(JobSpec)}
+    for fname in FIELD_NAMES:
+        if fname == "extra":
+            if extra_cols:
+                cols = [df[c].tolist() for c in extra_cols]
+                args.append([tuple(zip(extra_cols, (col[i] for col in cols), strict=True))
+                             for i in pick])
+            else:
+                args.append(repeat(()))
+        elif fname in out:
+            col = out[fname]
+            args.append(list(map(col.__getitem__, pick)))
+        else:
+            args.append(repeat(defaults[fname]))
+    return tuple(map(JobSpec, *args))
