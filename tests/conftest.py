@@ -6,10 +6,16 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from sim.model import JobSpec
 from topologies.build import uniform_topology
 from traces.base import Trace
+
+# CI replays the same examples every run (a red CI always means a real change); locally
+# each run draws new ones. Long fuzz campaigns live in benchmarks/, not here.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+settings.load_profile("ci" if os.environ.get("CI") else "default")
 
 SHARED = Path(os.environ.get("SCHEDLAB_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 

@@ -82,7 +82,8 @@ def imports_of(path: Path, module: str, known: set[str]) -> set[str]:
                 base = f"{pkg}.{base}" if base else pkg
             if base.split(".")[0] in PACKAGES:
                 for a in node.names:
-                    m = resolve(f"{base}.{a.name}") if f"{base}.{a.name}" in known else resolve(base)
+                    full = f"{base}.{a.name}"
+                    m = resolve(full) if full in known else resolve(base)
                     if m:
                         found.add(m)
         for child in ast.iter_child_nodes(node):
