@@ -22,7 +22,7 @@ import numpy as np
 from sim.errors import InvalidTrace
 from sim.model import JobSpec
 from traces.base import Trace
-from traces.csv_stream import iter_csv, label_of, stem_of
+from traces.csv_stream import iter_csv, label_of, require_file, stem_of
 from traces.rows import MAX_BAD_ROW_MESSAGES, FrameErrors, RowErrors
 from traces.schema import (
     CANONICAL_COLUMNS,
@@ -67,26 +67,27 @@ def _kind(path: Path) -> str:
 
 
 def _read_csv(path: Path, label: str, skip: bool
-              ) -> tuple[pd.DataFrame, np.ndarray, list[tuple[int, str]]]:
+              ) -> tuple[pd.DataFrame, np.ndarray, list[tuple[int, str, str, str]]]:
     """Every cell as a string, blank lines dropped.
 
-    Returns the frame, each row's file line and the ragged lines (line, what is wrong).
+    Returns the frame, each row's file line and the bad lines (line, field, value, rule):
+    a wrong number of fields (field ''), a value in a column without a header name.
     """
     import pandas as pd
 
-    ragged: list[tuple[int, str]] = []
+    bad_lines: list[tuple[int, str, str, str]] = []
 
-    def on_ragged(line: int, saw: int, expected: int) -> None:
-        ragged.append((line, f"has {saw} fields but the header has {expected}"))
+    def on_bad_line(line: int, field_name: str, value: str, rule: str) -> None:
+        bad_lines.append((line, field_name, value, rule))
 
     frames, line_parts = [], []
-    for chunk in iter_csv(path, RowErrors(label, skip), on_ragged=on_ragged,
+    for chunk in iter_csv(path, RowErrors(label, skip), on_bad_line=on_bad_line,
                           empty_hint="a canonical trace needs a header line with at least "
                                      f"{', '.join(REQUIRED_COLUMNS)}"):
         frames.append(chunk.frame)
         line_parts.append(chunk.lines)
     df = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
-    return df, np.concatenate(line_parts), ragged
+    return df, np.concatenate(line_parts), bad_lines
 
 
 def read_canonical(
@@ -95,9 +96,12 @@ def read_canonical(
     """Read a canonical trace (CSV, .csv.gz or Parquet) and validate every cell.
 
     Empty cells (and NaN) take the column's default; unknown columns are kept as
-    pass-through values in `JobSpec.extra` and listed in `Trace.extra_columns`. Blank
-    CSV lines are ignored. CSV line numbers in messages assume one line per record (a
-    quoted cell spanning lines shifts them).
+    pass-through values in `JobSpec.extra` and listed in `Trace.extra_columns`. Numbers
+    are bounded (`traces.schema`: times at most MAX_SECONDS = 1e12 s, counts at most
+    MAX_COUNT = 1e6). Blank CSV lines are ignored; a line with more fields than the
+    header is a bad row; a column without a header name must be empty (it is dropped).
+    CSV line numbers in messages assume one line per record (a quoted cell spanning
+    lines shifts them).
 
     Args:
         path: A `.csv`, `.csv.gz` or `.parquet` file.
@@ -113,27 +117,26 @@ def read_canonical(
             or a bad row (unless `skip_bad_rows`); the message names the file, row,
             column, value and rule.
     """
-    p = Path(path)
+    p = require_file(path)
     label = label_of(p)
     kind = _kind(p)
-    if not p.is_file():
-        raise InvalidTrace(f"trace file {str(p)!r} not found")
     trace_name = name if name is not None else stem_of(p)
     if kind == "parquet":
         df = _read_parquet(p, label)
         return frame_to_trace(df, label=label, name=trace_name, source=str(p),
                               skip_bad_rows=skip_bad_rows)
 
-    df, lines, ragged = _read_csv(p, label, skip_bad_rows)
+    df, lines, bad_lines = _read_csv(p, label, skip_bad_rows)
     if any(c not in df.columns for c in REQUIRED_COLUMNS):
         raise missing_columns_error(label, list(df.columns))
-    record_lines = np.sort(np.concatenate([lines, np.array([ln for ln, _ in ragged],
+    record_lines = np.sort(np.concatenate([lines, np.array([b[0] for b in bad_lines],
                                                            dtype=np.int64)]))
     rows = np.searchsorted(record_lines, lines) + 1
     check = FrameErrors(label, len(df), skip_bad_rows, rows, lines)
-    for line, detail in ragged:
-        check.outside(int(np.searchsorted(record_lines, line)) + 1, line, detail)
-    if len(df) == 0 and not ragged:
+    for line, column, value, rule in bad_lines:
+        check.outside(int(np.searchsorted(record_lines, line)) + 1, line, rule,
+                      column=column or None, value=value)
+    if len(df) == 0 and not bad_lines:
         raise InvalidTrace(f"{label}: no job rows (only the header)")
     return frame_to_trace(df, label=label, name=trace_name, source=str(p),
                           skip_bad_rows=skip_bad_rows, check=check)

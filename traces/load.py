@@ -17,6 +17,7 @@ from traces import DATA_DIR
 from traces.base import Trace
 from traces.calibrated import PROFILES, calibrated
 from traces.canonical import read_canonical
+from traces.csv_stream import TRACE_SUFFIXES, missing_file
 from traces.readers import TRACE_FORMATS, read_trace
 from traces.synthetic import generate
 
@@ -29,8 +30,7 @@ _BUNDLED_FILES = {"default": "default.csv"}
 _SYNTHETIC = re.compile(r"^synthetic(?::(.*))?$")
 _CALIBRATED = re.compile(r"^(" + "|".join(re.escape(k) for k in PROFILES) + r")(?::(.*))?$")
 _SYNTHETIC_DEFAULT_JOBS = 1000
-_PATH_SUFFIXES = (".csv", ".csv.gz", ".parquet", ".pq", ".swf", ".swf.gz", ".json",
-                  ".json.gz", ".trace")
+_PATH_SUFFIXES = TRACE_SUFFIXES
 
 
 def bundled_traces() -> list[str]:
@@ -84,7 +84,8 @@ def load_trace(
 
     Raises:
         InvalidTrace: Unknown name (with a close match and the known names), missing
-            file, unknown or inapplicable format, or a bad trace.
+            file (or a directory: naming its trace files), unknown or inapplicable
+            format, or a bad trace.
         InvalidParameter: A calibrated generator's bad load, seed or topology, or
             generator arguments given for a file.
     """
@@ -123,8 +124,8 @@ def load_trace(
     path = Path(text)
     if path.is_file():
         return read_trace(path, trace_format, skip_bad_rows=skip_bad_rows, options=options)
-    if isinstance(source, os.PathLike) or _looks_like_path(text):
-        raise InvalidTrace(f"trace file {text!r} not found")
+    if isinstance(source, os.PathLike) or _looks_like_path(text) or path.exists():
+        raise missing_file(path, text)
     raise InvalidTrace(unknown_name_message("trace", text, bundled_traces())
                        + " (or a path to a trace file)")
 

@@ -216,6 +216,15 @@ class FrameErrors(RowErrors):
         for pos, value in zip(idx.tolist(), values, strict=True):
             self.cell(pos, column, value, rule)
 
-    def outside(self, row: int, line: int, detail: str) -> None:
-        """Record a bad record that is not a row of the frame (a ragged CSV line)."""
-        self.report(row, f"{self.label}, row {row} (line {line}): {detail}")
+    def outside(self, row: int, line: int, detail: str, *, column: str | None = None,
+                value: Any = "") -> None:
+        """Record a bad record that is not a row of the frame (a bad CSV line).
+
+        Without `column` the whole line is bad (`file, row R (line L): DETAIL`, e.g. a
+        wrong number of fields); with it one cell (`..., column C: value 'V' DETAIL`).
+        """
+        where = f"{self.label}, row {row} (line {line})"
+        if column is None:
+            self.report(row, f"{where}: {detail}")
+        else:
+            self.report(row, f"{where}, column {column}: value {show(value)} {detail}")

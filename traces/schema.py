@@ -1,7 +1,10 @@
 """The canonical trace schema (SPEC sec. 2): its columns, their rules and cell parsers.
 
 What the canonical validation (`traces.validate`) checks and the writer
-(`traces.canonical.trace_to_frame`) writes, in one place.
+(`traces.canonical.trace_to_frame`) writes, in one place. Every number has an upper bound
+(MAX_SECONDS for times, MAX_COUNT for counts, MAX_GB for sizes, MAX_HOURS, MAX_PRIORITY):
+a finite but absurd value (1e300, a time in microseconds taken for seconds) is a bad
+cell with its rule, e.g. "is not a number of seconds > 0 and <= 1e12 (~31,700 years)".
 """
 
 from __future__ import annotations
@@ -16,8 +19,9 @@ from sim.errors import InvalidTrace
 from sim.model import PRIORITY_NAMES
 
 __all__ = [
-    "CANONICAL_COLUMNS", "NUM_COLS", "OPTIONAL_COLUMNS", "REQUIRED_COLUMNS", "TEXT_DEFAULTS",
-    "NumCol", "missing_columns_error", "parse_deps", "parse_speeds",
+    "CANONICAL_COLUMNS", "CHECKED_PASS_THROUGH", "MAX_COUNT", "MAX_GB", "MAX_HOURS",
+    "MAX_PRIORITY", "MAX_SECONDS", "NUM_COLS", "OPTIONAL_COLUMNS", "REQUIRED_COLUMNS",
+    "TEXT_DEFAULTS", "NumCol", "missing_columns_error", "parse_deps", "parse_speeds",
 ]
 
 REQUIRED_COLUMNS: tuple[str, ...] = ("job_id", "submit_time", "num_gpus", "duration")
@@ -37,8 +41,43 @@ CANONICAL_COLUMNS: tuple[str, ...] = REQUIRED_COLUMNS + OPTIONAL_COLUMNS
 MAX_INT = float(2**53)
 """Integers beyond this are not exact in float64."""
 
+MAX_SECONDS = 1e12
+"""Largest time in seconds (~31,700 years): submit_time, duration, checkpoint_interval,
+fail_at, max_lifetime, deadline, active_deadline. A larger finite value is an input error
+(a unit mix-up, a sentinel like 1e300), not a job."""
+
+MAX_HOURS = 1e8
+"""Largest time in hours (~11,400 years): max_wait_hours."""
+
+MAX_COUNT = 1e6
+"""Largest count: num_gpus, num_cpus, gpus_per_task, max_retries, min_gpus, max_gpus,
+completions, parallelism, backoff_limit."""
+
+MAX_GB = 1e9
+"""Largest memory or disk size in GB (an exabyte): mem_gb, gpu_mem_gb, disk_gb."""
+
+MAX_PRIORITY = 1e9
+"""Largest priority magnitude: a priority is an integer in [-MAX_PRIORITY, MAX_PRIORITY]."""
+
 TEXT_DEFAULTS = {"user": "", "vc": "default", "gpu_type": ""}
 """Text columns and the value of an empty cell."""
+
+
+def _e(x: float) -> str:
+    """A bound as messages write it: 1e12, 1e6."""
+    exp = round(math.log10(x))
+    return f"1e{exp}" if 10.0**exp == x else f"{x:g}"
+
+
+_YEARS = f"~{round(MAX_SECONDS / (365.25 * 86400), -2):,.0f} years"
+_SECONDS_GE0 = f"a number of seconds >= 0 and <= {_e(MAX_SECONDS)} ({_YEARS})"
+_SECONDS_GT0 = f"a number of seconds > 0 and <= {_e(MAX_SECONDS)} ({_YEARS})"
+_HOURS = f"a number of hours >= 0 and <= {_e(MAX_HOURS)}"
+_GB = f"a number of GB >= 0 and <= {_e(MAX_GB)}"
+
+
+def _count_rule(lo: int) -> str:
+    return f"an integer >= {lo} and <= {_e(MAX_COUNT)}"
 
 
 @dataclass(frozen=True)
@@ -66,32 +105,59 @@ class NumCol:
         return m
 
 
+def _seconds(name: str, *, positive: bool, required: bool = False) -> NumCol:
+    return NumCol(name, False, None, _SECONDS_GT0 if positive else _SECONDS_GE0, lo=0.0,
+                  lo_open=positive, hi=MAX_SECONDS, required=required)
+
+
+def _count(name: str, default: int | None, lo: int = 0, *, required: bool = False) -> NumCol:
+    return NumCol(name, True, default, _count_rule(lo), lo=float(lo), hi=MAX_COUNT,
+                  required=required)
+
+
 NUM_COLS: dict[str, NumCol] = {
     c.name: c
     for c in (
-        NumCol("submit_time", False, None, "a finite number >= 0", lo=0.0, required=True),
-        NumCol("num_gpus", True, None, "an integer >= 0", lo=0.0, required=True),
-        NumCol("duration", False, None, "a finite number > 0", lo=0.0, lo_open=True,
-                required=True),
+        _seconds("submit_time", positive=False, required=True),
+        _count("num_gpus", None, required=True),
+        _seconds("duration", positive=True, required=True),
         NumCol("priority", True, 0,
-                "an integer or a level name (" + ", ".join(PRIORITY_NAMES) + ")"),
-        NumCol("num_cpus", False, 0.0, "a finite number >= 0", lo=0.0),
-        NumCol("mem_gb", False, 0.0, "a finite number >= 0", lo=0.0),
-        NumCol("gpus_per_task", True, 0, "an integer >= 1", lo=1.0),
-        NumCol("checkpoint_interval", False, None, "a finite number > 0", lo=0.0,
-                lo_open=True),
-        NumCol("max_retries", True, 0, "an integer >= 0", lo=0.0),
-        NumCol("fail_at", False, None, "a finite number > 0", lo=0.0, lo_open=True),
-        NumCol("max_lifetime", False, None, "a finite number > 0", lo=0.0, lo_open=True),
-        NumCol("min_gpus", True, None, "an integer >= 0", lo=0.0),
-        NumCol("max_gpus", True, None, "an integer >= 0", lo=0.0),
+                f"an integer from -{_e(MAX_PRIORITY)} to {_e(MAX_PRIORITY)} or a level name ("
+                + ", ".join(PRIORITY_NAMES) + ")", lo=-MAX_PRIORITY, hi=MAX_PRIORITY),
+        NumCol("num_cpus", False, 0.0, f"a number >= 0 and <= {_e(MAX_COUNT)}", lo=0.0,
+                hi=MAX_COUNT),
+        NumCol("mem_gb", False, 0.0, _GB, lo=0.0, hi=MAX_GB),
+        _count("gpus_per_task", 0, 1),
+        _seconds("checkpoint_interval", positive=True),
+        _count("max_retries", 0),
+        _seconds("fail_at", positive=True),
+        _seconds("max_lifetime", positive=True),
+        _count("min_gpus", None),
+        _count("max_gpus", None),
         NumCol("locality_sensitivity", False, 1.0, "a number in [0, 1]", lo=0.0, hi=1.0),
         NumCol("gpu_share", False, 1.0, "a number in (0, 1]", lo=0.0, lo_open=True, hi=1.0),
         NumCol("gpu_util", False, 1.0, "a number in [0, 1]", lo=0.0, hi=1.0),
-        NumCol("gpu_mem_gb", False, 0.0, "a finite number >= 0", lo=0.0),
-        NumCol("max_wait_hours", False, 0.0, "a finite number >= 0", lo=0.0),
+        NumCol("gpu_mem_gb", False, 0.0, _GB, lo=0.0, hi=MAX_GB),
+        NumCol("max_wait_hours", False, 0.0, _HOURS, lo=0.0, hi=MAX_HOURS),
     )
 }
+"""Every numeric column of the schema the simulator reads, with its rule."""
+
+CHECKED_PASS_THROUGH: dict[str, NumCol] = {
+    c.name: c
+    for c in (
+        _seconds("deadline", positive=False),
+        _seconds("active_deadline", positive=True),
+        _count("completions", None, 1),
+        _count("parallelism", None, 1),
+        _count("backoff_limit", None),
+        NumCol("disk_gb", False, None, _GB, lo=0.0, hi=MAX_GB),
+    )
+}
+"""Numeric columns of SPEC sec. 2 the simulator does not read (yet): a given cell is
+checked against the rule (an empty cell is none), and the column is passed through as
+written (`JobSpec.extra`)."""
+
 
 def parse_speeds(text: str) -> tuple[tuple[tuple[str, float], ...] | None, str]:
     """Parse 'V100=1;P100=0.6' into sorted pairs, or (None, reason)."""

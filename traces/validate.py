@@ -28,6 +28,7 @@ from traces.dependencies import check_dependencies, check_duplicates
 from traces.rows import NA_TOKENS, FrameErrors, as_number, as_text
 from traces.schema import (
     CANONICAL_COLUMNS,
+    CHECKED_PASS_THROUGH,
     NUM_COLS,
     REQUIRED_COLUMNS,
     TEXT_DEFAULTS,
@@ -146,6 +147,11 @@ def _parse_columns(df: pd.DataFrame, check: FrameErrors) -> _Parsed:
             parsed.out[col] = _parse_depends_on(raw, check, parsed.out.get("job_id"))
         elif col == "gpu_speeds":
             parsed.out[col] = _parse_gpu_speeds(raw, check)
+    for col, spec in CHECKED_PASS_THROUGH.items():
+        if col in present:
+            raw = df[col]
+            values, missing = as_number(raw)
+            check.cells(~spec.ok(values) & ~missing, col, raw, f"is not {spec.rule}")
     return parsed
 
 

@@ -62,7 +62,7 @@ def test_pollux_ids_match_the_default_trace(shared_dir: Path) -> None:
     ("2017-10-09 07:01:55,5,,66.0,11cb48",
      "line 3, field num_gpus: value '' is missing"),
     ("2017-10-09 07:01:55,5,1,66.0,11cb48,extra",
-     "line 3, field (line): value '' has 6 fields; expected 5"),
+     "line 3, field (line): value '' has 6 fields but the header has 5"),
 ])
 def test_pollux_errors_name_file_line_field_value(tmp_path: Path, line: str, fragment: str) -> None:
     p = tmp_path / "ph.csv"

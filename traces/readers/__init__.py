@@ -8,8 +8,9 @@ openb node list) are read by `topologies` (`read_pai_machines`, `read_openb_node
 
 from __future__ import annotations
 
+import csv
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,15 +18,23 @@ from typing import Any
 from sim.errors import InvalidTrace, unknown_name_message
 from traces.base import Trace
 from traces.canonical import REQUIRED_COLUMNS, read_canonical
-from traces.readers._common import head_text, resolve, trace_epoch, with_epoch
+from traces.csv_stream import read_head
+from traces.readers._common import check_columns, resolve, trace_epoch, with_epoch
 from traces.readers.gavel import layout as gavel_layout
 from traces.readers.gavel import read_gavel
-from traces.readers.helios import read_helios
+from traces.readers.helios import HELIOS_REQUIRED, read_helios
 from traces.readers.openb import POD_COLUMNS, read_openb_pods
 from traces.readers.pai import read_pai, table_kind
-from traces.readers.philly import POLLUX_COLUMNS, read_philly_csv, read_philly_json
+from traces.readers.philly import (
+    POLLUX_COLUMNS,
+    POLLUX_FORMAT,
+    POLLUX_REQUIRED,
+    read_philly_csv,
+    read_philly_json,
+)
 from traces.readers.swf import read_swf
-from traces.readers.tiresias import read_tiresias
+from traces.readers.tiresias import TIRESIAS_REQUIRED, read_tiresias
+from traces.schema import missing_columns_error
 
 __all__ = [
     "TRACE_FORMATS",
@@ -75,12 +84,52 @@ TRACE_FORMATS: dict[str, TraceFormat] = {
 """Every trace format by its `--trace-format` name."""
 
 
-def _header(path: Path) -> tuple[list[str], str]:
-    """The first non-blank line of the (decompressed) file, split on commas, and the line."""
-    for line in head_text(path).splitlines():
+_HEADER_FORMATS: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("canonical", REQUIRED_COLUMNS, "canonical"),
+    ("philly", POLLUX_REQUIRED, POLLUX_FORMAT),
+    ("helios", HELIOS_REQUIRED, "Helios"),
+    ("tiresias", TIRESIAS_REQUIRED, "Tiresias"),
+    ("openb", POD_COLUMNS[:5], "openb pod list"),
+)
+"""Formats told by their CSV header: name, the columns its reader needs, its message name."""
+
+_CANONICAL_HINTS = ("job_id", "submit_time", "num_gpus")
+"""One of these in a header that fits no format makes it a canonical attempt."""
+
+
+def _header(text: str) -> tuple[list[str], str]:
+    """The first non-blank line of the text, split as CSV (cells stripped), and the line."""
+    for line in text.splitlines():
         if line.strip():
-            return [c.strip() for c in line.split(",")], line
+            try:
+                cells = next(csv.reader([line]), [])
+            except csv.Error:
+                cells = line.split(",")
+            return [c.strip() for c in cells], line
     return [], ""
+
+
+def _near_miss(label: str, cols: Sequence[str]) -> None:
+    """Raise the missing-columns error of the format a header comes closest to, if any.
+
+    A header that shares two required columns with a format (or, for canonical, one of
+    job_id, submit_time, num_gpus) is an attempt at it: the message is the one its reader
+    gives with `--trace-format`, naming the missing and the found columns.
+    """
+    names = [c for c in cols if c]
+    present = set(names)
+    best, score = None, 0
+    for entry in _HEADER_FORMATS:
+        n = sum(c in present for c in entry[1])
+        hinted = entry[0] == "canonical" and any(c in present for c in _CANONICAL_HINTS)
+        if n > score and (n >= 2 or hinted):
+            best, score = entry, n
+    if best is None:
+        return
+    fmt, required, fmt_label = best
+    if fmt == "canonical":
+        raise missing_columns_error(label, names)
+    check_columns(label, names, required, fmt_label)
 
 
 def detect_format(path: str | os.PathLike[str]) -> str:
@@ -93,7 +142,10 @@ def detect_format(path: str | os.PathLike[str]) -> str:
         A key of `TRACE_FORMATS`.
 
     Raises:
-        InvalidTrace: Missing file, or no known format matches (naming the formats).
+        InvalidTrace: Missing file or a directory; an unreadable file (not gzip,
+            truncated gzip, not UTF-8); an empty file; a CSV header that is an attempt
+            at a format but lacks required columns (naming them and the columns found);
+            no known format matches (naming the formats).
     """
     p = resolve(path)
     low = p.name.lower()
@@ -101,7 +153,12 @@ def detect_format(path: str | os.PathLike[str]) -> str:
         return "canonical"
     if low.endswith((".swf", ".swf.gz")):
         return "swf"
-    cols, line = _header(p)
+    text = read_head(p)
+    cols, line = _header(text)
+    if not line:
+        what = "the file is empty" if not text else "the file has only blank lines"
+        raise InvalidTrace(f"{p.name}: {what}; a trace file starts with a header line or "
+                           "its first record")
     first = line.lstrip()
     if first.startswith(";"):
         return "swf"
@@ -112,12 +169,11 @@ def detect_format(path: str | os.PathLike[str]) -> str:
     names = set(cols)
     if all(c in names for c in REQUIRED_COLUMNS):
         return "canonical"
-    if tuple(cols[: len(POLLUX_COLUMNS)]) == POLLUX_COLUMNS or {
-        "timestamp", "duration", "num_gpus"} <= names:
+    if tuple(cols[: len(POLLUX_COLUMNS)]) == POLLUX_COLUMNS or set(POLLUX_REQUIRED) <= names:
         return "philly"
-    if {"job_id", "gpu_num", "submit_time"} <= names:
+    if set(HELIOS_REQUIRED) <= names:
         return "helios"
-    if {"job_id", "num_gpu", "submit_time", "duration"} <= names:
+    if set(TIRESIAS_REQUIRED) <= names:
         return "tiresias"
     if set(POD_COLUMNS[:5]) <= names:
         return "openb"
@@ -126,6 +182,7 @@ def detect_format(path: str | os.PathLike[str]) -> str:
     fields = line.split()
     if len(fields) == 18 and all(_is_number(f) for f in fields):
         return "swf"
+    _near_miss(p.name, cols)
     raise InvalidTrace(
         f"{p.name}: cannot tell the trace format from its name or first line "
         f"{line[:80]!r}; name one with --trace-format / trace_format= "

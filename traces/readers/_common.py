@@ -33,6 +33,8 @@ from traces.csv_stream import (
     iter_csv,
     label_of,
     open_text,
+    read_error,
+    require_file,
     stem_of,
 )
 from traces.rows import MAX_BAD_ROW_MESSAGES, NA_TOKENS, RowErrors, as_number, show
@@ -54,6 +56,8 @@ __all__ = [
     "number_field",
     "open_text",
     "parse_datetime",
+    "read_error",
+    "resolve",
     "show",
     "stem_of",
     "trace_epoch",
@@ -148,11 +152,8 @@ def finish(
 
 
 def resolve(path: str | os.PathLike[str]) -> Path:
-    """An existing file, or InvalidTrace naming it."""
-    p = Path(path)
-    if not p.is_file():
-        raise InvalidTrace(f"trace file {str(p)!r} not found")
-    return p
+    """An existing file, or InvalidTrace saying what the path is (missing, a directory)."""
+    return require_file(path)
 
 
 def number_field(

@@ -71,7 +71,7 @@ def load_throughputs(
     """
     p = Path(path)
     try:
-        with open(p, encoding="utf-8") as f:
+        with open(p, encoding="utf-8-sig") as f:
             data = json.load(f)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InvalidTrace(f"{p.name}: cannot be read as Gavel throughputs: {exc}") from None

@@ -30,7 +30,7 @@ from traces.readers._common import (
     stem_of,
 )
 
-__all__ = ["HELIOS_COLUMNS", "read_helios"]
+__all__ = ["HELIOS_COLUMNS", "HELIOS_REQUIRED", "read_helios"]
 
 HELIOS_COLUMNS = ("job_id", "user", "vc", "gpu_num", "cpu_num", "node_num", "state",
                   "submit_time", "start_time", "end_time", "duration", "queue")
@@ -38,6 +38,9 @@ HELIOS_COLUMNS = ("job_id", "user", "vc", "gpu_num", "cpu_num", "node_num", "sta
 
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 _TIME_RULE = "is not a time YYYY-MM-DD HH:MM:SS"
+
+HELIOS_REQUIRED = ("job_id", "gpu_num", "submit_time")
+"""Columns the Helios reader needs (and `duration` or `start_time`, `end_time`)."""
 
 
 def read_helios(
@@ -64,7 +67,7 @@ def read_helios(
     for chunk in iter_csv(p, issues):
         df, lines = chunk.frame, chunk.lines
         cols = list(df.columns)
-        check_columns(issues.label, cols, ("job_id", "gpu_num", "submit_time"), "Helios")
+        check_columns(issues.label, cols, HELIOS_REQUIRED, "Helios")
         if "duration" not in cols:
             check_columns(issues.label, cols, ("start_time", "end_time"), "Helios")
         submit, _ = parse_datetime(df["submit_time"], TIME_FORMAT)

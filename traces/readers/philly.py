@@ -40,6 +40,7 @@ from traces.readers._common import (
     number_field,
     open_text,
     parse_datetime,
+    read_error,
     resolve,
     stem_of,
 )
@@ -47,10 +48,17 @@ from traces.readers._common import (
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["POLLUX_COLUMNS", "iter_json_records", "read_philly_csv", "read_philly_json"]
+__all__ = ["POLLUX_COLUMNS", "POLLUX_FORMAT", "POLLUX_REQUIRED", "iter_json_records",
+           "read_philly_csv", "read_philly_json"]
 
 POLLUX_COLUMNS = ("timestamp", "duration", "num_gpus", "gpu_time", "cluster")
 """Header of the Pollux-derived Philly job table."""
+
+POLLUX_REQUIRED = ("timestamp", "duration", "num_gpus")
+"""Columns the Pollux CSV reader needs."""
+
+POLLUX_FORMAT = "Philly (Pollux CSV)"
+"""What messages call the format."""
 
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 JSON_CHUNK = 1 << 20
@@ -83,8 +91,7 @@ def read_philly_csv(
     epoch = math.inf
     for chunk in iter_csv(p, issues):
         df, lines = chunk.frame, chunk.lines
-        check_columns(issues.label, list(df.columns), ("timestamp", "duration", "num_gpus"),
-                      "Philly (Pollux CSV)")
+        check_columns(issues.label, list(df.columns), POLLUX_REQUIRED, POLLUX_FORMAT)
         submit, missing = parse_datetime(df["timestamp"], TIME_FORMAT)
         bad = issues.errors(np.isnan(submit), lines, "timestamp", df["timestamp"],
                             "is not a time YYYY-MM-DD HH:MM:SS")
@@ -176,8 +183,7 @@ class _JsonStream:
         try:
             data = self.f.read(JSON_CHUNK)
         except READ_ERRORS as exc:
-            raise InvalidTrace(f"{self.label}, line {self.line}: cannot be read as text: "
-                               f"{exc}") from None
+            raise InvalidTrace(read_error(f"{self.label}, line {self.line}", exc)) from None
         if not data:
             self.eof = True
             return False

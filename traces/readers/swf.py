@@ -31,6 +31,7 @@ from traces.readers._common import (
     label_of,
     number_field,
     open_text,
+    read_error,
     resolve,
     stem_of,
 )
@@ -65,8 +66,7 @@ def swf_header(path: str | os.PathLike[str]) -> dict[str, str]:
                 if m:
                     out.setdefault(m.group(1), m.group(2))
         except READ_ERRORS as exc:
-            raise InvalidTrace(f"{label_of(resolve(path))}: cannot be read as text: "
-                               f"{exc}") from None
+            raise InvalidTrace(read_error(label_of(resolve(path)), exc)) from None
     return out
 
 

@@ -25,11 +25,14 @@ from traces.readers._common import (
     stem_of,
 )
 
-__all__ = ["TIRESIAS_COLUMNS", "read_tiresias"]
+__all__ = ["TIRESIAS_COLUMNS", "TIRESIAS_REQUIRED", "read_tiresias"]
 
 TIRESIAS_COLUMNS = ("job_id", "num_gpu", "submit_time", "iterations", "model_name",
                     "duration", "interval")
 """Header of a Tiresias trace."""
+
+TIRESIAS_REQUIRED = ("job_id", "num_gpu", "submit_time", "duration")
+"""Columns the Tiresias reader needs."""
 
 
 def read_tiresias(
@@ -56,8 +59,7 @@ def read_tiresias(
     for chunk in iter_csv(p, issues):
         df, lines = chunk.frame, chunk.lines
         cols = list(df.columns)
-        check_columns(issues.label, cols, ("job_id", "num_gpu", "submit_time", "duration"),
-                      "Tiresias")
+        check_columns(issues.label, cols, TIRESIAS_REQUIRED, "Tiresias")
         bad = issues.errors((df["job_id"].str.strip() == "").to_numpy(), lines, "job_id",
                             df["job_id"], "is empty (required)")
         gpus, b = number_field(df, lines, issues, "num_gpu", rule="is not an integer >= 0",
