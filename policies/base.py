@@ -29,6 +29,15 @@ class Policy:
     params: ClassVar[dict[str, Param]] = {}
     period: float | None = None
     placer: ClassVar[str | None] = None
+    tenant_field: str | None = None
+    """The job field whose values are the tenants the policy shares the cluster between
+    (`user`, `vc`), or None; a run whose jobs all share one value gets a warning."""
+    ordering_param: ClassVar[str | None] = None
+    """The parameter naming another policy that orders jobs inside this one (hived's
+    `order`), so the conformance harness can run every composition."""
+    orders: ClassVar[bool] = True
+    """Whether the policy can order the jobs of another policy's queues (a HiveD VC): it
+    only starts, preempts, suspends or rejects jobs, at the places the context offers."""
 
     def __init__(self, **params: Any) -> None:
         self.p: dict[str, Any] = resolve(params, self.params, f"policy {self.name!r}")
@@ -49,6 +58,16 @@ class Policy:
         """
 
     notify.__dict__["__schedlab_noop__"] = True  # the engine skips a no-op notify
+
+    def explain(self, ctx: SchedContext, job: JobState) -> str:
+        """Why this pending job cannot start under the policy ('' when it knows no reason).
+
+        Asked when nothing can change any more (see `sim.settle`): a non-empty answer
+        rejects the job as `unschedulable: <answer>` instead of leaving it waiting for
+        ever. Override it where the policy's own rules (quotas, VCs, levels) block a job
+        the placer alone would accept; the default defers to the placer.
+        """
+        return ""
 
     def metrics(self) -> Mapping[str, Any]:
         """The policy's own counters for the summary (as `policy_<key>`); none by default."""

@@ -122,6 +122,7 @@ class CapacityPolicy(Policy):
     """Hierarchical queues with guarantees, elastic ceilings, user limits and preemption."""
 
     name = "capacity"
+    tenant_field = "vc"
     description = ("hierarchical queues (YARN Capacity Scheduler): guaranteed capacity, "
                    "elastic max_capacity, user limits, preemption back to guarantees")
     params = {

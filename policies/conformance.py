@@ -43,6 +43,10 @@ def check_invariants(result: Any, topology: Topology, trace: Trace,
     if finished and (jobs.status == "unfinished").any():
         left = list(jobs.index[jobs.status == "unfinished"])[:5]
         bad.append(f"jobs never reached a final status: {left}")
+    silent = jobs[jobs.status.isin(["failed", "killed", "rejected"])
+                  & (jobs.reason.fillna("").astype(str) == "")]
+    if len(silent):
+        bad.append(f"jobs ended without a reason: {list(silent.index[:5])}")
     started = jobs[jobs.start_time.notna()]
     early = started[started.start_time < started.submit_time - 1e-9]
     if len(early):
@@ -177,13 +181,48 @@ def scenarios(seed: int = 0) -> list[tuple[str, Topology, Trace]]:
             checkpoint_interval=50.0 if rng.random() < 0.5 else None,
         ))
     out.append((topo.name, topo, Trace("conformance-lifecycle", tuple(jobs))))
+    out.append(_vc_scenario(rng))
     return out
+
+
+def _vc_scenario(rng: np.random.Generator) -> tuple[str, Topology, Trace]:
+    """Two tenants' virtual clusters (HiveD cells) on two nodes, jobs of both VCs."""
+    from topologies.native import native_from_dict
+
+    topo = native_from_dict({
+        "name": "vcs",
+        "nodes": [{"count": 2, "sockets": 1, "switches_per_socket": 2, "gpus_per_switch": 2}],
+        "vcs": {"vc0": {"node": 1}, "vc1": {"switch": 1, "gpu": 2}},
+    }, "<conformance vcs>")
+    jobs = []
+    t = 0.0
+    for i in range(30):
+        t += float(rng.exponential(25.0))
+        g = int(rng.choice([1, 1, 2, 4]))
+        jobs.append(JobSpec(
+            f"v{i}", round(t, 3), g, float(rng.integers(20, 300)), user=f"u{i % 2}",
+            vc=f"vc{int(rng.integers(0, 2))}", priority=int(rng.choice([0, 0, 1])),
+            checkpoint_interval=60.0 if rng.random() < 0.5 else None,
+        ))
+    return topo.name, topo, Trace("conformance-vcs", tuple(jobs))
 
 
 # engine parameters per scenario (node failures for the lifecycle one)
 SCENARIO_PARAMS: dict[str, dict[str, Any]] = {
     "lifecycle": {"mtbf": 1500.0, "mttr": 200.0, "retry_delay": 5.0},
 }
+
+
+def compositions() -> list[tuple[str, dict[str, Any]]]:
+    """Every (policy, params) that composes a registered policy with another's ordering."""
+    from policies.registry import orderings, policy_class, registered_policies
+
+    out: list[tuple[str, dict[str, Any]]] = []
+    for name in registered_policies():
+        param = policy_class(name).ordering_param
+        if param:
+            out.extend((name, {param: o}) for o in orderings())
+    return out
 
 
 def check_policy(policy: str | Callable[[], Policy], *, seed: int = 0,

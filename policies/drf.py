@@ -109,6 +109,7 @@ class DrfPolicy(Policy):
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
         self.weights = load_weights(self.p["weights"])
+        self.tenant_field = self.p["drf_by"]
 
     def attach(self, ctx: SchedContext) -> None:
         """Fresh per-run state: tenants, the engine mirror, the cluster totals."""

@@ -47,6 +47,7 @@ class FifoElasticPolicy(Policy):
     """Arrival order; elastic jobs start at the largest size that fits, shrink and grow."""
 
     name = "fifo-elastic"
+    orders = False  # places jobs itself
     description = "arrival order; elastic jobs start at any size in range, shrink, grow"
     params = {
         "resize_interval": Param(300.0, as_float(0.0),

@@ -60,6 +60,7 @@ class GandivaPolicy(Policy):
     """Affinity-based placement with time-slicing, migration, packing and grow-shrink."""
 
     name = "gandiva"
+    orders = False  # places jobs itself
     description = "Gandiva: affinity placement, time-slicing, migration, packing, grow-shrink"
     params = {
         "time_slice": Param(60.0, as_float(0.0, lo_open=True), "time-slice length (s)"),

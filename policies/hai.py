@@ -293,6 +293,8 @@ class HaiPolicy(Policy):
     """HAI platform time-sharing: levels, whole nodes, per-user quotas, suspend with grace."""
 
     name = "hai"
+    tenant_field = "user"
+    orders = False  # its own per-user node quotas and time-slicing over the cluster
     description = ("HAI platform time-sharing: priority levels, whole nodes, per-user node "
                    "quotas per level, suspend with grace, ABOVE_NORMAL demotion")
     params = {

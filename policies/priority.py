@@ -46,12 +46,18 @@ class JobFeed:
                 self._dirty[d] = None
 
     def changed(self, ctx: SchedContext) -> list[JobState]:
-        """Jobs noted since the last call (each once, in the order first noted)."""
+        """Jobs noted since the last call (each once, in the order first noted).
+
+        A context narrowed to part of the run (hived's per-VC queues) offers
+        `owns(job)`; jobs it does not own are left out (a dependent noted with a finish
+        may belong to another queue).
+        """
         if not self._dirty:
             return []
         out = [ctx.job_at(i) for i in self._dirty]
         self._dirty.clear()
-        return out
+        owns = getattr(ctx, "owns", None)
+        return out if owns is None else [j for j in out if owns(j)]
 
 
 

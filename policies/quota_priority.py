@@ -66,6 +66,8 @@ class QuotaPriorityPolicy(Policy):
     """Group quotas decide high priority; high-priority jobs suspend low-priority ones."""
 
     name = "quota-priority"
+    tenant_field = "vc"
+    orders = False  # its own per-group quotas over the cluster
     description = ("managed training: per-vc GPU quotas give high priority; a blocked "
                    "high-priority job suspends the longest-running low-priority job that "
                    "frees enough")

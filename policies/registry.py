@@ -27,6 +27,11 @@ def registered_policies() -> list[str]:
     return POLICIES.names()
 
 
+def orderings() -> list[str]:
+    """Registered policies that can order the jobs of another policy's queues, sorted."""
+    return [n for n in POLICIES.names() if policy_class(n).orders]
+
+
 def policy_class(name: str) -> type[Policy]:
     """The class behind a registered name or a 'module:Class' path, imported on first use."""
     cls: type[Policy] = POLICIES.get(name)

@@ -42,7 +42,14 @@ def live_keys(keys: SortedList) -> Iterator[Any]:
 
 
 def _spec(job: JobState | JobSpec, num_gpus: int | None) -> JobSpec:
+    """The request to place: `num_gpus` if given, else the job's size.
+
+    An elastic job too large for any placement at num_gpus asks for the largest size
+    that fits (`JobState.fit_gpus`).
+    """
     spec = job.spec if isinstance(job, JobState) else job
+    if num_gpus is None and isinstance(job, JobState) and job.fit_gpus:
+        num_gpus = job.fit_gpus
     if num_gpus is not None and num_gpus != spec.num_gpus:
         spec = resized(spec, num_gpus)
     return spec
@@ -136,9 +143,7 @@ class SchedContext:
         request or when an identical request already failed since the cluster last
         changed; so asking for every pending job on every pass stays cheap.
         """
-        spec = job.spec if isinstance(job, JobState) else job
-        if num_gpus is not None and num_gpus != spec.num_gpus:
-            spec = resized(spec, num_gpus)
+        spec = _spec(job, num_gpus)
         c = self._cluster
         if self._failed_at != c.version:  # the cluster changed: forget earlier answers
             self._failed.clear()

@@ -42,6 +42,7 @@ from sim.model import (
 from sim.params import resolve
 from sim.recorder import TIMELINE_COLUMNS
 from sim.registry import POLICIES
+from sim.settle import IDLE_PASS_LIMIT, settle
 from topologies.tree import Topology
 from traces.base import Trace
 
@@ -56,6 +57,7 @@ class Run(RunState):
         super().__init__(sim, until)
         self.progress_cb = progress
         self.ctx = SchedContext(self)
+        self.idle_passes = 0  # passes in a row with nothing running and nothing started
 
     # --- decisions ---
 
@@ -230,15 +232,33 @@ class Run(RunState):
             self.tick_armed = True
             self.agenda.schedule(self.env.now + period, Due.TICK)
 
+    def _idle_for_good(self, before: int) -> bool:
+        """True when nothing runs or can arrive and the policy keeps starting nothing.
+
+        Either only random node failures are left (which can never help), or the policy
+        has been woken `IDLE_PASS_LIMIT` times in a row with nothing running and started
+        nothing (a timer loop that can never end the run).
+        """
+        if self.running or self.decisions != before or self.next_arrival < len(self.jobs):
+            self.idle_passes = 0
+            return False
+        self.idle_passes += 1
+        return self.idle_passes >= IDLE_PASS_LIMIT or self._only_churn_left(before)
+
     def process(self) -> Generator[simpy.Event, Any, None]:
         """The SimPy process driving the run."""
         env = self.env
         policy = self.sim.policy
         jobs = self.jobs
         n = len(jobs)
+        stuck = False
         while self.open_jobs > 0:
             t = self._next_time()
-            if t == math.inf or (self.until is not None and t > self.until):
+            if stuck or t == math.inf:  # nothing can change any more
+                if not settle(self):
+                    break
+                t = env.now  # some jobs were rejected: the rest may start now
+            elif self.until is not None and t > self.until:
                 break
             if t > env.now:
                 yield env.timeout(t - env.now)
@@ -250,11 +270,8 @@ class Run(RunState):
             before = self.decisions
             for d in policy.schedule(self.ctx):
                 self.apply(d)
-            if self._only_churn_left(before):
-                # only random node failures are left, which can never help
-                self.sample()
-                break
-            if policy.period:
+            stuck = self._idle_for_good(before)
+            if policy.period and not stuck:
                 self._arm_tick(policy.period, before)
             self.sample()
             if self.progress_cb is not None:

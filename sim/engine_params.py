@@ -17,6 +17,7 @@ from sim.params import (
     as_bool,
     as_choice,
     as_float,
+    as_int,
     as_level_map,
     as_optional,
     as_path,
@@ -79,6 +80,12 @@ ENGINE_PARAMS: dict[str, Param] = {
         True, as_bool, "a Suspend checkpoints first (no lost work); Preempt never does"
     ),
     "retry_delay": Param(0.0, as_float(0.0), "seconds before a failed attempt is retried"),
+    "node_failure_retries": Param(
+        10, as_int(0),
+        "node-failure restarts a job survives in a row without checkpointed progress "
+        "between them; one more and it fails (a job that cannot progress between failures "
+        "must end)",
+    ),
     "failure_rate": Param(
         0.0, as_float(0.0), "random attempt failures per job-hour of run time (seeded)"
     ),

@@ -187,10 +187,21 @@ class RunState:
         bad = self.infeasible(s if s.min_gpus is None else resized(s, s.min_gpus))
         if bad:
             self.finalize(job, REJECTED, EventKind.REJECT, bad)
-        elif job.deps_left:
+            return
+        if s.min_gpus is not None and s.min_gpus < s.num_gpus:
+            job.fit_gpus = self._elastic_fit(s)
+        if job.deps_left:
             transition(job, HELD)
         else:
             self.enqueue(job)
+
+    def _elastic_fit(self, s: JobSpec) -> int:
+        """0 when an elastic job fits at num_gpus; else the largest size that ever fits."""
+        if not self.infeasible(s):
+            return 0
+        assert s.min_gpus is not None  # the caller checked min_gpus fits
+        return next(n for n in range(s.num_gpus - 1, s.min_gpus - 1, -1)
+                    if not self.infeasible(resized(s, n)))
 
     def infeasible(self, s: JobSpec) -> str:
         """Why no placement could ever hold the job ('' when one can), cached per class."""
@@ -271,9 +282,27 @@ class RunState:
         if counts_retry and job.restarts >= job.spec.max_retries:
             self.finalize(job, FAILED, None, "max_retries exhausted")
             return lost * gpus
+        if not counts_retry and self._futile_restart(job):
+            self.finalize(job, FAILED, None, (
+                f"node failures: {job.node_restarts} restarts in a row without checkpointed "
+                f"progress (node_failure_retries={self.engine_params['node_failure_retries']})"))
+            return lost * gpus
         job.restarts += 1
         transition(job, RETRYING)
         job.queued_since = self.env.now
         self.agenda.schedule(self.env.now + self.engine_params["retry_delay"], Due.RETRY,
                              job.idx, job.version)
         return lost * gpus
+
+    def _futile_restart(self, job: JobState) -> bool:
+        """Count a node-failure restart; True when the job has run out of them.
+
+        Restarts count only while no checkpointed progress was made between them, so a job
+        that checkpoints keeps going however often nodes fail, and one that cannot (no
+        checkpoints, failures faster than its run time) fails instead of running forever.
+        """
+        if job.ckpt_work > job.ckpt_at_restart:
+            job.node_restarts = 0
+        job.ckpt_at_restart = job.ckpt_work
+        job.node_restarts += 1
+        return job.node_restarts > self.engine_params["node_failure_retries"]

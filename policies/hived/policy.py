@@ -44,6 +44,7 @@ from sim.errors import InvalidDecision, InvalidParameter, SimError, did_you_mean
 from sim.jobstate import PENDING, JobState
 from sim.model import (
     Decision,
+    EventKind,
     JobSpec,
     Placement,
     Preempt,
@@ -72,9 +73,16 @@ def as_order(v: Any) -> str:
         raise ValueError("hived cannot order the jobs of its own VCs; allowed: another "
                          "registered policy such as fifo or fifo-backfill")
     try:
-        policy_class(name)
+        cls = policy_class(name)
     except UnknownName as e:
         raise ValueError(str(e)) from None
+    if not cls.orders:
+        from policies.registry import orderings
+
+        raise ValueError(
+            f"{name} schedules the whole cluster by rules of its own (placement, sizes, "
+            "time-slicing or tenant quotas), so it cannot order the jobs of one hived VC; "
+            f"allowed: {', '.join(orderings())}")
     return name
 
 
@@ -89,6 +97,11 @@ class _Queue:
     classes: dict[tuple, SortedList] = field(default_factory=dict)  # -> (submit, idx)
     running: dict[int, JobState] = field(default_factory=dict)
     ctx: SchedContext | None = None  # a _QueueContext standing in for one (set in attach)
+
+    @property
+    def listens(self) -> bool:
+        """Whether the ordering keeps indexes from job events (overrides `notify`)."""
+        return not getattr(type(self.policy).notify, "__schedlab_noop__", False)
 
 
 def _class_key(s: JobSpec, pinned: str) -> tuple:
@@ -169,8 +182,13 @@ class _QueueContext:
         return self._ctx.progress(job)
 
     def wake_at(self, t: float) -> None:
-        """Ask for a scheduling pass at time `t`."""
+        """Ask for a pass of this queue's ordering at time `t`."""
+        self._owner.wakes.add((t, self._q.pos))
         self._ctx.wake_at(t)
+
+    def owns(self, job: JobState) -> bool:
+        """True when the job belongs to this queue (its VC, or the opportunistic queue)."""
+        return self._owner._queue_of(job) is self._q
 
     def __getattr__(self, name: str) -> Any:
         """Anything else a SchedContext offers, unchanged."""
@@ -183,6 +201,9 @@ class HivedPolicy(Policy):
     """HiveD (OSDI'20): guaranteed jobs in VCs of multi-level cells, buddy cell allocation."""
 
     name = "hived"
+    tenant_field = "vc"
+    orders = False  # places jobs itself
+    ordering_param = "order"
     description = ("HiveD: VCs of multi-level cells bound to physical cells by buddy "
                    "allocation; guaranteed and opportunistic jobs, (lazy) preemption")
     params = {
@@ -225,6 +246,7 @@ class HivedPolicy(Policy):
         self.opp = _Queue("(opportunistic)", make_policy(order), len(vcs))
         self.by_pos = self._all_queues()
         self.dirty: set[int] = set(range(len(self.by_pos)))  # queues that changed
+        self.wakes: SortedList = SortedList()  # (time, queue pos) its ordering asked for
         for q in self._all_queues():
             # duck-typed: what the ordering sees is a SchedContext narrowed to the queue
             q.ctx = cast("SchedContext", _QueueContext(self, q, ctx))
@@ -248,6 +270,8 @@ class HivedPolicy(Policy):
     def schedule(self, ctx: SchedContext) -> Iterator[Decision]:
         """Catch up with the engine, then run the ordering of each queue that changed."""
         yield from self._sync(ctx)
+        while self.wakes and self.wakes[0][0] <= ctx.now:  # orderings' own timers
+            self.dirty.add(self.wakes.pop(0)[1])
         done = -1
         while True:
             self._touch_doomed()
@@ -272,7 +296,10 @@ class HivedPolicy(Policy):
 
     def _run(self, ctx: SchedContext, q: _Queue) -> Iterator[Decision]:
         assert q.ctx is not None  # set in attach
+        self.refused: set[str] = set()
         for d in q.policy.schedule(q.ctx):
+            if d.job_id in self.refused:
+                return  # the ordering insists on a start HiveD just refused: next pass
             yield from self._apply(ctx, q, d)
 
     def _apply(self, ctx: SchedContext, q: _Queue, d: Decision) -> Iterator[Decision]:
@@ -296,6 +323,7 @@ class HivedPolicy(Policy):
                 else:
                     got = self.algo.schedule(req, commit=True)
                     if isinstance(got, str):
+                        self.refused.add(job.job_id)
                         return  # the state changed since `place`: the job keeps waiting
                     plan = got
                 self.lazy_preemptions += len(plan.lazy)
@@ -446,8 +474,27 @@ class HivedPolicy(Policy):
     # --- keeping up with the engine ---
 
     def notify(self, ctx: SchedContext, job: JobState, kind: str) -> None:
-        """Remember jobs that left the running set or were requeued (checked next pass)."""
+        """Remember jobs that left the running set or were requeued (checked next pass).
+
+        The event goes on to the ordering of the job's queue, if it listens (a priority
+        ordering keeps its index from these), once the job has a queue.
+        """
         self.jobs.notify(job, kind)
+        q = self._queue_of(job)
+        if q is not None:
+            self._forward(q, job, kind)
+
+    def _forward(self, q: _Queue, job: JobState, kind: str) -> None:
+        if q.listens:
+            assert q.ctx is not None  # set in attach
+            q.policy.notify(q.ctx, job, kind)
+
+    def _queue_of(self, job: JobState) -> _Queue | None:
+        """The queue a job belongs to, once its request is known (it never changes)."""
+        req = self.requests.get(job.idx)
+        if req is None or isinstance(req, str):
+            return None
+        return self.opp if req.prio == OPP else self.queues[req.vc]
 
     def _sync(self, ctx: SchedContext) -> Iterator[Decision]:
         """Releases, node health, arrivals and requeues since the last pass."""
@@ -490,6 +537,7 @@ class HivedPolicy(Policy):
         lst.add((s.submit_time, job.idx))
         self.jobs.pending[job.idx] = q
         self._mark(q)
+        self._forward(q, job, EventKind.SUBMIT)  # the ordering sees it join its queue
         return ""
 
     def _dequeue(self, job: JobState) -> None:

@@ -9,7 +9,8 @@ Quotas: the `quotas` file (vc -> GPUs), or by default the GPUs of each VC's cell
 topology's HiveD `virtualClusters` or native `vcs:`), or, with no VCs, one VC `default`
 owning the cluster that every job belongs to. Inside a VC jobs start highest priority
 first, then in arrival order; the head that does not fit (quota or placement) makes its
-VC wait. No preemption. A job of an unknown VC is rejected with the reason.
+VC wait. No preemption. A job of an unknown VC, or larger than its VC's quota, is rejected
+with the reason.
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ class VcQuotaPolicy(Policy):
     """GPU-count quotas per VC, placement by the engine's placer (YARN-CS)."""
 
     name = "vc-quota"
+    tenant_field = "vc"
     description = ("VCs with GPU-count quotas only (YARN-CS): a VC uses up to its quota "
                    "anywhere; shows HiveD's sharing anomaly")
     params = {
@@ -132,6 +134,9 @@ class VcQuotaPolicy(Policy):
             return (f"vc-quota: unknown VC {vc!r}{did_you_mean(vc, self.order)}; known: "
                     f"{', '.join(self.order)}")
         s = job.spec
+        if s.num_gpus > self.quotas[vc]:
+            return (f"vc-quota: needs {s.num_gpus} GPUs, more than VC {vc!r}'s quota of "
+                    f"{self.quotas[vc]}")
         self.queues[vc].add((-s.priority, s.submit_time, job.idx))
         self.jobs.pending[job.idx] = vc
         self.dirty.add(vc)

@@ -7,7 +7,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from policies import PLACERS, registered_policies
-from policies.conformance import ConformanceError, check_invariants, check_policy
+from policies.conformance import (
+    ConformanceError,
+    check_invariants,
+    check_policy,
+    compositions,
+)
 from sim.engine import Simulation
 from sim.model import JobSpec, Start
 from topologies.build import uniform_topology
@@ -18,6 +23,20 @@ from traces.base import Trace
 @pytest.mark.parametrize("placer", sorted(PLACERS))
 def test_check_policy_over_registered(name, placer):
     check_policy(name, params={"placer": placer})
+
+
+@pytest.mark.parametrize(("name", "params"), compositions(),
+                         ids=[f"{n}-{next(iter(p.values()))}" for n, p in compositions()])
+def test_check_policy_over_compositions(name, params):
+    """hived composed with every ordering keeps the invariants; every job ends with a reason."""
+    check_policy(name, params=params)
+
+
+def test_compositions_cover_every_ordering():
+    from policies.registry import orderings
+
+    assert len(compositions()) == len(orderings()) >= 15
+    assert "gandiva" not in orderings() and "tiresias-las" in orderings()
 
 
 def test_check_policy_catches_a_broken_policy():

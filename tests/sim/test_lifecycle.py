@@ -259,4 +259,5 @@ def test_run_ends_when_only_random_failures_are_left(dgx2):
 
     r = Simulation(make_trace(("a", 0.0, 1, 10.0)), dgx2, Idle(),
                    params={"mtbf": 100.0, "mttr": 10.0}).run()
-    assert list(r.jobs.status) == ["unfinished"]
+    assert list(r.jobs.status) == ["rejected"]  # final, with the reason
+    assert "policy 'idle' started none" in r.jobs.reason[0]

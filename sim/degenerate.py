@@ -1,0 +1,47 @@
+"""Warnings about results that look fine but say little (summary.json `warnings`).
+
+A run can end cleanly and still be degenerate: a tenant-aware policy that saw a single
+tenant equals a tenant-blind one, a run that rejected most of its jobs compares policies
+on the few left, and one that started nothing measures nothing. Each warning is one
+sentence naming what was seen and why it matters; the CLI prints them under the table.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sim.engine import Run, Simulation
+
+__all__ = ["result_warnings"]
+
+MOSTLY = 0.5
+"""A run that rejected more than this share of its jobs gets a warning."""
+
+
+def result_warnings(sim: Simulation, run: Run) -> list[str]:
+    """The run's warnings, in a fixed order (empty for a healthy run)."""
+    jobs = run.jobs
+    out: list[str] = []
+    if not jobs:
+        return out
+    field = getattr(sim.policy, "tenant_field", None)
+    if field:
+        tenants = {getattr(j.spec, field) for j in jobs}
+        if len(tenants) <= 1:
+            only = next(iter(tenants))
+            out.append(
+                f"{sim.policy.name} shares the cluster between tenants by {field}, but every "
+                f"job has the same {field} ({only!r}): the result equals a tenant-blind "
+                "policy's")
+    rejected = [j for j in jobs if j.status == "rejected"]
+    if len(rejected) > MOSTLY * len(jobs):
+        why, n = Counter(j.reason for j in rejected).most_common(1)[0]
+        out.append(f"{len(rejected)} of {len(jobs)} jobs were rejected; the most common "
+                   f"reason ({n} jobs): {why}")
+    if not any(j.started_before for j in jobs):
+        out.append(f"no job ever started (of {len(jobs)} submitted): the metrics measure "
+                   "nothing")
+    return out
+
