@@ -8,9 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
-import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,9 +16,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from sim.degenerate import result_warnings
 from sim.jobstate import FINAL, PENDING, RETRYING, RUNNING, WAITING
 from sim.metrics import summarize
 from sim.recorder import EVENT_COLUMNS, NODE_COLUMNS, TIMELINE_COLUMNS
+from sim.writing import atomic_text as atomic_text  # re-exported: the former home
+from sim.writing import atomic_write as atomic_write
+from sim.writing import text_writer, write_folder
 
 if TYPE_CHECKING:
     from sim.engine import Run, Simulation
@@ -44,17 +46,36 @@ class SimResult:
     nodes: pd.DataFrame = field(
         default_factory=lambda: pd.DataFrame(columns=list(NODE_COLUMNS)))
 
-    def write(self, out_dir: str | Path) -> Path:
-        """Write jobs/events/timeline Parquet, summary.json and config.json atomically."""
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        for name, df in (("jobs", self.jobs), ("events", self.events),
-                         ("timeline", self.timeline), ("nodes", self.nodes)):
-            atomic_write(out / f"{name}.parquet", _parquet_writer(df))
-        atomic_text(out / "config.json", json.dumps(self.config, indent=2, default=_json))
-        # the summary last: its presence marks a complete result folder
-        atomic_text(out / "summary.json", json.dumps(self.summary, indent=2, default=_json))
-        return out
+    def write(self, out_dir: str | Path, extra: Mapping[str, str] | None = None) -> Path:
+        """Write the result folder whole: jobs/events/timeline/nodes Parquet and the JSON.
+
+        Every file goes into a fresh hidden sibling folder that then replaces `out_dir`
+        (`sim.writing.write_folder`): a reader, or a rerun after a crash, sees the old
+        complete folder or the new complete one, never a mix. Files of the old folder
+        that this result does not write are gone with it.
+
+        Args:
+            out_dir: The result folder; its parents are created when missing.
+            extra: More text files to put in the folder (name -> content), e.g. a sweep
+                point's `point.json`.
+
+        Returns:
+            The result folder.
+        """
+        # serialized first: a value JSON cannot take fails before anything is written
+        config = json.dumps(self.config, indent=2, default=_json) + "\n"
+        summary = json.dumps(self.summary, indent=2, default=_json) + "\n"
+        files: dict[str, Callable[[str], object]] = {
+            f"{name}.parquet": _parquet_writer(df)
+            for name, df in (("jobs", self.jobs), ("events", self.events),
+                             ("timeline", self.timeline), ("nodes", self.nodes))
+        }
+        files["config.json"] = text_writer(config)
+        for name, text in (extra or {}).items():
+            files[name] = text_writer(text if text.endswith("\n") else text + "\n")
+        # the summary last: its presence marks a finished run (sweeps skip those)
+        files["summary.json"] = text_writer(summary)
+        return write_folder(out_dir, files, replaces=_is_result_folder)
 
 
 def _json(o: Any) -> Any:
@@ -68,23 +89,6 @@ def _json(o: Any) -> Any:
     if hasattr(o, "label"):
         return o.label
     return str(o)
-
-
-def atomic_write(path: Path, write: Callable[[str], Any]) -> None:
-    """Write via a temporary file in the same folder, then rename over the final name."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def atomic_text(path: Path, text: str) -> None:
-    """Write a text file atomically (UTF-8, one trailing newline)."""
-    atomic_write(path, lambda p: Path(p).write_text(text + "\n", encoding="utf-8"))
 
 
 def _jobs_frame(run: Run, end: float) -> pd.DataFrame:
@@ -125,12 +129,21 @@ def _jobs_frame(run: Run, end: float) -> pd.DataFrame:
 
 
 def _parquet_writer(df: pd.DataFrame) -> Callable[[str], None]:
-    """A writer of `df` as Parquet to a given path (for atomic_write)."""
+    """A writer of `df` as Parquet to a given path (for write_folder and atomic_write)."""
 
     def write(path: str) -> None:
         df.to_parquet(path, index=False)
 
     return write
+
+
+def _is_result_folder(folder: Path) -> bool:
+    """A folder an earlier run (or a failed sweep point) wrote, safe to replace whole."""
+    return any((folder / n).exists() for n in RESULT_MARKERS)
+
+
+RESULT_MARKERS = ("summary.json", "config.json", "jobs.parquet", "error.json", "point.json")
+"""Files that mark a folder as a schedlab result folder."""
 
 
 def _policy_metrics(policy: Any) -> dict[str, Any]:
@@ -187,6 +200,7 @@ def build_result(sim: Simulation, run: Run, end: float, wall: float) -> SimResul
     for k, v in _policy_metrics(sim.policy).items():
         if isinstance(v, bool | int | float | str):
             summary[f"policy_{k}"] = v
+    summary["warnings"] = result_warnings(sim, run)
     digest = hashlib.sha256(
         "\n".join(f"{s.job_id},{s.submit_time!r},{s.num_gpus},{s.duration!r}"
                   for s in sim.jobs).encode()

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.errors import SimError
-from sim.results import atomic_text
+from sim.writing import FolderNotWritable, atomic_text, ensure_writable_dir
 
 FORMAT_VERSION = 1
 DEFAULT_RTOL = 1e-6
@@ -83,18 +83,28 @@ def _num(v: Any) -> bool:
 
 
 def metrics_of(summary: Mapping[str, Any]) -> dict[str, float]:
-    """The numeric metrics of a summary (booleans, text and EXCLUDED_METRICS left out)."""
+    """The numeric metrics of a summary.
+
+    Left out: EXCLUDED_METRICS and every value that is not an int or float (booleans,
+    text, lists such as `warnings`, mappings, null).
+    """
     return {k: v for k, v in summary.items() if _num(v) and k not in EXCLUDED_METRICS}
 
 
 def collect_runs(path: str | os.PathLike[str]) -> dict[str, RunRecord]:
-    """Finished runs under `path`: a run folder itself, or every folder with a summary.json."""
+    """Finished runs under `path`: a run folder itself, or every folder with a summary.json.
+
+    Hidden folders (a name starting with '.') are not searched: they hold the temporary
+    and set-aside copies of result folders being written (`sim.writing`).
+    """
     root = Path(path)
     if (root / "summary.json").is_file():
         found = [root / "summary.json"]
         keys = [root.resolve().name]
     else:
-        found = sorted(root.rglob("summary.json"))
+        found = sorted(p for p in root.rglob("summary.json")
+                       if not any(part.startswith(".")
+                                  for part in p.parent.relative_to(root).parts))
         keys = [p.parent.relative_to(root).as_posix() for p in found]
     if not found:
         raise SimError(f"no finished run under {str(path)!r}: expected a run folder with "
@@ -219,7 +229,10 @@ def make_baseline(runs: Mapping[str, RunRecord], previous: Mapping[str, Any] | N
 def write_baseline(path: str | os.PathLike[str], data: Mapping[str, Any]) -> None:
     """Write a baseline file atomically (sorted runs, stable indentation for review diffs)."""
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        ensure_writable_dir(p.parent)
+    except FolderNotWritable as e:
+        raise SimError(f"baseline: {e}") from None
     # one line per metric ({"value": x, "rtol": r}) keeps review diffs to the lines that moved
     compact: dict[str, str] = {}
     runs = {}
@@ -233,7 +246,10 @@ def write_baseline(path: str | os.PathLike[str], data: Mapping[str, Any]) -> Non
     text = json.dumps({**data, "runs": runs}, indent=2, allow_nan=False)
     for mark, spec_text in compact.items():
         text = text.replace(f'"{mark}"', spec_text, 1)
-    atomic_text(p, text)
+    try:
+        atomic_text(p, text)
+    except OSError as e:
+        raise SimError(f"cannot write the baseline {str(path)!r}: {e.strerror or e}") from None
 
 
 def format_report(rows: list[Row]) -> str:

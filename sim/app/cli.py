@@ -114,7 +114,38 @@ def run(trace_src: str, topo_src: str, policies: tuple[str, ...], params: tuple[
         fail(e)
     if not quiet:
         click.echo(format_table(summaries))
+    # warnings are not progress: --quiet keeps them (on stderr, under the table)
+    for line in warning_lines(summaries):
+        click.echo(line, err=True)
+    if not quiet:
         click.echo(f"results in {Path(out).resolve()}")
+
+
+def warning_lines(summaries: list[dict[str, Any]]) -> list[str]:
+    """`warning: POLICY: TEXT` for each entry of each summary's `warnings` list."""
+    lines = []
+    for s in summaries:
+        found = s.get("warnings")
+        if not found:
+            continue
+        for text in [found] if isinstance(found, str) else found:
+            lines.append(f"warning: {s.get('policy', '?')}: {text}")
+    return lines
+
+
+def _writable_out(out: str) -> Path:
+    """The results folder, created and checked writable before anything is simulated.
+
+    Raises:
+        InvalidParameter: It cannot be created or written in (names it and the reason).
+    """
+    from sim.errors import InvalidParameter
+    from sim.writing import FolderNotWritable, ensure_writable_dir
+
+    try:
+        return ensure_writable_dir(out)
+    except FolderNotWritable as e:
+        raise InvalidParameter(f"--out: {e}") from None
 
 
 def params_by_policy(policies: list[str], given: dict[str, str]
@@ -169,6 +200,7 @@ def run_many(trace_src: str, topo_src: str, policies: list[str], params: list[st
     if trace.bad_rows:  # a warning, not progress: --quiet keeps it
         click.echo(f"warning: skipped {trace.bad_rows} bad row(s) of {trace_src}; first: "
                    f"{trace.bad_row_messages[0] if trace.bad_row_messages else ''}", err=True)
+    root = _writable_out(out)  # after the inputs are known good, before the first run
     summaries = []
     for name in names:
         result = _run_one(trace, topo, name, labels[name], per_policy[name], seed, until,
@@ -177,7 +209,12 @@ def run_many(trace_src: str, topo_src: str, policies: list[str], params: list[st
             result.config["shaping"] = shaped
             result.config["trace_load"] = load
             result.config["trace_format"] = trace_format
-        result.write(Path(out) / labels[name])
+        folder = root / labels[name]
+        try:
+            result.write(folder)
+        except OSError as e:  # e.g. the disk filled up during the run
+            raise SimError(f"cannot write results to {str(folder)!r}: "
+                           f"{e.strerror or e}") from None
         summaries.append(result.summary)
     return summaries
 

@@ -108,7 +108,10 @@ def load_results(paths: Sequence[str | os.PathLike[str]]
         elif (path / "summary.json").is_file():
             folders.append(path)
         else:
-            found = sorted(p.parent for p in path.rglob("summary.json"))
+            # hidden folders are writes in progress or leftovers (sim.writing), not runs
+            found = sorted(p.parent for p in path.rglob("summary.json")
+                           if not any(part.startswith(".")
+                                      for part in p.relative_to(path).parts))
             if not found:
                 raise SimError(f"no results in {str(raw)!r}: expected a run folder "
                                "(summary.json), a sweep folder (summary.parquet) or a folder "

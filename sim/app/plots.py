@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from matplotlib.figure import Figure
 
 from sim.app.plot_runs import IDENTITY_KEYS, RunData, labels_of, load_results, short
 from sim.errors import SimError
+from sim.writing import FolderNotWritable, atomic_write, ensure_writable_dir
 
 HOUR = 3600.0
 
@@ -291,18 +291,10 @@ def sweep_figure(sweep: pd.DataFrame, x: str, metric: str = "jct_mean") -> Figur
 
 
 def save_png(fig: Figure, path: str | os.PathLike[str], dpi: int = 110) -> Path:
-    """Write a figure as PNG atomically (a temporary file renamed over the final name)."""
+    """Write a figure as PNG atomically (`sim.writing.atomic_write`: mode from the umask)."""
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.stem}.", suffix=".png", dir=out.parent)
-    os.close(fd)
-    try:
-        fig.savefig(tmp, dpi=dpi, format="png")
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return out
+    return atomic_write(out, lambda tmp: fig.savefig(tmp, dpi=dpi, format="png"))
 
 
 def _slug(text: str) -> str:
@@ -316,6 +308,10 @@ def render_all(paths: Sequence[str | os.PathLike[str]], out_dir: str | os.PathLi
     say = note or (lambda _m: None)
     runs, sweep = load_results(paths)
     out = Path(out_dir)
+    try:
+        ensure_writable_dir(out)  # before drawing anything
+    except FolderNotWritable as e:
+        raise SimError(f"figures: {e}") from None
     made: list[Path] = []
     if len(runs) <= max_lines:
         made.append(save_png(cdf_figure(runs, "jct"), out / "jct_cdf.png"))

@@ -118,10 +118,20 @@ def load_sweep(path: str | os.PathLike[str]) -> Sweep:
 
 def parse_sweep(data: Any, base_dir: str | os.PathLike[str] | None = None,
                 source: str = "<sweep>") -> Sweep:
-    """Expand a sweep mapping (the YAML of SPEC sec. 7) into validated, distinct runs."""
+    """Expand a sweep mapping (the YAML of SPEC sec. 7) into validated, distinct runs.
+
+    An empty sweep (None: an empty file or only comments; an empty mapping) is an error,
+    not the default run: a sweep names at least one of `base`, `grid`, `zip`, `seeds`.
+    """
     where = f"sweep {source}"
-    if data is None:
-        data = {}
+    if data is None or (isinstance(data, Mapping) and not data):
+        what = "has no content (empty, only comments, or null)" if data is None \
+            else "is an empty mapping ({})"
+        name = "the sweep" if source == "<sweep>" else f"sweep file {source!r}"
+        raise InvalidParameter(
+            f"{name} {what}: a sweep file needs at least one of "
+            f"{', '.join(TOP_KEYS)}, e.g. 'base: {{policy: fifo}}' for one run or "
+            "'grid: {policy: [fifo, drf], load_scale: [0.8, 1.0]}' (SPEC sec. 7)")
     if not isinstance(data, Mapping):
         raise InvalidParameter(f"{where}: expected a mapping with keys {', '.join(TOP_KEYS)}, "
                                f"got {type(data).__name__}")

@@ -1,9 +1,9 @@
 """Running a sweep: one run per point into its own folder, on any executor.
 
 Rerunning a sweep skips the folders that hold a `summary.json` (written last by
-`SimResult.write`). The runner takes any `concurrent.futures.Executor`: a process pool,
-or Dask's `Client.get_executor()`; nothing in it knows about Dask (`open_executor`
-builds either).
+`SimResult.write`, which replaces a run's folder whole, `point.json` included). The
+runner takes any `concurrent.futures.Executor`: a process pool, or Dask's
+`Client.get_executor()`; nothing in it knows about Dask (`open_executor` builds either).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any
 from sim.app.sweep_file import RunPoint, Sweep
 from sim.app.sweep_summary import is_finished, write_summary
 from sim.errors import InvalidParameter
-from sim.results import atomic_text
+from sim.writing import FolderNotWritable, atomic_text, ensure_writable_dir
 
 
 @dataclass(frozen=True)
@@ -85,14 +85,15 @@ def run_point(point: RunPoint, out: str) -> RunOutcome:
     if is_finished(folder):  # a retried task whose first attempt got this far
         return RunOutcome(point.run_id, point.folder, "skipped")
     (folder / "error.json").unlink(missing_ok=True)
-    atomic_text(folder / "point.json", json.dumps(point.config(), indent=2, default=str))
+    point_json = json.dumps(point.config(), indent=2, default=str)
+    atomic_text(folder / "point.json", point_json)  # marks a started run until it ends
     wall0 = time.perf_counter()
     try:
         sim = Simulation(shaped_trace(point), point.topology, point.policy, seed=point.seed,
                          params=dict(point.params))
         result = sim.run(until=point.until)
         result.config["sweep_point"] = point.config()
-        result.write(folder)
+        result.write(folder, extra={"point.json": point_json})
     except Exception as e:  # noqa: BLE001 - any failure of a run is data, not a crash
         message = f"{type(e).__name__}: {e}"
         write_error(folder, point, message, traceback.format_exc())
@@ -121,7 +122,10 @@ def run_sweep(sweep: Sweep, out: str | os.PathLike[str], executor: Executor, *,
     The summary's `status` is `ok`, `failed` (with `error`) or `not run`.
     """
     root = Path(out).resolve()
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        ensure_writable_dir(root)  # before any run: a bad --out fails at once
+    except FolderNotWritable as e:
+        raise InvalidParameter(f"sweep folder: {e}") from None
     atomic_text(root / "sweep.json", json.dumps(
         {"source": sweep.source, "axes": list(sweep.axes),
          "runs": [{"folder": p.folder, **p.config()} for p in sweep.points]},

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sim.results import atomic_write
+from sim.writing import atomic_write
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -46,7 +46,7 @@ def summary_frame(sweep: Sweep, root: str | os.PathLike[str]) -> pd.DataFrame:
             summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
             for k, v in summary.items():
                 if k not in row and k != "params":
-                    row[k] = v
+                    row[k] = _summary_cell(v)
         rows.append(row)
     frame = pd.DataFrame(rows)
     for col in frame.columns:  # a column of only missing values still gets a stable dtype
@@ -61,6 +61,19 @@ def write_summary(sweep: Sweep, root: str | os.PathLike[str]) -> Path:
     frame = summary_frame(sweep, root)
     atomic_write(path, lambda p: frame.to_parquet(p, index=False))
     return path
+
+
+def _summary_cell(v: Any) -> Any:
+    """A summary value as one Parquet cell (one column per summary key).
+
+    A list (the `warnings`) becomes one string joined with "; ", a mapping its JSON text;
+    scalars stay as they are.
+    """
+    if isinstance(v, list | tuple):
+        return "; ".join(str(x) for x in v)
+    if isinstance(v, dict):
+        return json.dumps(v, sort_keys=True, default=str)
+    return v
 
 
 def describe_points(sweep: Sweep, root: str | os.PathLike[str]) -> str:

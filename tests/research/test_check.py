@@ -139,3 +139,33 @@ def test_bad_inputs_are_errors(results, tmp_path):
     (tmp_path / "empty").mkdir()
     res = invoke(tmp_path / "empty", "--baseline", tmp_path / "x.json")
     assert res.exit_code == 2 and "no finished run under" in res.stderr
+
+
+def test_hidden_folders_of_writes_in_progress_are_not_runs(results):
+    shutil.copytree(results / "fifo", results / ".fifo.tmp-0123456789ab")
+    shutil.copytree(results / "fifo", results / "sub" / ".x.old-0123456789ab" / "fifo")
+    assert sorted(collect_runs(results)) == ["fifo", "fifo-backfill"]
+
+
+def test_non_numeric_summary_values_such_as_warnings_are_ignored(tmp_path):
+    folder = tmp_path / "run"
+    folder.mkdir()
+    summary = {"policy": "fifo", "jct_mean": 12.5, "jobs_completed": 3, "censored": True,
+               "warnings": ["trace ends early", "placer fell back"], "note": "text",
+               "nested": {"a": 1}, "nothing": None}
+    (folder / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    runs = collect_runs(folder)
+    baseline = make_baseline(runs)
+    assert sorted(baseline["runs"]["run"]["metrics"]) == ["jct_mean", "jobs_completed"]
+    assert not [r for r in compare_all(baseline, runs) if r.failed]
+    base = tmp_path / "base.json"
+    assert invoke(folder, "--baseline", base, "--update").exit_code == 0
+    assert invoke(folder, "--baseline", base).exit_code == 0
+
+
+def test_an_unwritable_baseline_is_a_clean_error(results, tmp_path):
+    (tmp_path / "somefile").write_text("x", encoding="utf-8")
+    res = invoke(results, "--baseline", tmp_path / "somefile" / "base.json", "--update")
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert res.stderr.startswith("error: baseline: cannot write to ")
+    assert "is a file, not a folder" in res.stderr

@@ -134,3 +134,11 @@ def test_plot_command(results, tmp_path):
     empty.mkdir()
     res = CliRunner().invoke(plot_cmd, [str(empty)])
     assert res.exit_code == 2 and "no results in" in res.stderr
+
+
+def test_plot_into_an_unwritable_folder_is_a_clean_error(results, tmp_path):
+    (tmp_path / "somefile").write_text("x", encoding="utf-8")
+    res = CliRunner().invoke(plot_cmd, [str(results / "fifo"), "--out",
+                                        str(tmp_path / "somefile" / "figs")])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert res.stderr.startswith("error: figures: cannot write to ")

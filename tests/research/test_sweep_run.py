@@ -225,3 +225,49 @@ def test_default_jobs_is_the_cpu_count(monkeypatch):
     monkeypatch.setattr(os, "cpu_count", lambda: 3)
     with open_executor(None, None) as pool:
         assert pool._max_workers == 3
+
+
+def test_an_unwritable_sweep_folder_fails_before_any_run(tmp_path):
+    path = write_inputs(tmp_path / "in")
+    (tmp_path / "somefile").write_text("x", encoding="utf-8")
+    out = tmp_path / "somefile" / "sweep"
+    res = invoke(str(path), "--out", str(out), "-j", "1")
+    assert res.exit_code == 2
+    assert res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
+    assert res.stderr.startswith(f"error: sweep folder: cannot write to {str(out)!r}: ")
+    assert "is a file, not a folder" in res.stderr
+
+
+def test_a_rerun_of_a_half_written_point_replaces_its_folder_whole(tmp_path):
+    spec = load_sweep(write_inputs(tmp_path / "in", jobs=20))
+    point = spec.points[0]
+    folder = tmp_path / "out" / point.folder
+    folder.mkdir(parents=True)
+    (folder / "jobs.parquet").write_bytes(b"partial")  # a run killed before the swap
+    (folder / "error.json").write_text("{}", encoding="utf-8")
+    assert run_point(point, str(tmp_path / "out")).status == "ok"
+    assert {f.name for f in folder.iterdir()} == RESULT_FILES | {"nodes.parquet"}
+    assert json.loads((folder / "point.json").read_text(encoding="utf-8")) == json.loads(
+        json.dumps(point.config()))
+    assert not [f for f in folder.parent.iterdir() if f.name.startswith(".")]
+
+
+def test_summary_parquet_joins_the_warnings_of_each_run(tmp_path):
+    from sim.app.sweep import parse_sweep, write_summary
+
+    spec = parse_sweep({"base": {"trace": "synthetic:5"},
+                        "grid": {"policy": ["fifo", "fifo-backfill", "sjf"]}})
+    root = tmp_path / "out"
+    warnings = [["trace ends early", "placer fell back"], [], None]
+    for point, found in zip(spec.points, warnings, strict=True):
+        folder = root / point.folder
+        folder.mkdir(parents=True)
+        summary = {"policy": point.policy, "jct_mean": 10.0, "params": {}}
+        if found is not None:
+            summary["warnings"] = found
+        (folder / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    table = pd.read_parquet(write_summary(spec, root))
+    assert table["warnings"].iloc[0] == "trace ends early; placer fell back"
+    assert table["warnings"].iloc[1] == ""
+    assert pd.isna(table["warnings"].iloc[2])  # an older summary without the key
+    assert list(table["jct_mean"]) == [10.0, 10.0, 10.0]

@@ -41,8 +41,9 @@ def test_grid_zip_and_seeds_expand_in_file_order(tmp_path):
     assert all(p.folder == f"{p.policy}-{p.run_id}" for p in s.points)
 
 
-def test_an_empty_file_is_the_single_base_run(tmp_path):
-    s = parse("", tmp_path)
+def test_an_empty_base_is_the_single_default_run(tmp_path):
+    # (an empty file is an error: test_an_empty_sweep_file_is_an_error_...)
+    s = parse("base: {}\n", tmp_path)
     assert [(p.policy, p.trace, p.topology, p.seed) for p in s.points] == [
         ("fifo", "default", "default", 0)]
 
@@ -164,6 +165,29 @@ def test_missing_sweep_file():
     with pytest.raises(InvalidParameter, match="sweep file 'nope.yaml' not found"):
         load_sweep("nope.yaml")
 
+
+@pytest.mark.parametrize("text", ["", "\n\n", "# only a comment\n# and another\n", "{}\n",
+                                  "null\n", "~\n"],
+                         ids=["empty", "blank", "comments", "empty-mapping", "null", "tilde"])
+def test_an_empty_sweep_file_is_an_error_saying_what_a_sweep_needs(tmp_path, text):
+    path = tmp_path / "empty.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(InvalidParameter) as err:
+        load_sweep(path)
+    message = str(err.value)
+    assert message.startswith(f"sweep file {str(path)!r} ")
+    assert "needs at least one of base, grid, zip, seeds" in message and "grid: {" in message
+    res = CliRunner().invoke(sweep_cmd, [str(path), "--out", str(tmp_path / "out")])
+    assert res.exit_code == 2 and res.stderr == f"error: {message}\n"
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_empty_mapping_from_python_is_an_error_too():
+    with pytest.raises(InvalidParameter, match="the sweep is an empty mapping"):
+        parse_sweep({})
+    with pytest.raises(InvalidParameter, match="the sweep has no content"):
+        parse_sweep(None)
+    assert len(parse_sweep({"base": {"policy": "fifo"}}).points) == 1  # one explicit run
 
 def test_parse_sweep_takes_a_mapping():
     s = parse_sweep({"grid": {"policy": ["fifo", "fifo-backfill"]}})

@@ -338,6 +338,120 @@ def test_topology_show_unknown_exits_2_naming_it():
     assert "dgx1-v100" in r.stderr
 
 
+# --- run: the output folder ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("where", ["somefile/sub", "somefile"], ids=["under-a-file", "a-file"])
+def test_an_unwritable_out_fails_before_any_simulation_in_one_line(tmp_path, monkeypatch,
+                                                                   where):
+    # tests run as root, for whom a read-only folder is writable: a path under a regular
+    # file cannot be created by anyone
+    (tmp_path / "somefile").write_text("x", encoding="utf-8")
+    out = tmp_path / where
+    import sim.app.cli as cli_module
+
+    def no_simulation(*_a, **_k):
+        raise AssertionError("simulated before checking --out")
+
+    monkeypatch.setattr(cli_module, "_run_one", no_simulation)
+    r = cli("run", "--policy", "fifo", "--max-jobs", "20", "--out", str(out), "--quiet")
+    if where == "somefile":  # click's own check of an existing path: also exit 2
+        assert r.exit_code == 2 and "is a file" in r.stderr
+        return
+    assert r.exit_code == 2, r.output
+    assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+    assert r.stderr.startswith("error: --out: cannot write to ")
+    assert str(out) in r.stderr and f"{str(tmp_path / 'somefile')!r} is a file" in r.stderr
+
+
+def test_an_unwritable_out_in_a_fresh_interpreter_leaks_no_traceback(tmp_path):
+    (tmp_path / "somefile").write_text("x", encoding="utf-8")
+    p = run_module("run", "--policy", "fifo", "--max-jobs", "20", "--out",
+                   str(tmp_path / "somefile" / "sub"))
+    assert p.returncode == 2
+    assert p.stderr.startswith("error: --out: cannot write to ") and "Traceback" not in p.stderr
+    assert p.stdout == ""
+
+
+def test_a_write_failing_after_the_run_is_a_clean_error(tmp_path, monkeypatch):
+    from sim.results import SimResult
+
+    def full_disk(self, out_dir, extra=None):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(SimResult, "write", full_disk)
+    r = cli("run", "--policy", "fifo", "--max-jobs", "20", "--out", str(tmp_path), "--quiet")
+    assert r.exit_code == 2
+    assert r.stderr == (f"error: cannot write results to {str(tmp_path / 'fifo')!r}: "
+                        "No space left on device\n")
+
+
+def test_a_rerun_replaces_a_result_folder_whole(tmp_path):
+    folder = tmp_path / "fifo"
+    folder.mkdir()
+    (folder / "stale.txt").write_text("from an older version", encoding="utf-8")
+    (folder / "summary.json").write_text("{}", encoding="utf-8")  # an earlier result
+    (tmp_path / ".fifo.tmp-0123456789ab").mkdir()  # left by a killed write long ago
+    old = 1_000_000_000
+    os.utime(tmp_path / ".fifo.tmp-0123456789ab", (old, old))
+    r = cli("run", "--policy", "fifo", "--max-jobs", "20", "--out", str(tmp_path), "--quiet")
+    assert r.exit_code == 0, r.output
+    assert sorted(p.name for p in folder.iterdir()) == sorted(RESULT_FILES)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo"]
+
+
+# --- run: warnings of a summary --------------------------------------------------------
+
+
+def test_warnings_of_a_summary_are_printed_under_the_table_and_kept(tmp_path, monkeypatch):
+    import sim.app.cli as cli_module
+
+    real = cli_module._run_one
+    notes = {"fifo": ["trace ends before 3 jobs finished", "placer fell back to first-fit"],
+             "fifo-backfill": []}
+
+    def with_warnings(*args, **kwargs):
+        result = real(*args, **kwargs)
+        result.summary["warnings"] = list(notes[result.summary["policy"]])
+        return result
+
+    monkeypatch.setattr(cli_module, "_run_one", with_warnings)
+    for quiet in ([], ["--quiet"]):
+        r = cli("run", "--policy", "fifo", "--policy", "fifo-backfill", "--max-jobs", "30",
+                "--out", str(tmp_path), *quiet)
+        assert r.exit_code == 0, r.output
+        assert r.stderr.splitlines() == [
+            "warning: fifo: trace ends before 3 jobs finished",
+            "warning: fifo: placer fell back to first-fit",
+        ]
+        assert ("fifo-backfill" in r.stdout) is not bool(quiet)
+    assert load_summary(tmp_path / "fifo")["warnings"] == notes["fifo"]
+    assert load_summary(tmp_path / "fifo-backfill")["warnings"] == []
+    # check reads such folders: the list is not a metric
+    from sim.app.check import collect_runs, compare_all, make_baseline
+
+    runs = collect_runs(tmp_path)
+    baseline = make_baseline(runs)
+    assert "warnings" not in baseline["runs"]["fifo"]["metrics"]
+    assert not [row for row in compare_all(baseline, runs) if row.failed]
+
+
+def test_warning_lines_take_a_single_string_and_skip_missing_ones():
+    from sim.app.cli import format_table, warning_lines
+
+    summaries = [{"policy": "a", "warnings": "only one"}, {"policy": "b"},
+                 {"policy": "c", "warnings": None}, {"policy": "d", "warnings": ["x", "y"]}]
+    assert warning_lines(summaries) == ["warning: a: only one", "warning: d: x",
+                                        "warning: d: y"]
+    table = format_table([{"policy": "a", "jobs_completed": 1, "jobs_rejected": 0,
+                           "jobs_unfinished": 0, "queueing_delay_mean": 1.0,
+                           "queueing_delay_p95": 2.0, "jct_mean": 3.0, "jct_p95": 4.0,
+                           "makespan": 3600.0, "utilization_mean": 0.5,
+                           "fragmentation_mean": 0.1, "preemptions": 0, "wall_seconds": 0.1,
+                           "warnings": ["x"]}])
+    assert table.splitlines()[2].startswith("a ")
+
+
 # --- config.json reruns the run --------------------------------------------------------
 
 
@@ -382,3 +496,13 @@ def test_config_json_records_skip_bad_rows(tmp_path, bad_csv):
                      params=config["params"], max_jobs=config["max_jobs"])
     pd.testing.assert_frame_equal(sim.run(until=config["until"]).jobs,
                                   pd.read_parquet(folder / "jobs.parquet"))
+
+
+def test_a_run_never_replaces_a_folder_of_other_files(tmp_path):
+    folder = tmp_path / "fifo"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("mine", encoding="utf-8")
+    r = cli("run", "--policy", "fifo", "--max-jobs", "20", "--out", str(tmp_path), "--quiet")
+    assert r.exit_code == 2
+    assert "refusing to replace it" in r.stderr and "Traceback" not in r.stderr
+    assert (folder / "notes.txt").read_text(encoding="utf-8") == "mine"
