@@ -186,4 +186,6 @@ def convert_cmd(source: str, out: str, trace_format: str | None, topo_src: str |
         path = write_canonical(t, out)
     except SimError as e:
         fail(e)
+    except OSError as e:  # an unwritable OUT: say where and why, no traceback
+        fail(SimError(f"cannot write {out!r}: {e.strerror or e}"))
     click.echo(f"wrote {len(t)} jobs to {Path(path).resolve()}")

@@ -108,3 +108,13 @@ def test_cli_inspect_and_convert(tmp_path: Path) -> None:
     assert r.exit_code == 2 and "trace file 'nowhere.csv' not found" in r.stderr
     r = runner.invoke(trace_group, ["inspect", "x", "--trace-format", "nope"])
     assert r.exit_code == 2 and "nope" in r.output
+
+
+def test_cli_convert_to_an_unwritable_place_is_a_clean_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "afile"
+    blocker.write_text("x")
+    r = CliRunner().invoke(trace_group, ["convert", str(SAMPLES / "tiresias_sample.csv"),
+                                         str(blocker / "t.parquet")])
+    assert r.exit_code == 2
+    assert "cannot write" in r.output and "t.parquet" in r.output
+    assert r.exception is None or isinstance(r.exception, SystemExit)
