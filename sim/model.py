@@ -75,6 +75,8 @@ class JobSpec:
     gpu_util: float = 1.0
     gpu_mem_gb: float = 0.0
     max_wait_hours: float = 0.0
+    deadline: float | None = None  # s from trace start by which it should finish (SLA)
+    disk_gb: float = 0.0  # local disk per task
     extra: tuple[tuple[str, Any], ...] = field(default=(), compare=False)
 
     @property

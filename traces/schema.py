@@ -31,7 +31,7 @@ OPTIONAL_COLUMNS: tuple[str, ...] = (
     "user", "vc", "priority", "gpu_type", "num_cpus", "mem_gb", "gpus_per_task",
     "checkpoint_interval", "max_retries", "fail_at", "max_lifetime", "min_gpus",
     "max_gpus", "depends_on", "locality_sensitivity", "gpu_speeds", "gpu_share",
-    "gpu_util", "gpu_mem_gb", "max_wait_hours",
+    "gpu_util", "gpu_mem_gb", "max_wait_hours", "deadline", "disk_gb",
 )
 """Optional columns of SPEC sec. 2, in their documented order."""
 
@@ -139,6 +139,8 @@ NUM_COLS: dict[str, NumCol] = {
         NumCol("gpu_util", False, 1.0, "a number in [0, 1]", lo=0.0, hi=1.0),
         NumCol("gpu_mem_gb", False, 0.0, _GB, lo=0.0, hi=MAX_GB),
         NumCol("max_wait_hours", False, 0.0, _HOURS, lo=0.0, hi=MAX_HOURS),
+        _seconds("deadline", positive=False),
+        NumCol("disk_gb", False, 0.0, _GB, lo=0.0, hi=MAX_GB),
     )
 }
 """Every numeric column of the schema the simulator reads, with its rule."""
@@ -146,12 +148,10 @@ NUM_COLS: dict[str, NumCol] = {
 CHECKED_PASS_THROUGH: dict[str, NumCol] = {
     c.name: c
     for c in (
-        _seconds("deadline", positive=False),
         _seconds("active_deadline", positive=True),
         _count("completions", None, 1),
         _count("parallelism", None, 1),
         _count("backoff_limit", None),
-        NumCol("disk_gb", False, None, _GB, lo=0.0, hi=MAX_GB),
     )
 }
 """Numeric columns of SPEC sec. 2 the simulator does not read (yet): a given cell is
