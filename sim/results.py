@@ -18,8 +18,10 @@ import pandas as pd
 
 from sim.degenerate import result_warnings
 from sim.jobstate import FINAL, PENDING, RETRYING, RUNNING, WAITING
-from sim.metrics import summarize
+from sim.metrics import sla_violated, summarize
+from sim.model import JobStatus
 from sim.recorder import EVENT_COLUMNS, NODE_COLUMNS, TIMELINE_COLUMNS
+from sim.tenants import TENANT_COLUMNS, tenants_frame
 from sim.writing import atomic_text as atomic_text  # re-exported: the former home
 from sim.writing import atomic_write as atomic_write
 from sim.writing import text_writer, write_folder
@@ -30,8 +32,13 @@ if TYPE_CHECKING:
 JOB_COLUMNS = (
     "job_id", "user", "vc", "num_gpus", "submit_time", "start_time", "end_time",
     "queueing_delay", "jct", "duration", "run_time", "status", "preemptions", "migrations",
-    "restarts", "lost_work", "locality_level", "slowdown",
+    "restarts", "lost_work", "locality_level", "slowdown", "response_time", "censored",
 )
+"""The columns of jobs.parquet that SPEC sec. 5 names, in its order."""
+
+JOB_EXTRA_COLUMNS = ("deadline", "sla_violated", "reason", "gpu_seconds", "gpu_time")
+"""Our own columns after them: the SLA, why a job did not complete, GPU time held and
+demanded (the ideal GPU-seconds `JobSpec.gpu_time`); pass-through columns come last."""
 
 
 @dataclass
@@ -45,9 +52,11 @@ class SimResult:
     config: dict[str, Any] = field(default_factory=dict)
     nodes: pd.DataFrame = field(
         default_factory=lambda: pd.DataFrame(columns=list(NODE_COLUMNS)))
+    tenants: pd.DataFrame = field(
+        default_factory=lambda: pd.DataFrame(columns=list(TENANT_COLUMNS)))
 
     def write(self, out_dir: str | Path, extra: Mapping[str, str] | None = None) -> Path:
-        """Write the result folder whole: jobs/events/timeline/nodes Parquet and the JSON.
+        """Write the result folder whole: jobs/events/timeline/nodes/tenants Parquet, JSON.
 
         Every file goes into a fresh hidden sibling folder that then replaces `out_dir`
         (`sim.writing.write_folder`): a reader, or a rerun after a crash, sees the old
@@ -68,7 +77,8 @@ class SimResult:
         files: dict[str, Callable[[str], object]] = {
             f"{name}.parquet": _parquet_writer(df)
             for name, df in (("jobs", self.jobs), ("events", self.events),
-                             ("timeline", self.timeline), ("nodes", self.nodes))
+                             ("timeline", self.timeline), ("nodes", self.nodes),
+                             ("tenants", self.tenants))
         }
         files["config.json"] = text_writer(config)
         for name, text in (extra or {}).items():
@@ -92,9 +102,16 @@ def _json(o: Any) -> Any:
 
 
 def _jobs_frame(run: Run, end: float) -> pd.DataFrame:
-    """One row per submitted job (SPEC sec. 5 columns, then extras and pass-through)."""
+    """One row per submitted job (SPEC sec. 5 columns, then ours and pass-through).
+
+    A job the run ended before (`unfinished`, `censored`) is accounted up to `end`: a
+    waiting one (queued or suspended, or between retries) has its current wait added to
+    its queueing delay, a running one its current hold to its run time and GPU time.
+    Time held for dependencies is not queueing (SPEC sec. 2 `depends_on`).
+    """
     topo = run.topo
-    extra_names = [c for c in run.sim.trace.extra_columns if c not in JOB_COLUMNS]
+    own = {*JOB_COLUMNS, *JOB_EXTRA_COLUMNS}
+    extra_names = [c for c in run.sim.trace.extra_columns if c not in own]
     level_names = {lv.value: lv.label for lv in topo.levels}
     nan = math.nan
     rows = []
@@ -102,7 +119,8 @@ def _jobs_frame(run: Run, end: float) -> pd.DataFrame:
         if j.status == WAITING:
             continue  # never submitted before the end of the run
         s = j.spec
-        status = str(j.status) if j.status in FINAL else "unfinished"
+        censored = j.status not in FINAL or j.status == JobStatus.UNFINISHED
+        status = str(j.status) if not censored else "unfinished"
         queue = j.queue_time
         run_time = j.run_time
         gpu_seconds = j.gpu_seconds
@@ -113,19 +131,24 @@ def _jobs_frame(run: Run, end: float) -> pd.DataFrame:
             run_time += held
             gpu_seconds += held * len(j.gpus) * j.milli / 1000
         ended = status in ("completed", "failed", "killed")
-        jct = j.end_time - s.submit_time if ended else nan
+        end_time = j.end_time if not censored else nan
+        jct = end_time - s.submit_time if ended else nan
+        deadline = nan if s.deadline is None else float(s.deadline)
         row: tuple[Any, ...] = (
             s.job_id, s.user, s.vc, s.num_gpus, s.submit_time, j.first_start,
-            j.end_time if status != "unfinished" else nan, queue, jct, s.duration, run_time,
+            end_time, queue, jct, s.duration, run_time,
             status, j.preemptions, j.migrations, j.restarts, j.lost_work,
             level_names.get(j.locality_level, ""), jct / s.duration if ended else nan,
-            j.reason, gpu_seconds,
+            j.first_start - s.submit_time, censored,
+            deadline, sla_violated(status, s.submit_time, j.first_start, end_time, deadline,
+                                   s.max_wait_hours, end),
+            j.reason, gpu_seconds, s.gpu_time,
         )
         if extra_names:
             ex = dict(s.extra)
             row += tuple(ex.get(c) for c in extra_names)
         rows.append(row)
-    return pd.DataFrame(rows, columns=[*JOB_COLUMNS, "reason", "gpu_seconds", *extra_names])
+    return pd.DataFrame(rows, columns=[*JOB_COLUMNS, *JOB_EXTRA_COLUMNS, *extra_names])
 
 
 def _parquet_writer(df: pd.DataFrame) -> Callable[[str], None]:
@@ -219,4 +242,4 @@ def build_result(sim: Simulation, run: Run, end: float, wall: float) -> SimResul
         "schedlab_version": __version__,
     }
     nodes = pd.DataFrame(run.recorder.nodes, columns=list(NODE_COLUMNS))
-    return SimResult(jobs, events, timeline, summary, config, nodes)
+    return SimResult(jobs, events, timeline, summary, config, nodes, tenants_frame(jobs))

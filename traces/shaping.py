@@ -228,8 +228,7 @@ def shape(
                 and (end is None or j.submit_time < end)]
         if start is not None:
             shift = start
-            jobs = [dataclasses.replace(j, submit_time=max(0.0, j.submit_time - start))
-                    for j in jobs]
+            jobs = [_resubmit(j, max(0.0, j.submit_time - start)) for j in jobs]
         steps.append(f"window={window}")
     if load_scale is not None:
         if isinstance(load_scale, bool) or not isinstance(load_scale, (int, float)) \
@@ -237,8 +236,7 @@ def shape(
             raise InvalidParameter(f"load_scale {load_scale!r}: expected a number > 0 "
                                    "(2 doubles the load by halving inter-arrival times)")
         if load_scale != 1:
-            jobs = [dataclasses.replace(j, submit_time=j.submit_time / load_scale)
-                    for j in jobs]
+            jobs = [_resubmit(j, j.submit_time / load_scale) for j in jobs]
             origin = None  # times no longer map to the calendar
         steps.append(f"load_scale={load_scale:g}")
     if max_jobs is not None:
@@ -282,3 +280,11 @@ def _drop_missing_deps(jobs: list[JobSpec]) -> list[JobSpec]:
     return [j if all(d in ids for d in j.depends_on)
             else dataclasses.replace(j, depends_on=tuple(d for d in j.depends_on if d in ids))
             for j in jobs]
+
+
+def _resubmit(job: JobSpec, submit_time: float) -> JobSpec:
+    """The job submitted at another time; a deadline keeps its slack after submission."""
+    if job.deadline is None:
+        return dataclasses.replace(job, submit_time=submit_time)
+    return dataclasses.replace(job, submit_time=submit_time,
+                               deadline=submit_time + (job.deadline - job.submit_time))

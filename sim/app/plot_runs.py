@@ -37,17 +37,29 @@ class RunData:
     def from_result(cls, label: str, result: Any) -> RunData:
         """Wrap an in-memory SimResult (as in a notebook)."""
         tables = {"jobs": result.jobs, "events": result.events, "timeline": result.timeline}
+        if getattr(result, "tenants", None) is not None:
+            tables["tenants"] = result.tenants
         return cls(label, result.summary, None, _identity(result.summary, result.config),
                    tables)
 
     def table(self, name: str) -> pd.DataFrame:
-        """`jobs`, `events` or `timeline`, read from the folder once."""
+        """`jobs`, `events`, `timeline` or `tenants`, read from the folder once.
+
+        A folder written before tenants.parquet existed gets its tenants table rebuilt
+        from its jobs table (`sim.tenants.tenants_frame`).
+        """
         if name not in self._tables:
-            if self.folder is None:
+            path = None if self.folder is None else self.folder / f"{name}.parquet"
+            if name == "tenants" and (path is None or not path.is_file()):
+                from sim.tenants import tenants_frame
+
+                self._tables[name] = tenants_frame(self.table("jobs"))
+                return self._tables[name]
+            if path is None:
                 raise SimError(f"run {self.label!r} has no {name} table")
             import pandas as pd
 
-            self._tables[name] = pd.read_parquet(self.folder / f"{name}.parquet")
+            self._tables[name] = pd.read_parquet(path)
         return self._tables[name]
 
 

@@ -60,27 +60,104 @@ def _figure(width: float = 8.0, height: float = 5.0) -> Figure:
 
 
 def cdf_figure(runs: Sequence[RunData], column: str = "jct") -> Figure:
-    """CDF of a per-job time (`jct` or `queueing_delay`) per run, log time axis in hours."""
+    """CDF of a per-job time (`jct` or `queueing_delay`) per run, log time axis in hours.
+
+    JCT is over completed jobs; queueing delay over every job not rejected, as in the
+    summary: a job still waiting when the run ended counts its wait up to the end
+    (`censored`; the legend says how many).
+    """
     what = {"jct": "job completion time (JCT)", "queueing_delay": "queueing delay"}[column]
     fig = _figure()
     ax = fig.add_subplot()
     floor = 1.0 / HOUR
     for run in runs:
         jobs = run.table("jobs")
-        done = jobs[jobs["status"] == "completed"] if "status" in jobs else jobs
-        v = np.sort(done[column].dropna().to_numpy(dtype=float)) / HOUR
+        if "status" not in jobs:
+            chosen = jobs
+        elif column == "queueing_delay":
+            chosen = jobs[jobs["status"] != "rejected"]
+        else:
+            chosen = jobs[jobs["status"] == "completed"]
+        v = np.sort(chosen[column].dropna().to_numpy(dtype=float)) / HOUR
         if v.size == 0:
             continue
         y = np.arange(1, v.size + 1) / v.size
-        ax.step(np.maximum(v, floor), y, where="post", label=f"{run.label} (n={v.size})")
+        cut = int(chosen["censored"].sum()) if column == "queueing_delay" \
+            and "censored" in chosen else 0
+        note = f", {cut} censored at the run's end" if cut else ""
+        ax.step(np.maximum(v, floor), y, where="post", label=f"{run.label} (n={v.size}{note})")
     ax.set_xscale("log")
     ax.set_ylim(0, 1.01)
     note = "; 0 drawn at 1 s" if column == "queueing_delay" else ""
     ax.set_xlabel(f"{what} (hours, log scale{note})")
-    ax.set_ylabel("fraction of completed jobs")
+    ax.set_ylabel("fraction of jobs not rejected" if column == "queueing_delay"
+                  else "fraction of completed jobs")
     ax.set_title(f"CDF of {what} per policy")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(loc="lower right", fontsize="small")
+    return fig
+
+
+def tenant_kind(runs: Sequence[RunData]) -> str:
+    """"vc" when some run has more than one virtual cluster, else "user"."""
+    for run in runs:
+        t = run.table("tenants")
+        if int((t["kind"] == "vc").sum()) > 1:
+            return "vc"
+    return "user"
+
+
+def tenants_figure(runs: Sequence[RunData], top: int = 10) -> Figure:
+    """Per tenant and run: GPU-hours received vs demanded, and queueing delay.
+
+    Tenants are virtual clusters when a run has more than one, else users; the `top`
+    tenants by GPU-hours demanded (most demanded over the runs) are drawn, largest first.
+    Left: bars of GPU-hours received, a black tick at the GPU-hours demanded. Right: bars
+    of the mean queueing delay, a black dot at its p95 (censored waits counted to the
+    end of the run, as in the summary).
+    """
+    kind = tenant_kind(runs)
+    tables = []
+    for run in runs:
+        t = run.table("tenants")
+        tables.append(t[t["kind"] == kind].set_index("tenant"))
+    demand = pd.concat([t["gpu_hours_demanded"] for t in tables]).groupby(level=0).max() \
+        if tables else pd.Series(dtype=float)
+    names = list(demand.sort_values(ascending=False, kind="stable").index[:top])
+    n, k = len(names), max(1, len(runs))
+    fig = _figure(13, max(4.0, 1.5 + 0.22 * n * k + 0.15 * n))
+    ax_g, ax_q = fig.subplots(1, 2)
+    colors = _tab20()[0::2]
+    width = 0.8 / k
+    base = np.arange(n)
+    for i, (run, t) in enumerate(zip(runs, tables, strict=True)):
+        t = t.reindex(names)
+        y = base - 0.4 + width * (i + 0.5)
+        color = colors[i % len(colors)]
+        ax_g.barh(y, t["gpu_hours_received"].fillna(0.0), height=width, color=color,
+                  label=run.label)
+        ax_g.scatter(t["gpu_hours_demanded"], y, marker="|", s=200, color="black",
+                     zorder=3, label="demanded" if i == 0 else None)
+        ax_q.barh(y, t["queueing_delay_mean"].fillna(0.0) / HOUR, height=width, color=color,
+                  label=run.label)
+        ax_q.scatter(t["queueing_delay_p95"] / HOUR, y, marker="o", s=12, color="black",
+                     zorder=3, label="p95" if i == 0 else None)
+    who = f"{'virtual cluster' if kind == 'vc' else 'user'} (most GPU-hours demanded first)"
+    for ax in (ax_g, ax_q):
+        ax.set_yticks(base, [str(x) or "(no name)" for x in names], fontsize="small")
+        ax.invert_yaxis()
+        ax.set_ylabel(who)
+    ax_g.set_xlabel("GPU-hours (bars: received; black ticks: demanded)")
+    ax_q.set_xlabel("queueing delay (hours; bars: mean, dots: p95)")
+    ax_g.set_title("GPU-hours received vs demanded", fontsize="medium")
+    ax_q.set_title("Queueing delay", fontsize="medium")
+    for ax in (ax_g, ax_q):
+        ax.grid(True, axis="x", alpha=0.3)
+        if n:
+            ax.legend(loc="lower right", fontsize="small")
+    total = len(demand)
+    shown = f"top {n} of {total}" if total > n else f"all {total}"
+    fig.suptitle(f"Per-{kind} GPU time and queueing delay per policy ({shown} {kind}s)")
     return fig
 
 
@@ -318,8 +395,9 @@ def render_all(paths: Sequence[str | os.PathLike[str]], out_dir: str | os.PathLi
         made.append(save_png(cdf_figure(runs, "queueing_delay"), out / "queueing_delay_cdf.png"))
         made.append(save_png(timeline_figure(runs), out / "utilization_fragmentation.png"))
         made.append(save_png(queue_figure(runs), out / "queue_length.png"))
+        made.append(save_png(tenants_figure(runs), out / "tenants.png"))
     else:
-        say(f"{len(runs)} runs: CDF and timeline figures skipped (more than --max-lines "
+        say(f"{len(runs)} runs: CDF, timeline and tenant figures skipped (more than --max-lines "
             f"{max_lines}); pass a few run folders to draw them")
     made.append(save_png(comparison_figure(runs), out / "policy_comparison.png"))
     small = [r for r in runs if r.summary.get("jobs_submitted", math.inf) <= gantt_max_jobs]

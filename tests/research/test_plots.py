@@ -20,13 +20,18 @@ from sim.app.plots import (
     render_all,
     save_png,
     sweep_figure,
+    tenant_kind,
+    tenants_figure,
     timeline_figure,
 )
 from sim.app.sweep import InlineExecutor, load_sweep, run_sweep
 from sim.engine import Simulation
 from sim.errors import SimError
+from sim.model import JobSpec
 
 JOBS = [(f"j{i}", 20.0 * i, (1, 2, 4, 8)[i % 4], 300.0 + 40 * i) for i in range(24)]
+USERS = [JobSpec(f"j{i}", 20.0 * i, (1, 2, 4, 8)[i % 4], 300.0 + 40 * i, user=f"u{i % 3}")
+         for i in range(24)]
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +43,7 @@ def results(tmp_path_factory, request):
                             name="dgx2")
     out = tmp_path_factory.mktemp("runs")
     for policy in ("fifo", "fifo-backfill"):
-        Simulation(make_trace(*JOBS), topo, policy, seed=0).run().write(out / policy)
+        Simulation(make_trace(*USERS), topo, policy, seed=0).run().write(out / policy)
     return out
 
 
@@ -54,7 +59,7 @@ def test_labels_are_policies_when_only_the_policy_differs(runs):
 
 
 @pytest.mark.parametrize("name", ["jct_cdf", "queueing_delay_cdf", "timeline", "queue",
-                                  "gantt", "comparison"])
+                                  "gantt", "comparison", "tenants"])
 def test_each_figure_renders_a_png(runs, tmp_path, name):
     fig = {
         "jct_cdf": lambda: cdf_figure(runs, "jct"),
@@ -63,6 +68,7 @@ def test_each_figure_renders_a_png(runs, tmp_path, name):
         "queue": lambda: queue_figure(runs),
         "gantt": lambda: gantt_figure(runs[0]),
         "comparison": lambda: comparison_figure(runs),
+        "tenants": lambda: tenants_figure(runs),
     }[name]()
     assert fig.get_suptitle() or fig.axes[0].get_title()
     assert all(ax.get_xlabel() or ax.get_shared_x_axes().get_siblings(ax)[1:]
@@ -119,7 +125,8 @@ def test_render_all_for_a_sweep_and_for_run_folders(sweep_dir, results, tmp_path
     made = render_all([results / "fifo", results / "fifo-backfill"], tmp_path / "r")
     assert sorted(p.name for p in made) == [
         "gantt_fifo-backfill.png", "gantt_fifo.png", "jct_cdf.png", "policy_comparison.png",
-        "queue_length.png", "queueing_delay_cdf.png", "utilization_fragmentation.png"]
+        "queue_length.png", "queueing_delay_cdf.png", "tenants.png",
+        "utilization_fragmentation.png"]
     for p in made:
         assert_png(p)
 
@@ -129,7 +136,7 @@ def test_plot_command(results, tmp_path):
     assert res.exit_code == 0, res.output
     made = res.stdout.split()
     assert all(p.startswith(str(results / "fifo" / "figures")) for p in made)
-    assert len(made) == 5 and "Gantt charts only for runs of at most 0 jobs" in res.stderr
+    assert len(made) == 6 and "Gantt charts only for runs of at most 0 jobs" in res.stderr
     empty = tmp_path / "empty"
     empty.mkdir()
     res = CliRunner().invoke(plot_cmd, [str(empty)])
@@ -142,3 +149,44 @@ def test_plot_into_an_unwritable_folder_is_a_clean_error(results, tmp_path):
                                         str(tmp_path / "somefile" / "figs")])
     assert res.exit_code == 2 and "Traceback" not in res.output
     assert res.stderr.startswith("error: figures: cannot write to ")
+
+
+def test_tenant_figure_draws_users_by_demand_with_received_and_queueing(runs, tmp_path):
+    assert tenant_kind(runs) == "user"  # one vc: tenants are the users
+    fig = tenants_figure(runs, top=2)
+    ax_g, ax_q = fig.axes
+    demand = runs[0].table("tenants").query("kind == 'user'").set_index("tenant")
+    top2 = list(demand["gpu_hours_demanded"].sort_values(ascending=False).index[:2])
+    assert [t.get_text() for t in ax_g.get_yticklabels()] == top2
+    assert "top 2 of 3 users" in fig.get_suptitle()
+    legend = [t.get_text() for t in ax_g.get_legend().get_texts()]
+    assert sorted(legend) == ["demanded", "fifo", "fifo-backfill"]
+    received = sorted(b.get_width() for b in ax_g.patches)
+    assert received == pytest.approx(sorted(
+        r.table("tenants").set_index(["kind", "tenant"]).loc[("user", u), "gpu_hours_received"]
+        for r in runs for u in top2))
+    assert ax_q.get_xlabel().startswith("queueing delay (hours")
+    assert_png(save_png(fig, tmp_path / "tenants.png"))
+
+
+def test_tenant_figure_uses_virtual_clusters_when_there_are_several(dgx2, tmp_path):
+    jobs = [JobSpec(f"j{i}", 10.0 * i, 2, 200.0, user="u", vc=("a", "b")[i % 2])
+            for i in range(6)]
+    result = Simulation(make_trace(*jobs), dgx2, "fifo", seed=0).run()
+    run = RunData.from_result("fifo", result)
+    assert tenant_kind([run]) == "vc"
+    fig = tenants_figure([run])
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["a", "b"]
+    assert_png(save_png(fig, tmp_path / "vc.png"))
+
+
+def test_a_folder_without_tenants_parquet_gets_it_rebuilt_from_its_jobs(results, tmp_path):
+    import shutil
+
+    old = tmp_path / "old"
+    shutil.copytree(results / "fifo", old)
+    (old / "tenants.parquet").unlink()
+    (run,), _ = load_results([old])
+    want = pd.read_parquet(results / "fifo" / "tenants.parquet")
+    pd.testing.assert_frame_equal(run.table("tenants"), want)
+    assert_png(save_png(tenants_figure([run]), tmp_path / "t.png"))

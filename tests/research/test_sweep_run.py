@@ -246,7 +246,8 @@ def test_a_rerun_of_a_half_written_point_replaces_its_folder_whole(tmp_path):
     (folder / "jobs.parquet").write_bytes(b"partial")  # a run killed before the swap
     (folder / "error.json").write_text("{}", encoding="utf-8")
     assert run_point(point, str(tmp_path / "out")).status == "ok"
-    assert {f.name for f in folder.iterdir()} == RESULT_FILES | {"nodes.parquet"}
+    assert {f.name for f in folder.iterdir()} == RESULT_FILES | {"nodes.parquet",
+                                                                 "tenants.parquet"}
     assert json.loads((folder / "point.json").read_text(encoding="utf-8")) == json.loads(
         json.dumps(point.config()))
     assert not [f for f in folder.parent.iterdir() if f.name.startswith(".")]

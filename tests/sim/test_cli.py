@@ -25,7 +25,7 @@ events_processed
 """.split()
 
 RESULT_FILES = ("jobs.parquet", "events.parquet", "timeline.parquet", "nodes.parquet",
-                "summary.json",
+                "tenants.parquet", "summary.json",
                 "config.json")
 
 BAD_CSV = (

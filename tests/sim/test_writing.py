@@ -36,7 +36,7 @@ from sim.writing import (
 )
 
 RESULT_FILES = {"jobs.parquet", "events.parquet", "timeline.parquet", "nodes.parquet",
-                "summary.json", "config.json"}
+                "tenants.parquet", "summary.json", "config.json"}
 JOBS = [(f"j{i}", 20.0 * i, (1, 2, 4)[i % 3], 100.0 + 10 * i) for i in range(12)]
 HEX12 = "0123456789ab"
 
