@@ -107,7 +107,8 @@ class EngineMirror:
     """Follows the pending queue and the jobs a policy started, in O(changes) per pass.
 
     Arrivals are seen by walking the submit-ordered job list up to the first job the engine
-    has not submitted yet (still `waiting`); completions by a
+    has not submitted yet (still `waiting`), keeping only the jobs the context `owns` when
+    it is narrowed to part of the run (an ordering inside hived); completions by a
     heap of predicted finish times; other stops (failures, kills, node failures) by the
     count of running jobs, which only the policy can raise. Jobs queued again (retries,
     released dependents) follow from the stops. A cheap count check against the engine's
@@ -170,6 +171,11 @@ class EngineMirror:
                 back.append((t, idx))
         for t, idx in back:
             heapq.heappush(later, (max(t, now), idx))
+        owns = getattr(ctx, "owns", None)
+        if owns is not None:
+            # a context narrowed to part of the run (hived's per-VC queues): arrivals and
+            # released dependents of other queues are not ours (`policies.priority.JobFeed`)
+            queued = {i: j for i, j in queued.items() if owns(j)}
         self.pending += len(queued)
         if self.pending != ctx.pending_count:
             self.rebuilds += 1

@@ -24,7 +24,11 @@ Rules, as the Tiresias simulator (SymbioticLab/Tiresias, `dlas-gpu` and
 5. Starvation: with `promote_knob` P > 0, a waiting job outside queue 0 whose waiting
    time since it last ran after a promotion reaches P x its run time since that
    promotion goes back to queue 0 with its service counted from zero (the simulator's
-   `solve_starvation`; 0, its default for `dlas-gpu`, disables it).
+   `solve_starvation`; 0, its default for `dlas-gpu`, disables it). With promotions on,
+   a resumed job is demoted only after its queue's service counted from the end of its
+   restore pause (`restore_overhead`; the simulator has none): otherwise jobs whose
+   pause outlasts their slice (threshold / GPUs) were demoted and stopped for the next
+   promoted job before making any progress, and a run never ended.
 
 Preemption uses `stop`: `suspend` (default) checkpoints the job first, as Tiresias does
 (its simulator loses no work; see the engine's `checkpoint_on_suspend`), and the job pays
@@ -205,7 +209,13 @@ class TiresiasLasPolicy(PriorityPolicy):
         if rate <= 0:
             return
         left = self.limits[s.queue] - self.service(ctx, job)
-        t = ctx.now + max(0.0, left) / rate
+        start = ctx.now
+        if self.p["promote_knob"] > 0:
+            # a resumed job gets its queue's service after its restore pause: with
+            # promotions, a job whose pause outlasts its slice would otherwise be demoted
+            # (and stopped for the next promoted job) before any progress, for ever
+            start = max(start, job.seg_start)
+        t = start + max(0.0, left) / rate
         heapq.heappush(self.timers, (t, 0, job.idx, s.seg))
         ctx.wake_at(t)
 

@@ -6,7 +6,8 @@ retries, held jobs whose dependencies completed, preempted jobs). `JobTracker` f
 both: `notify` lists the jobs events touched, arrivals are read by index (jobs arrive in
 index order), a set difference catches unreported ends when the running set shrank, and
 the queue is rescanned only when its size disagrees with the tracker's (pending jobs
-killed, held jobs released).
+killed, held jobs released). Under a context narrowed to part of the run (hived's per-VC
+queues, which offer `owns(job)`), pending jobs it does not own are left out.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class JobTracker:
         self.left: list[int] = []
         self.watch: set[int] = set()  # held or retrying jobs, pending later
         self.next_arrival = 0
+        self._owns: Callable[[JobState], bool] | None = None
 
     def notify(self, job: JobState, kind: str) -> None:
         """Remember a job an event touched (checked at the next pass)."""
@@ -48,6 +50,9 @@ class JobTracker:
         take a job that is no longer pending out of `pending` (and the policy's queues).
         """
         rejects: list[Reject] = []
+        # a context narrowed to part of the run (an ordering inside hived) owns some jobs
+        # only: arrivals and released dependents of other queues are not ours
+        self._owns = getattr(ctx, "owns", None)
         running = ctx.running()
         if self.left:
             for idx in sorted(set(self.left)):
@@ -90,6 +95,8 @@ class JobTracker:
                rejects: list[Reject]) -> None:
         if job.status == PENDING:
             self.watch.discard(job.idx)
+            if self._owns is not None and not self._owns(job):
+                return
             if job.idx not in self.pending:
                 why = enqueue(job)
                 if why:

@@ -166,3 +166,19 @@ def test_no_introspection_events_on_a_settled_cluster():
                                     {"migration": False, "packing": False}])
 def test_check_policy(params):
     check_policy("gandiva", params=params)
+
+
+def test_a_fractional_job_is_no_packing_partner():
+    # fuzz campaign (benchmarks/fuzz_campaign.py): a fractional job (gpu_share 0.3) running
+    # alone on GPU 0 was offered as a packing partner; the engine refuses a pack founded on
+    # a GPU a job holds only in part (InvalidDecision). The whole job now waits for a GPU.
+    from policies.conformance import check_invariants
+
+    topo = uniform_topology(2, gpus_per_switch=2)
+    trace = make_trace(JobSpec("frac", 0.0, 1, 13.0, gpu_share=0.3, gpu_util=0.3),
+                       JobSpec("elastic", 0.0, 2, 65.0, max_gpus=5),
+                       JobSpec("whole", 0.0, 1, 19.0))
+    r = Simulation(trace, topo, "gandiva").run()
+    check_invariants(r, topo, trace)
+    assert set(r.jobs.status) == {"completed"}
+    assert not r.events.detail.astype(str).str.startswith("pack").any()

@@ -239,3 +239,31 @@ def test_gang_larger_than_every_chain_is_rejected_not_left_waiting():
     out = r.jobs.set_index("job_id")
     assert out.loc["j0", "status"] == "rejected"
     assert "cannot be placed even in the empty cluster" in out.loc["j0", "reason"]
+
+
+# fuzz campaign (benchmarks/fuzz_campaign.py): orderings that follow the engine with their
+# own trackers (policies.queues.EngineMirror: capacity, drf; policies.hived.tracking.
+# JobTracker: vc-quota) took in jobs of other hived queues (arrivals walked by index,
+# dependents released by a finish) and started them: InvalidDecision "started 'x', which
+# is not in queue 'default'". They now keep only the jobs the narrowed context owns.
+NARROWED = {
+    "opportunistic-dependent-released": (
+        JobSpec("g", 1.0, 1, 50.0, priority=5, depends_on=("o",)),
+        JobSpec("o", 2.0, 8, 1.0, priority=-1), JobSpec("s", 2.0, 2, 1.0),
+        JobSpec("x", 5.0, 3, 50.0, priority=-1, depends_on=("s",))),
+    "dependent-of-a-preemptor": (
+        JobSpec("a", 0.0, 4, 500.0), JobSpec("b", 1.0, 8, 1.0, priority=5),
+        JobSpec("c", 1.0, 3, 50.0, priority=-1, depends_on=("b",))),
+}
+
+
+@pytest.mark.parametrize("order", ["capacity", "drf", "vc-quota"])
+@pytest.mark.parametrize("case", sorted(NARROWED))
+def test_orderings_with_own_trackers_keep_to_their_queue(order, case):
+    from policies.conformance import check_invariants
+
+    topo = uniform_topology(1, switches_per_socket=2, gpus_per_switch=4)
+    trace = make_trace(*NARROWED[case])
+    r = Simulation(trace, topo, "hived", params={"order": order}).run()
+    check_invariants(r, topo, trace)
+    assert set(r.jobs.status) == {"completed"}

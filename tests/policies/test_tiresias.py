@@ -167,3 +167,19 @@ def test_bad_sample_file_is_refused(tmp_path):
     with pytest.raises(InvalidParameter, match="line 3"):
         Simulation(make_trace(("a", 0.0, 1, 10.0)), uniform_topology(1),
                    TiresiasGittinsPolicy(gittins_samples=str(bad))).run()
+
+
+@pytest.mark.parametrize("name", sorted(CLASSES))
+def test_promotions_cannot_livelock_on_restore_overhead(name):
+    # fuzz campaign (benchmarks/fuzz_campaign.py): with promotions, a 4-GPU job's slice in
+    # queue 0 (40 GPU-s: 10 s) was shorter than its 30 s restore pause, so each resumed job
+    # was demoted and suspended for the next promoted one before any progress, for ever
+    # (2,000 suspensions by t = 20,000 s, nothing completed). Lossless suspends now always
+    # progress: the slice counts from the end of the pause.
+    topo = uniform_topology(1, gpus_per_switch=4)
+    trace = make_trace(*(JobSpec(f"j{i}", float(i), 4, 100.0, checkpoint_interval=5.0)
+                         for i in range(3)))
+    r = Simulation(trace, topo, name,
+                   params={"thresholds": "40,4000", "promote_knob": 2.0}).run(until=20000)
+    assert list(r.jobs.status) == ["completed"] * 3
+    assert r.summary["preemptions"] < 100

@@ -1,0 +1,136 @@
+"""Fuzz: random small valid cases under every policy and every composition ("Runs you can trust").
+
+Each example draws an integer seed; numpy's default_rng(seed) builds the case
+(`policies.fuzzing.fuzz_case`: topology, trace, engine params) and the policy's own
+params. A run must raise nothing, keep every invariant of `check_invariants`, end within
+its time limit and, on a third of the examples, give the same jobs and events tables
+twice. The budget is small (CI replays the same examples, see conftest.py); long
+campaigns are `benchmarks/fuzz_campaign.py`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from policies import registered_policies
+from policies.conformance import compositions
+from policies.fuzzing import (
+    case_from_seed,
+    draw_target,
+    fuzz_case,
+    lossy_livelock,
+    repro_code,
+    run_case,
+    targets,
+)
+
+EXAMPLES = 5  # per policy or composition: ~35 targets x 5 runs of ~0.1 s
+TIME_LIMIT = 30.0  # s per example (both runs); a small case takes well under 1 s
+SEEDS = st.integers(min_value=0, max_value=2**32 - 1)
+FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None,
+                suppress_health_check=[HealthCheck.too_slow])
+
+
+def check(seed: int, policy: str, base: dict) -> None:
+    rng = np.random.default_rng(seed)
+    case = fuzz_case(rng, case_seed=seed)
+    case, params = draw_target(rng, case, policy, base)
+    out = run_case(case, policy, params, determinism=seed % 3 == 0, time_limit=TIME_LIMIT)
+    assert out.ok, (f"{out.kind}: {out.detail}\nseed {seed}, policy {policy}, params "
+                    f"{params}\n{repro_code(case, policy, params)}")
+
+
+@pytest.mark.parametrize("policy", registered_policies())
+@FUZZ
+@given(seed=SEEDS)
+def test_fuzz_policy(policy, seed):
+    check(seed, policy, {})
+
+
+@pytest.mark.parametrize(("policy", "base"), compositions(),
+                         ids=[f"{n}-{next(iter(p.values()))}" for n, p in compositions()])
+@FUZZ
+@given(seed=SEEDS)
+def test_fuzz_composition(policy, base, seed):
+    check(seed, policy, base)
+
+
+def test_cases_are_valid_small_and_seeded():
+    before = np.random.get_state()[1].copy()
+    for seed in range(25):
+        a, b = case_from_seed(seed), case_from_seed(seed)
+        assert a.trace == b.trace and a.params == b.params and a.seed == b.seed
+        assert a.topology_data == b.topology_data
+        assert 1 <= len(a.topology.nodes) <= 4
+        assert 5 <= len(a.trace.jobs) <= 30
+        ids = [r["job_id"] for r in a.records]
+        for i, r in enumerate(a.records):  # a DAG on earlier jobs only
+            assert set(r.get("depends_on", ())) <= set(ids[:i])
+    assert (np.random.get_state()[1] == before).all()  # no global RNG touched
+
+
+def test_generator_covers_the_columns_and_shapes():
+    seen: set[str] = set()
+    for seed in range(60):
+        case = case_from_seed(seed)
+        data = case.topology_data
+        seen |= {k for k in ("vcs", "queues", "nodes_per_rack") if k in data}
+        if len(data["nodes"]) == 2:
+            seen.add("two-types")
+        total = case.topology.num_gpus
+        for s in case.trace.jobs:
+            seen |= {f for f, on in (
+                ("deps", bool(s.depends_on)), ("retries", s.max_retries > 0),
+                ("fail_at", s.fail_at is not None), ("lifetime", s.max_lifetime is not None),
+                ("elastic", s.min_gpus is not None), ("share", s.gpu_share < 1),
+                ("gang", 0 < s.gpus_per_task < s.num_gpus), ("cpu-only", s.num_gpus == 0),
+                ("too-large", s.num_gpus > total), ("typed", bool(s.gpu_type)),
+                ("checkpoint", s.checkpoint_interval is not None),
+                ("unknown-vc", s.vc == "vc-unknown")) if on}
+        seen |= {k for k in ("mtbf", "failure_rate", "node_failure_retries", "placer")
+                 if k in case.params}
+    assert seen >= {"vcs", "queues", "nodes_per_rack", "two-types", "deps", "retries",
+                    "fail_at", "lifetime", "elastic", "share", "gang", "cpu-only",
+                    "too-large", "typed", "checkpoint", "unknown-vc", "mtbf", "failure_rate",
+                    "node_failure_retries", "placer"}
+
+
+def test_targets_are_every_policy_and_composition():
+    assert targets() == [(p, {}) for p in registered_policies()] + compositions()
+
+
+def test_documented_livelocks_are_not_drawn():
+    assert lossy_livelock("gavel-mmf", {"stop": "preempt"})
+    assert lossy_livelock("hived", {"order": "gavel-mmf", "checkpoint_on_suspend": False})
+    assert lossy_livelock("tiresias-las", {"stop": "preempt", "promote_knob": 1.0})
+    assert not lossy_livelock("tiresias-las", {"stop": "preempt"})
+    assert not lossy_livelock("gavel-mmf", {})
+    rng = np.random.default_rng(0)
+    case = case_from_seed(0)
+    case = dataclasses.replace(case, params={"checkpoint_on_suspend": False})
+    for _ in range(20):
+        c, params = draw_target(rng, case, "gavel-mmf", {})
+        assert not lossy_livelock("gavel-mmf", {**c.params, **params})
+
+
+def test_run_case_reports_a_broken_policy():
+    from policies.base import Policy
+    from sim.model import Start
+
+    class Broken(Policy):
+        name = "broken-fuzz"
+
+        def schedule(self, ctx):
+            for job in list(ctx.pending()):
+                if job.spec.num_gpus:
+                    # claims GPUs without asking the placer: collides sooner or later
+                    yield Start(job.job_id, tuple(range(job.spec.num_gpus)))
+
+    outcomes = [run_case(case_from_seed(s), Broken) for s in range(10)]
+    assert {o.kind for o in outcomes} & {"exception", "invariant"}
+    assert not all(o.ok for o in outcomes)
