@@ -168,7 +168,9 @@ class GandivaPolicy(Policy):
         topo = ctx.topology
         if size > 1 and topo.lowest_common_level(gpus) > topo.best_level(size):
             self.poor.add(job.idx)
-        if ctx.share_mode(job) == "" and job.spec.num_gpus == size:
+        # a packing partner holds its GPUs whole and alone: a fractional job shares its GPU
+        # through the milli-GPU accounting and cannot found a pack (the engine refuses it)
+        if ctx.share_mode(job) == "" and job.spec.num_gpus == size and job.spec.gpu_share >= 1:
             key = (size, job.spec.gpu_util, job.idx)
             self.alone_key[job.idx] = key
             self.alone.setdefault(size, SortedList()).add(key[1:])
