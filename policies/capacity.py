@@ -10,8 +10,10 @@ Rules:
    a resource the topology does not model is ignored). A queue's guarantee is its
    `capacity` times its parent's guarantee (absolute capacity); its ceiling likewise from
    `max_capacity`. Quotas are shares, not machines: GPUs are bound at placement.
-2. Admission: a job of an unknown queue, of a parent queue, or larger than its queue's
-   ceiling or its user limit is rejected with the reason.
+2. Admission: a job of an unknown queue, of a parent queue, of a stopped queue (`state:
+   stopped`, itself or an ancestor: YARN's STOPPED state, no new applications; jobs
+   already started keep running and are requeued after preemption or failure), or larger
+   than its queue's ceiling or its user limit is rejected with the reason.
 3. Allocation: free resources go down the tree to the child queue with the lowest used /
    guaranteed ratio (ties by name); a queue that cannot start anything is passed over
    for the rest of the pass. In a leaf, jobs start in arrival order; a job starts only if
@@ -66,11 +68,23 @@ from policies.queues import (
     queues_for_vcs,
 )
 from sim.jobstate import PENDING, JobState
-from sim.model import Decision, Preempt, Reject, Start, Unschedulable
+from sim.model import Decision, Preempt, Reject, Start, Unschedulable, request_class
 from sim.params import Param, as_bool, as_float, as_optional, as_path
 
 if TYPE_CHECKING:
     from sim.context import SchedContext
+
+
+def _stopped_queues(specs: Any) -> frozenset[str]:
+    """Names of the queues whose `state` is stopped (their children are found by path)."""
+    out: set[str] = set()
+    stack = list(specs)
+    while stack:
+        q = stack.pop()
+        if q.state == "stopped":
+            out.add(q.name)
+        stack.extend(q.children)
+    return frozenset(out)
 
 
 class _Leaf:
@@ -163,6 +177,9 @@ class CapacityPolicy(Policy):
                 i += 1
             tree = QueueTree(queues_for_vcs(vcs), "one equal queue per VC of the trace")
         self.tree = tree
+        specs = (self.queue_specs if self.queue_specs is not None
+                 else ctx.topology.queues if ctx.topology.queues else ())
+        self.stopped = _stopped_queues(specs)
         self.res = Resources.of(ctx.topology)
         self.mirror = EngineMirror()
         self.used: list[list[float]] = [[0.0, 0.0, 0.0] for _ in tree.queues]
@@ -190,6 +207,13 @@ class CapacityPolicy(Policy):
             else:
                 why = f"unknown queue {s.vc!r}"
             return f"{why} (leaf queues: {', '.join(sorted(tree.leaves))})"
+        if not job.started_before:
+            for q in tree.queues[qid].path:
+                name = tree.queues[q].name
+                if name in self.stopped:
+                    where = "" if q == qid else f" (in stopped queue {name!r})"
+                    return (f"queue {s.vc!r} is stopped{where}: it accepts no new jobs "
+                            "(state: stopped)")
         need = self.res.share(Resources.demand(s))
         for q in tree.queues[qid].path:
             info = tree.queues[q]
@@ -367,8 +391,7 @@ class CapacityPolicy(Policy):
             add(grown, d)
             if self.starving and share(grown) > info.abs_capacity + EPS:
                 return None  # no lending while a queue below its guarantee waits for room
-            s = job.spec
-            cls = (s.num_gpus, s.task_gpus, s.gpu_type, s.gpu_share, s.num_cpus, s.mem_gb)
+            cls = request_class(job.spec)
             got = None if cls in failed else ctx.place(job)
             if got is None or isinstance(got, Unschedulable):
                 failed.add(cls)

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from policies.base import Policy
-from sim.model import JobSpec
+from sim.model import JobSpec, Level
 from topologies.build import uniform_topology
 from topologies.tree import Topology
 from traces.base import Trace
@@ -32,6 +32,20 @@ def _cells(text: str) -> dict[str, int]:
         node, _, k = part.rpartition(":")
         out[node] = out.get(node, 0) + int(k)
     return out
+
+
+def _host_node(detail: str) -> str:
+    """The node a CPU-only job's start names in its detail ('node=NAME'), or ''."""
+    for part in str(detail).split(";"):
+        if part.startswith("node="):
+            return part[5:]
+    return ""
+
+
+def _host_ask(s: JobSpec, count: int) -> tuple[float, float, float]:
+    """CPUs, memory, disk a job holds on `count` GPUs (the engine's `host_ask`)."""
+    f = count / s.num_gpus if s.num_gpus and count != s.num_gpus else 1.0
+    return (s.num_cpus * f, s.mem_gb * f, s.disk_gb * s.num_tasks * f)
 
 
 def check_invariants(result: Any, topology: Topology, trace: Trace,
@@ -73,9 +87,30 @@ def check_invariants(result: Any, topology: Topology, trace: Trace,
                    f"timeline shows {area:.6f}")
     if (tl.gpus_busy > tl.gpus_total + 1e-9).any():
         bad.append("more GPUs busy than the cluster has")
-    # per node: never more than its GPUs, never while failed; every start holds its gang
+    # per node: never more than its GPUs, CPUs, memory or disk (capacity 0: not modelled),
+    # never while failed; every start holds its gang
     cap = {n.name: n.num_gpus * 1000 for n in topology.nodes}
     use = dict.fromkeys(cap, 0)
+    host_cap = {n.name: (n.num_cpus, n.mem_gb, n.disk_gb) for n in topology.nodes}
+    host_use = {n: [0.0, 0.0, 0.0] for n in host_cap}
+    host_holding: dict[str, dict[str, tuple[float, float, float]]] = {}
+
+    def host_drop(job: str) -> None:
+        for node, v in host_holding.pop(job, {}).items():
+            for r in range(3):
+                host_use[node][r] -= v[r]
+
+    def host_take(ev: Any, job: str, per_node: dict[str, tuple[float, float, float]]
+                  ) -> None:
+        host_holding[job] = per_node
+        for node, v in per_node.items():
+            for r, what in enumerate(("CPUs", "memory", "disk")):
+                host_use[node][r] += v[r]
+                c = host_cap[node][r]
+                if c > 0 and host_use[node][r] > c + 1e-6:
+                    bad.append(f"t={ev.time}: node {node} {what} over-committed by {job} "
+                               f"({host_use[node][r]:g} of {c:g})")
+                    return
     down: set[str] = set()
     holding: dict[str, dict[str, int]] = {}
     nodes = getattr(result, "nodes", None)
@@ -86,7 +121,7 @@ def check_invariants(result: Any, topology: Topology, trace: Trace,
             ne = node_events[k]
             k += 1
             if ne.kind == "fail":
-                if use[ne.node]:
+                if use[ne.node] or any(ne.node in h for h in host_holding.values()):
                     bad.append(f"t={ne.time}: node {ne.node} failed with jobs still on it")
                 down.add(ne.node)
             else:
@@ -99,6 +134,7 @@ def check_invariants(result: Any, topology: Topology, trace: Trace,
             # joins GPUs a running job holds (time-slicing or packing): the cluster state
             # guards their capacity; here only the gang size is checked
             holding.pop(ev.job_id, None)
+            host_drop(ev.job_id)
             count = sum(_cells(ev.cells).values())
             if count != s.num_gpus and s.min_gpus is None and s.max_gpus is None:
                 bad.append(f"t={ev.time}: {ev.job_id} shares {count} of {s.num_gpus} GPUs")
@@ -109,6 +145,20 @@ def check_invariants(result: Any, topology: Topology, trace: Trace,
                 use[node] -= n * milli
             cells = _cells(ev.cells)
             count = sum(cells.values())
+            host_drop(ev.job_id)
+            ask = _host_ask(s, count)
+            if count:
+                host_take(ev, ev.job_id, {
+                    nd: (ask[0] * k / count, ask[1] * k / count, ask[2] * k / count)
+                    for nd, k in cells.items()})
+            elif _host_node(ev.detail):
+                node = _host_node(ev.detail)
+                if node in down:
+                    bad.append(f"t={ev.time}: {ev.job_id} placed on failed node {node}")
+                host_take(ev, ev.job_id, {node: ask})
+            elif any(v > 0 for v in ask) and ev.kind in ("start", "resume"):
+                bad.append(f"t={ev.time}: CPU-only {ev.job_id} asks for host resources "
+                           "and holds no node")
             lo = s.min_gpus or s.num_gpus
             hi = s.max_gpus or s.num_gpus
             if not lo <= count <= hi:
@@ -124,6 +174,7 @@ def check_invariants(result: Any, topology: Topology, trace: Trace,
         elif ev.kind in DROP:
             for node, n in holding.pop(ev.job_id, {}).items():
                 use[node] -= n * milli
+            host_drop(ev.job_id)
     # dependencies: nobody starts before all it depends on completed
     for jid, row in started.iterrows():
         for dep in specs[jid].depends_on:
@@ -182,7 +233,36 @@ def scenarios(seed: int = 0) -> list[tuple[str, Topology, Trace]]:
         ))
     out.append((topo.name, topo, Trace("conformance-lifecycle", tuple(jobs))))
     out.append(_vc_scenario(rng))
+    out.append(_host_scenario(rng))
     return out
+
+
+def _host_scenario(rng: np.random.Generator) -> tuple[str, Topology, Trace]:
+    """CPUs, memory and disk asked on ethernet nodes and a CPU-only node, with gangs."""
+    from topologies.native import node_cell
+    from topologies.tree import CellSpec
+
+    attrs = {"gpu_type": "V100", "num_cpus": 16.0, "mem_gb": 64.0, "gpu_mem_gb": 0.0,
+             "disk_gb": 100.0, "interconnect": "ethernet"}
+    nodes = [node_cell(f"node{i}", attrs, 1, 2, 2) for i in range(2)]
+    nodes.append(node_cell("node2", {**attrs, "gpu_type": ""}, 1, 1, 0))
+    topo = Topology("host", CellSpec(Level.CLUSTER, "host", nodes))
+    jobs = []
+    t = 0.0
+    for i in range(40):
+        t += float(rng.exponential(15.0))
+        g = int(rng.choice([0, 0, 1, 2, 4, 8]))
+        tasks = 2 if g >= 2 and rng.random() < 0.4 else 1
+        jobs.append(JobSpec(
+            f"h{i}", round(t, 3), g, float(rng.integers(10, 300)), user=f"u{i % 3}",
+            vc=f"vc{i % 2}", gpus_per_task=g // tasks if g else 0,
+            num_cpus=float(rng.choice([0, 2, 4, 8, 16])),
+            mem_gb=float(rng.choice([0, 8, 32])), disk_gb=float(rng.choice([0, 20, 60])),
+            # spans over ethernet run up to 12.5x slower: without checkpoints, policies
+            # that preempt every round (gavel, stop=preempt) would never finish them
+            checkpoint_interval=float(rng.choice([30.0, 60.0])),
+        ))
+    return topo.name, topo, Trace("conformance-host", tuple(jobs))
 
 
 def _vc_scenario(rng: np.random.Generator) -> tuple[str, Topology, Trace]:

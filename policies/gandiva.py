@@ -260,7 +260,8 @@ class GandivaPolicy(Policy):
         if t and node.gpu_type != t:
             return False
         view = ctx.cluster if cluster is None else cluster
-        return view.node_fits_host(nd, job.spec.num_cpus, job.spec.mem_gb)
+        s = job.spec
+        return view.node_fits_host(nd, s.num_cpus, s.mem_gb, s.disk_gb * s.num_tasks)
 
     def _labelled(self, ctx: SchedContext, job: JobState, label: int, k: int
                   ) -> tuple[int, ...] | None:

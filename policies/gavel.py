@@ -50,7 +50,7 @@ from scipy.optimize import linprog
 from scipy.sparse import coo_matrix, vstack
 
 from policies.base import Policy
-from policies.priority import STOP_PARAM, cpu_only_pending
+from policies.priority import STOP_PARAM, cpu_only_pending, start_cpu_only
 from sim.cluster import ClusterState
 from sim.interfaces import Placer
 from sim.jobstate import RUNNING, JobState
@@ -337,8 +337,7 @@ class GavelPolicy(Policy):
     def schedule(self, ctx: SchedContext) -> Iterator[Decision]:
         """At a round boundary: allocate if needed, pick this round's jobs, place them."""
         now = ctx.now
-        for job in cpu_only_pending(ctx):
-            yield Start(job.job_id, ())
+        yield from start_cpu_only(ctx, cpu_only_pending(ctx))
         if now < self.next_round - EPS:
             return
         jobs = [j for j in ctx.pending() if j.spec.num_gpus]

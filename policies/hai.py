@@ -65,7 +65,7 @@ from policies.quota_files import (
 )
 from sim.errors import InvalidParameter
 from sim.jobstate import PENDING, RUNNING, JobState
-from sim.model import Decision, JobSpec, Reject, Start, Suspend
+from sim.model import Decision, JobSpec, Reject, Start, Suspend, Unschedulable
 from sim.params import Param, as_bool, as_choice, as_float, as_optional, as_path
 from topologies.tree import Topology
 
@@ -479,6 +479,17 @@ class HaiPolicy(Policy):
         for job in (*ch.arrived, *ch.requeued):
             self._enter(job)
         yield from self._due_stops(ctx)
+        for key in list(self.cpu_jobs):  # no GPUs to plan: they start once a node has room
+            job = ctx.job_at(key[1])
+            if job.status != PENDING:
+                self.cpu_jobs.discard(key)
+                continue
+            got = ctx.place(job)
+            if isinstance(got, Unschedulable):
+                continue
+            self.cpu_jobs.discard(key)
+            yield Start(job.job_id, got)
+            self.live.started(job)
         if not self._on_tick(now):
             self._wake_tick(ctx, self._next_tick(now))
             return
@@ -510,14 +521,6 @@ class HaiPolicy(Policy):
                 continue
             yield Start(job.job_id, gpus)
             self._started(ctx, job)
-            decided = True
-        for key in list(self.cpu_jobs):
-            job = ctx.job_at(key[1])
-            self.cpu_jobs.discard(key)
-            if job.status != PENDING:
-                continue
-            yield Start(job.job_id, ())
-            self.live.started(job)
             decided = True
         if not self.event and (ctx.running() or self.suspending or decided):
             self._wake_tick(ctx, now + self.p["plan_period"])
@@ -719,19 +722,21 @@ class HaiPolicy(Policy):
         bucket = ctx.cluster.node_buckets[g.gpu_type][g.node_gpus]
         if len(bucket) < nodes:
             return None
-        chosen = []
-        for n in bucket:
-            if topo.nodes[n].num_gpus == g.node_gpus:
-                chosen.append(n)
-                if len(chosen) == nodes:
-                    break
-        if len(chosen) < nodes:
-            return None
+        s = job.spec
+        host = (s.num_cpus, s.mem_gb, s.disk_gb * s.num_tasks)
+        asks = any(v > 0 for v in host)
         gpus: list[int] = []
-        left = job.spec.num_gpus
-        for n in chosen:
-            lo = topo.cells[topo.nodes[n].cell].gpu_lo
+        left = s.num_gpus
+        for n in bucket:
+            if topo.nodes[n].num_gpus != g.node_gpus:
+                continue
             take = min(left, g.node_gpus)
+            if asks and not ctx.cluster.node_fits_host(
+                    n, *(v * take / s.num_gpus for v in host)):
+                continue  # its CPUs, memory or disk are taken: the next whole node
+            lo = topo.cells[topo.nodes[n].cell].gpu_lo
             gpus.extend(range(lo, lo + take))
             left -= take
-        return tuple(gpus)
+            if not left:
+                return tuple(gpus)
+        return None

@@ -62,13 +62,26 @@ class JobFeed:
 
 
 def cpu_only_pending(ctx: SchedContext) -> list[JobState]:
-    """Pending jobs that ask for no GPU (they can start at once), via the request classes."""
+    """Pending jobs that ask for no GPU, via the request classes, in arrival order."""
     out: list[JobState] = []
     for lst in ctx.pending_classes().values():
         if lst and ctx.job_at(lst[0][1]).spec.num_gpus == 0:
             out.extend(ctx.job_at(k[1]) for k in lst)
     out.sort(key=lambda j: (j.spec.submit_time, j.idx))
     return out
+
+
+def start_cpu_only(ctx: SchedContext, jobs: list[JobState]) -> Iterator[Start]:
+    """Start each pending CPU-only job of `jobs` whose node the placer finds now.
+
+    Those waiting for CPUs, memory or disk stay pending (no GPUs to preempt for them).
+    """
+    for job in jobs:
+        if job.status != PENDING:
+            continue
+        got = ctx.place(job)
+        if not isinstance(got, Unschedulable):
+            yield Start(job.job_id, got)
 
 
 
@@ -199,7 +212,8 @@ class PriorityPolicy(Policy):
       (e.g. promotions before, `ctx.wake_at` for the next demotion after).
 
     The index is fed by `notify`: a subclass that overrides `notify` must call
-    `super().notify(ctx, job, kind)`. Jobs that ask for no GPU start at once.
+    `super().notify(ctx, job, kind)`. Jobs that ask for no GPU start as soon as the
+    placer finds them a node.
     """
 
     preemptive: ClassVar[bool] = False
@@ -304,11 +318,18 @@ class PriorityPolicy(Policy):
         for job in self.feed.changed(ctx):
             self._observe(ctx, job)
         self.before_walk(ctx)
-        while self.cpu_only:  # no GPUs to wait for: they start at once
+        waiting: deque[JobState] = deque()
+        while self.cpu_only:  # no GPUs to wait for: they start once a node has room
             job = self.cpu_only.popleft()
-            if job.status == PENDING:
-                yield Start(job.job_id, ())
-                self._observe(ctx, job)
+            if job.status != PENDING:
+                continue
+            got = ctx.place(job)
+            if isinstance(got, Unschedulable):
+                waiting.append(job)
+                continue
+            yield Start(job.job_id, got)
+            self._observe(ctx, job)
+        self.cpu_only.extend(waiting)
         yield from priority_walk(
             ctx, self.queue, self._pool(ctx),
             on_start=lambda j: self._observe(ctx, j),

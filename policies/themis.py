@@ -33,10 +33,10 @@ import numpy as np
 from sortedcontainers import SortedList
 
 from policies.base import Policy
-from policies.priority import STOP_PARAM, cpu_only_pending, priority_walk
+from policies.priority import STOP_PARAM, cpu_only_pending, priority_walk, start_cpu_only
 from policies.victims import VictimPool, free_milli
 from sim.jobstate import PENDING, JobState
-from sim.model import Decision, JobSpec, Start, job_milli
+from sim.model import Decision, JobSpec, job_milli
 from sim.params import Param, as_float
 
 if TYPE_CHECKING:
@@ -125,8 +125,7 @@ class ThemisFtfPolicy(Policy):
         boundary = now >= self.next_round - EPS
         if boundary:
             self.next_round = now + self.p["lease"]
-        for job in cpu_only_pending(ctx):
-            yield Start(job.job_id, ())
+        yield from start_cpu_only(ctx, cpu_only_pending(ctx))
         if ctx.pending_count and (boundary or _something_fits(ctx)):
             if self.table is None:
                 self.table = JobTable(ctx)

@@ -60,10 +60,19 @@ class VictimPool:
 
 def _what_if(ctx: SchedContext, job: JobState, chosen: list[JobState]
              ) -> tuple[list[JobState], tuple[int, ...]] | None:
-    """Where `job` goes if `chosen` stop; only the victims holding a chosen GPU stop."""
+    """Where `job` goes if `chosen` stop; only the victims holding a chosen GPU stop.
+
+    A job asking for CPUs, memory or disk stops every victim on the placement's nodes
+    (the what-if counted their host share as free there).
+    """
     got = ctx.place_if_freed(job, chosen)
     if isinstance(got, Unschedulable):
         return None
+    s = job.spec
+    if s.num_cpus > 0 or s.mem_gb > 0 or s.disk_gb > 0:
+        gnode = ctx.topology.gpu_node
+        nodes = {gnode[g] for g in got}
+        return [v for v in chosen if any(gnode[g] in nodes for g in v.gpus)], got
     used = set(got)
     return [v for v in chosen if used.intersection(v.gpus)], got
 

@@ -11,12 +11,21 @@ counts of the touched cells and their ancestors, and the indexes placers query:
 * `node_buckets[gpu_type][k]`: sorted node indices with exactly k whole free GPUs;
 * `partial[gpu_type]`: sorted (free milli, gpu) of GPUs that are shared but not full.
 
+Host resources (CPUs, memory, local disk) are free amounts per node; a node capacity of 0
+means the resource is not modelled there (never a constraint). A job with GPUs holds its
+host resources on its GPUs' nodes, split in proportion to its GPUs on each; a CPU-only job
+holds them on one node (`allocate_host`). CPU-only placement reads `host_nodes`: nodes up,
+by free CPUs, from a sorted index built on the first such question and then refreshed
+only for the nodes whose host resources or health changed since (so runs without CPU-only
+jobs never pay for it).
+
 Aggregates for metrics (busy milli-GPUs, free GPUs inside fully free nodes, the FGD sum)
 are updated from the nodes that changed, never recomputed over the whole cluster.
 """
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -48,7 +57,16 @@ class ClusterState:
         self.cell_free: list[int] = [c.num_gpus for c in cells]
         self.node_cpu_free: list[float] = [n.num_cpus for n in topo.nodes]
         self.node_mem_free: list[float] = [n.mem_gb for n in topo.nodes]
+        self.node_disk_free: list[float] = [n.disk_gb for n in topo.nodes]
+        # CPU-only jobs holding host resources of each node: job -> (cpus, mem, disk)
+        self.host_jobs: list[dict[int, tuple[float, float, float]]] = [
+            {} for _ in topo.nodes]
+        # CPU-only placement index (see `host_nodes`), built on first use
+        self._host_index: tuple[list[tuple[float, int]], list[tuple[float, int]]] | None = None
+        self._host_key: list[tuple[float, int] | None] = []
+        self._host_dirty: set[int] | None = None
         self.node_up: list[bool] = [True] * len(topo.nodes)
+        self.nodes_down = 0  # failed nodes (with or without GPUs)
         self.gpu_parent_levels = lay.gpu_parent_levels
         self.max_node_gpus = lay.max_node_gpus
         self._node_partial: list[int] = [0] * len(topo.nodes)
@@ -164,8 +182,12 @@ class ClusterState:
     # --- allocation ---
 
     def allocate(self, job: int, gpus: Iterable[int], milli: int, cpus: float = 0.0,
-                 mem: float = 0.0) -> None:
-        """Take `milli` of each GPU in `gpus` for `job`, all or nothing."""
+                 mem: float = 0.0, disk: float = 0.0) -> None:
+        """Take `milli` of each GPU in `gpus` for `job`, all or nothing.
+
+        `cpus`, `mem` and `disk` (the job's totals) are taken from the GPUs' nodes in
+        proportion to the job's GPUs on each; `check_host` validates them beforehand.
+        """
         gpus = tuple(gpus)
         if len(set(gpus)) != len(gpus):
             raise InvalidDecision(f"job index {job}: a GPU is listed twice in {gpus}")
@@ -179,20 +201,74 @@ class ClusterState:
                 )
             if not self.node_up[self.topo.gpu_node[g]]:
                 raise InvalidDecision(f"GPU {g} is on a failed node")
-        self._apply(job, gpus, -milli, cpus, mem)
-        self._changed("release", (job, gpus, milli, cpus, mem),
-                      ("allocate", (job, gpus, milli, cpus, mem)))
+        self._apply(job, gpus, -milli, cpus, mem, disk)
+        self._changed("release", (job, gpus, milli, cpus, mem, disk),
+                      ("allocate", (job, gpus, milli, cpus, mem, disk)))
 
     def release(self, job: int, gpus: Iterable[int], milli: int, cpus: float = 0.0,
-                mem: float = 0.0) -> None:
+                mem: float = 0.0, disk: float = 0.0) -> None:
         """Give back what `allocate` took for `job`."""
         gpus = tuple(gpus)
         for g in gpus:
             if self.gpu_holders[g].get(job, 0) < milli:
                 raise InvalidDecision(f"job index {job} releases GPU {g} it does not hold")
-        self._apply(job, gpus, milli, -cpus, -mem)
-        self._changed("allocate", (job, gpus, milli, cpus, mem),
-                      ("release", (job, gpus, milli, cpus, mem)))
+        self._apply(job, gpus, milli, -cpus, -mem, -disk)
+        self._changed("allocate", (job, gpus, milli, cpus, mem, disk),
+                      ("release", (job, gpus, milli, cpus, mem, disk)))
+
+    def check_host(self, gpus: tuple[int, ...], cpus: float, mem: float, disk: float,
+                   what: str = "job") -> None:
+        """Raise InvalidDecision unless the GPUs' nodes have the job's host share free."""
+        if not gpus or not (cpus > 0 or mem > 0 or disk > 0):
+            return
+        gnode = self.topo.gpu_node
+        per_node: dict[int, int] = {}
+        for g in gpus:
+            if 0 <= g < self.total_gpus:
+                n = gnode[g]
+                per_node[n] = per_node.get(n, 0) + 1
+        share = 1.0 / len(gpus)
+        for n, k in per_node.items():
+            why = self.host_shortfall(n, cpus * share * k, mem * share * k, disk * share * k)
+            if why:
+                raise InvalidDecision(f"{what}: node {self.topo.nodes[n].name} {why}")
+
+    def allocate_host(self, job: int, node: int, cpus: float, mem: float,
+                      disk: float) -> None:
+        """Take CPUs, memory and disk of one node for a CPU-only job (validated)."""
+        if not 0 <= node < len(self.topo.nodes):
+            raise InvalidDecision(f"node {node} does not exist (0..{len(self.topo.nodes) - 1})")
+        name = self.topo.nodes[node].name
+        if not self.node_up[node]:
+            raise InvalidDecision(f"node {name} is failed")
+        if job in self.host_jobs[node]:
+            raise InvalidDecision(f"job index {job} already holds host resources of {name}")
+        why = self.host_shortfall(node, cpus, mem, disk)
+        if why:
+            raise InvalidDecision(f"node {name} {why}")
+        self._host_apply(node, -cpus, -mem, -disk)
+        self.host_jobs[node][job] = (cpus, mem, disk)
+        args = (job, node, cpus, mem, disk)
+        self._changed("release_host", args, ("allocate_host", args))
+
+    def release_host(self, job: int, node: int, cpus: float, mem: float,
+                     disk: float) -> None:
+        """Give back what `allocate_host` took for `job`."""
+        if self.host_jobs[node].pop(job, None) is None:
+            raise InvalidDecision(f"job index {job} releases host resources of node "
+                                  f"{self.topo.nodes[node].name} it does not hold")
+        self._host_apply(node, cpus, mem, disk)
+        args = (job, node, cpus, mem, disk)
+        self._changed("allocate_host", args, ("release_host", args))
+
+    def _host_apply(self, node: int, cpus: float, mem: float, disk: float) -> None:
+        self.node_cpu_free[node] += cpus
+        self.node_mem_free[node] += mem
+        self.node_disk_free[node] += disk
+        for w in self._watchers:
+            w.add(node)
+        if self._host_dirty is not None:
+            self._host_dirty.add(node)
 
     def _changed(self, undo: str, args: tuple[Any, ...], redo: tuple[str, tuple[Any, ...]]
                  ) -> None:
@@ -207,7 +283,7 @@ class ClusterState:
                 self._log.clear()
 
     def _apply(self, job: int, gpus: tuple[int, ...], delta: int, cpus: float,
-               mem: float) -> None:
+               mem: float, disk: float = 0.0) -> None:
         gnode = self.topo.gpu_node
         node_cell = self._node_cell
         cf = self.cell_free
@@ -240,18 +316,21 @@ class ClusterState:
             if (0 < old < MILLI) or (0 < new < MILLI):
                 self._set_partial(g, old, new)
         self.busy_milli -= delta * len(gpus)
-        if gpus and (cpus or mem):
+        if gpus and (cpus or mem or disk):
             share = 1.0 / len(gpus)
             for n, k in per_node.items():
                 self.node_cpu_free[n] -= cpus * share * k
                 self.node_mem_free[n] -= mem * share * k
+                self.node_disk_free[n] -= disk * share * k
+            if self._host_dirty is not None:
+                self._host_dirty.update(per_node)
         for n, old_free in touched.items():
             self._node_changed(n, old_free)
 
     # --- health ---
 
     def fail_node(self, node: int) -> None:
-        """Take a node out of the healthy pool; it must hold no job's GPUs."""
+        """Take a node out of the healthy pool; it must hold no job's GPUs or host share."""
         if not self.node_up[node]:
             return
         cell = self.topo.cells[self.topo.nodes[node].cell]
@@ -259,8 +338,13 @@ class ClusterState:
         for g in gpus:
             if self.gpu_holders[g]:
                 raise InvalidDecision(f"node {node} fails while GPU {g} is held")
+        if self.host_jobs[node]:
+            raise InvalidDecision(f"node {node} fails while CPU-only jobs run on it")
         self._apply(_DOWN, gpus, -MILLI, 0.0, 0.0)
         self.node_up[node] = False
+        self.nodes_down += 1
+        if self._host_dirty is not None:
+            self._host_dirty.add(node)
         self.busy_milli -= MILLI * len(gpus)
         self.healthy_gpus -= len(gpus)
         self._node_changed(node, 0)
@@ -273,6 +357,9 @@ class ClusterState:
         cell = self.topo.cells[self.topo.nodes[node].cell]
         gpus = tuple(range(cell.gpu_lo, cell.gpu_hi))
         self.node_up[node] = True
+        self.nodes_down -= 1
+        if self._host_dirty is not None:
+            self._host_dirty.add(node)
         self._apply(_DOWN, gpus, MILLI, 0.0, 0.0)
         self.busy_milli += MILLI * len(gpus)
         self.healthy_gpus += len(gpus)
@@ -338,13 +425,15 @@ class ClusterState:
                 twin.allocate(job, gpus, milli)
         twin.node_cpu_free = list(self.node_cpu_free)
         twin.node_mem_free = list(self.node_mem_free)
+        twin.node_disk_free = list(self.node_disk_free)
+        twin.host_jobs = [dict(h) for h in self.host_jobs]
         twin.version = 0
         return twin
 
     def jobs_on_node(self, node: int) -> list[int]:
-        """Indices of the jobs holding GPUs of `node`, sorted."""
+        """Indices of the jobs holding GPUs of `node` or (CPU-only) its host share, sorted."""
         cell = self.topo.cells[self.topo.nodes[node].cell]
-        held: set[int] = set()
+        held: set[int] = set(self.host_jobs[node])
         for g in range(cell.gpu_lo, cell.gpu_hi):
             held.update(self.gpu_holders[g])
         held.discard(_DOWN)
@@ -374,12 +463,79 @@ class ClusterState:
         gf = self.gpu_free
         return [g for g in range(c.gpu_lo, c.gpu_hi) if gf[g] == MILLI]
 
-    def node_fits_host(self, node: int, cpus: float, mem: float) -> bool:
-        """True when `node` has `cpus` and `mem` free (a zero capacity means unmodelled)."""
+    def node_fits_host(self, node: int, cpus: float, mem: float, disk: float = 0.0) -> bool:
+        """True when `node` has `cpus`, `mem` and `disk` free (capacity 0: unmodelled)."""
         spec = self.topo.nodes[node]
         if cpus > 0 and spec.num_cpus > 0 and self.node_cpu_free[node] < cpus - 1e-9:
             return False
-        return not (mem > 0 and spec.mem_gb > 0 and self.node_mem_free[node] < mem - 1e-9)
+        if mem > 0 and spec.mem_gb > 0 and self.node_mem_free[node] < mem - 1e-9:
+            return False
+        return not (disk > 0 and spec.disk_gb > 0 and self.node_disk_free[node] < disk - 1e-9)
+
+    def host_shortfall(self, node: int, cpus: float, mem: float, disk: float) -> str:
+        """'' when `node` has the host resources free, else what it lacks ('has 2 CPUs ...')."""
+        if self.node_fits_host(node, cpus, mem, disk):
+            return ""
+        spec = self.topo.nodes[node]
+        out = []
+        for need, cap, free, unit in ((cpus, spec.num_cpus, self.node_cpu_free, "CPUs"),
+                                      (mem, spec.mem_gb, self.node_mem_free, "GB memory"),
+                                      (disk, spec.disk_gb, self.node_disk_free, "GB disk")):
+            if need > 0 and cap > 0 and free[node] < need - 1e-9:
+                out.append(f"has {max(0.0, free[node]):g} {unit} free, the job needs {need:g}")
+        return "; ".join(out)
+
+    def host_nodes(self, cpus: float) -> Iterator[int]:
+        """Healthy nodes with at least `cpus` free, in the order of CPU-only placement.
+
+        Nodes without GPUs first, then nodes with GPUs; in each, the least free CPUs first
+        (best fit), nodes whose CPUs are not modelled last. Costs O(log nodes) to the
+        first, plus the nodes changed since the previous call; stops when the caller does.
+        """
+        index = self._host_index
+        if index is None:
+            index = self._build_host_index()
+        else:
+            self._refresh_host_index()
+        lo = (cpus - 1e-9, -1)
+        for lst in index:
+            for i in range(bisect_left(lst, lo), len(lst)):
+                yield lst[i][1]
+
+    def _build_host_index(self) -> tuple[list[tuple[float, int]], list[tuple[float, int]]]:
+        index: tuple[list[tuple[float, int]], list[tuple[float, int]]] = ([], [])
+        self._host_index = index
+        self._host_key = [None] * len(self.topo.nodes)
+        self._host_dirty = set(range(len(self.topo.nodes)))
+        self._refresh_host_index()
+        return index
+
+    def _refresh_host_index(self) -> None:
+        dirty = self._host_dirty
+        index = self._host_index
+        if not dirty or index is None:
+            return
+        nodes = self.topo.nodes
+        keys = self._host_key
+        for n in dirty:
+            spec = nodes[n]
+            lst = index[1 if spec.num_gpus else 0]
+            old = keys[n]
+            new = None
+            if self.node_up[n]:
+                new = (self.node_cpu_free[n] if spec.num_cpus > 0 else math.inf, n)
+            if new == old:
+                continue
+            if old is not None:
+                del lst[bisect_left(lst, old)]
+            if new is not None:
+                insort(lst, new)
+            keys[n] = new
+        dirty.clear()
+
+    def host_capacity_shortfall(self, cpus: float, mem: float, disk: float) -> str:
+        """'' when some node could hold these host resources when empty, else why not."""
+        return self.layout.host_capacity_shortfall(cpus, mem, disk)
 
     @property
     def fragmentation(self) -> float:

@@ -4,7 +4,8 @@ Which cells lie inside each node (depth first), the ancestors of each cell up to
 node, the chain of cells whose free counts key a cell in the tightest-cell index, every
 GPU's path to the root, and per GPU type the levels of GPU-parent cells and the largest
 node. None of it changes during a run, so the live state, its scratch twin and the empty
-state used for feasibility checks share one layout.
+state used for feasibility checks share one layout. (It also memoises, per host request,
+whether any node could ever hold it: a pure function of the topology.)
 """
 
 from __future__ import annotations
@@ -51,6 +52,37 @@ class ClusterLayout:
             if n.num_gpus:
                 t = n.gpu_type
                 self.max_node_gpus[t] = max(self.max_node_gpus.get(t, 0), n.num_gpus)
+        self._topo = topo
+        self._host_never: dict[tuple[float, float, float], str] = {}
+
+    def host_capacity_shortfall(self, cpus: float, mem: float, disk: float) -> str:
+        """'' when some node has the capacity for these host resources, else why none has.
+
+        A capacity of 0 is unmodelled (never a constraint). O(nodes) once per request.
+        """
+        key = (cpus, mem, disk)
+        why = self._host_never.get(key)
+        if why is not None:
+            return why
+
+        def fits(cap: float, need: float) -> bool:
+            return need <= 0 or cap <= 0 or cap >= need - 1e-9
+
+        nodes = self._topo.nodes
+        why = ""
+        if not any(fits(n.num_cpus, cpus) and fits(n.mem_gb, mem) and fits(n.disk_gb, disk)
+                   for n in nodes):
+            ask = ", ".join(f"{v:g} {unit}" for v, unit in (
+                (cpus, "CPUs"), (mem, "GB memory"), (disk, "GB disk")) if v > 0)
+            most = ", ".join(f"{max((getattr(n, a) for n in nodes), default=0):g} {unit}"
+                             for v, a, unit in ((cpus, "num_cpus", "CPUs"),
+                                                (mem, "mem_gb", "GB memory"),
+                                                (disk, "disk_gb", "GB disk")) if v > 0)
+            why = (f"needs {ask} on one node; no node has all of it (the most any node "
+                   f"has: {most})")
+        if len(self._host_never) < 10_000:
+            self._host_never[key] = why
+        return why
 
     @staticmethod
     def _ancestors_in_node(topo: Topology, cell: int, node_cell: int) -> tuple[int, ...]:

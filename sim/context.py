@@ -176,8 +176,12 @@ class SchedContext:
         """
         with self._cluster.sandbox() as scratch:
             for v in victims:
-                if v.status == RUNNING:
+                if v.status != RUNNING:
+                    continue
+                if v.gpus:
                     scratch.release(v.idx, v.gpus, v.milli, *v.host)
+                elif v.node >= 0:
+                    scratch.release_host(v.idx, v.node, *v.host)
             yield WhatIf(scratch, self._placer)
 
     def place_if_freed(self, job: JobState | JobSpec, victims: Sequence[JobState],

@@ -48,6 +48,8 @@ from traces.base import Trace
 
 __all__ = ["ENGINE_PARAMS", "TIMELINE_COLUMNS", "Run", "Simulation"]
 
+_NO_HOST = (0.0, 0.0, 0.0)
+
 
 class Run(RunState):
     """One run: the loop and the decisions, over the parts of `RunState`."""
@@ -68,7 +70,7 @@ class Run(RunState):
             raise InvalidDecision(f"{type(d).__name__}: unknown job {d.job_id!r}")
         job = self.jobs[idx]
         if isinstance(d, Start | Resume):
-            self._start(job, tuple(d.gpus), type(d).__name__, d.share)
+            self._start(job, tuple(d.gpus), type(d).__name__, d.share, d.node)
         elif isinstance(d, Preempt | Suspend):
             self._need(job, RUNNING, d)
             job.preemptions += 1
@@ -120,7 +122,49 @@ class Run(RunState):
                         raise InvalidDecision(
                             f"{what} {s.job_id!r}: GPU {g} is {t}, job needs {s.gpu_type}")
 
-    def _start(self, job: JobState, gpus: tuple[int, ...], what: str, share: str = "") -> None:
+    @staticmethod
+    def host_ask(s: JobSpec, num_gpus: int) -> tuple[float, float, float]:
+        """CPUs, memory and disk a job holds on `num_gpus` GPUs (disk_gb is per task).
+
+        An elastic job at k of its n GPUs holds k/n of it (`sim.model.resized`).
+        """
+        total = (s.num_cpus, s.mem_gb, s.disk_gb * s.num_tasks)
+        if num_gpus == s.num_gpus or s.num_gpus <= 0:
+            return total
+        f = num_gpus / s.num_gpus
+        return (total[0] * f, total[1] * f, total[2] * f)
+
+    def _take_host(self, job: JobState, gpus: tuple[int, ...], node: int, milli: int,
+                   what: str) -> None:
+        """Take the job's GPUs and host resources, or raise before anything changes.
+
+        A job with GPUs holds its CPUs, memory and disk on its GPUs' nodes; a CPU-only job
+        that asks for any holds them on `node` (the placer's HostPlacement).
+        """
+        s = job.spec
+        host = self.host_ask(s, len(gpus))
+        label = f"{what} {s.job_id!r}"
+        if gpus:
+            if node >= 0:
+                raise InvalidDecision(f"{label}: node {node} given for a job with GPUs (its "
+                                      "host resources are on its GPUs' nodes)")
+            self.cluster.check_host(gpus, *host, what=label)
+            self.cluster.allocate(job.idx, gpus, milli, *host)
+        elif node >= 0:
+            try:
+                self.cluster.allocate_host(job.idx, node, *host)
+            except InvalidDecision as e:
+                raise InvalidDecision(f"{label}: {e}") from None
+        elif any(v > 0 for v in host):
+            raise InvalidDecision(
+                f"{label}: a CPU-only job asking for {s.num_cpus:g} CPUs, {s.mem_gb:g} GB "
+                f"memory, {host[2]:g} GB disk needs a node: start it on its placement "
+                "(ctx.place gives a HostPlacement) or name the node")
+        job.host = host
+        job.node = node
+
+    def _start(self, job: JobState, gpus: tuple[int, ...], what: str, share: str = "",
+               node: int = -1) -> None:
         if job.status != PENDING:
             raise InvalidDecision(f"{what} {job.job_id!r}: job is {job.status}, must be pending")
         self._check_gpus(job, gpus, what)
@@ -128,10 +172,15 @@ class Run(RunState):
         now = self.env.now
         if share and not gpus:
             raise InvalidDecision(f"{what} {job.job_id!r}: share={share} needs GPUs")
+        if share and node >= 0:
+            raise InvalidDecision(f"{what} {job.job_id!r}: share={share} takes no node")
         if not share:  # validates before anything changes
             milli = job_milli(s)
-            self.cluster.allocate(job.idx, gpus, milli, s.num_cpus, s.mem_gb)
-            job.host = (s.num_cpus, s.mem_gb)
+            if gpus and node < 0 and not (s.num_cpus or s.mem_gb or s.disk_gb):
+                self.cluster.allocate(job.idx, gpus, milli)  # the common case: GPUs only
+                job.host = _NO_HOST
+            else:
+                self._take_host(job, gpus, node, milli, what)
             job.milli = milli
         self.dequeue(job)
         job.gpus = gpus
@@ -140,9 +189,11 @@ class Run(RunState):
         self.running[job.idx] = job
         if share:
             self.colocation.join(job, gpus, share)
-            job.host = (0.0, 0.0)
+            job.host = _NO_HOST
         resumed = job.started_before
         note = f"{share} N={len(self.colocation.members(job))}" if job.group else ""
+        if job.node >= 0:
+            note = f"node={self.topo.nodes[job.node].name}"
         overhead = self.engine_params["restore_overhead"] if resumed and job.work > 0 else 0.0
         job.attempt_start = now
         self.progress.set_rate(job, resume_at=now + overhead, reschedule=False)
@@ -188,12 +239,20 @@ class Run(RunState):
         old, old_milli = job.gpus, job.milli
         grouped = job.group is not None
         milli = job_milli(job.spec) if grouped else job.milli
-        self.cluster.release(job.idx, old, old_milli)
+        # the host share moves with the GPUs (a grouped job held none: it takes its own);
+        # a CPU-only job keeps its node
+        old_host = job.host
+        host = self.host_ask(job.spec, len(gpus)) if gpus else old_host
+        if old:
+            self.cluster.release(job.idx, old, old_milli, *old_host)
         try:
-            self.cluster.allocate(job.idx, gpus, milli)
+            self.cluster.check_host(gpus, *host, what=f"{kind} {job.job_id!r}")
+            self.cluster.allocate(job.idx, gpus, milli, *host)
         except InvalidDecision:
-            self.cluster.allocate(job.idx, old, old_milli)
+            if old:
+                self.cluster.allocate(job.idx, old, old_milli, *old_host)
             raise
+        job.host = host
         self.progress.account(job)
         job.gpus = gpus
         job.milli = milli
@@ -219,7 +278,7 @@ class Run(RunState):
         """Nothing runs or can arrive, every node is up and the pass started nothing."""
         return (not self.running and self.decisions == before
                 and self.next_arrival >= len(self.jobs)
-                and self.cluster.healthy_gpus == self.cluster.total_gpus
+                and not self.cluster.nodes_down
                 and not self.agenda.any_live(
                     lambda k: k not in (Due.NODE_FAIL, Due.NODE_REPAIR, Due.TICK)))
 

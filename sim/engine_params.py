@@ -51,15 +51,39 @@ def as_name_list(registry: Registry) -> Callable[[Any], tuple[str, ...]]:
     return parse
 
 
-DEFAULT_LOCALITY = {
+DEFAULT_LOCALITY: dict[Level | str, float] = {
     Level.GPU: 1.0, Level.SWITCH: 1.0, Level.SOCKET: 1.4, Level.NODE: 1.7,
     Level.RACK: 5.0, Level.CLUSTER: 5.0,
 }
+NODE_ETHERNET = "node_ethernet"
+"""Key of `locality_factors`: the factor of a placement spanning nodes when any of them
+is on ethernet (instead of the rack/cluster factor of infiniband nodes)."""
+DEFAULT_LOCALITY[NODE_ETHERNET] = 12.5  # 2.5 x the cross-node 5.0 of infiniband
 
 
-def _locality(v: Any) -> dict[Level, float]:
+def _locality(v: Any) -> dict[Level | str, float]:
+    """Defaults overlaid with per-level factors and `node_ethernet`."""
     out = dict(DEFAULT_LOCALITY)
-    out.update(as_level_map(v))
+    if isinstance(v, Mapping):
+        items = dict(v)
+        eth = [k for k in items if str(k).strip().lower() == NODE_ETHERNET]
+        if eth:
+            out[NODE_ETHERNET] = as_float(1.0)(items.pop(eth[-1]))
+        levels: Any = items
+    else:
+        kept = []
+        for part in str(v).replace(";", ",").split(","):
+            k, eq, x = part.partition("=")
+            if eq and k.strip().lower() == NODE_ETHERNET:
+                out[NODE_ETHERNET] = as_float(1.0)(x)
+            else:
+                kept.append(part)
+        levels = ",".join(kept)
+    try:
+        for lv, f in as_level_map(levels).items():
+            out[lv] = f
+    except ValueError as e:
+        raise ValueError(f"{e} (or {NODE_ETHERNET})") from None
     return out
 
 
@@ -73,7 +97,9 @@ ENGINE_PARAMS: dict[str, Param] = {
     "locality_factors": Param(
         dict(DEFAULT_LOCALITY), _locality,
         "slowdown by lowest common level, relative to the best level for the job's size "
-        "(switch=1.0,socket=1.4,node=1.7,rack=5.0,cluster=5.0), scaled by locality_sensitivity",
+        "(switch=1.0,socket=1.4,node=1.7,rack=5.0,cluster=5.0), scaled by "
+        "locality_sensitivity; node_ethernet=12.5 replaces the rack/cluster factor when a "
+        "job spans nodes and any of them is on ethernet",
     ),
     "restore_overhead": Param(30.0, as_float(0.0), "seconds of no progress on every resume"),
     "checkpoint_on_suspend": Param(

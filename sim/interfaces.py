@@ -38,6 +38,8 @@ class ClusterView(Protocol):
     @property
     def node_mem_free(self) -> Sequence[float]: ...
     @property
+    def node_disk_free(self) -> Sequence[float]: ...
+    @property
     def node_up(self) -> Sequence[bool]: ...
     @property
     def node_buckets(self) -> Mapping[str, Sequence[Sequence[int]]]: ...
@@ -76,8 +78,16 @@ class ClusterView(Protocol):
         """Whole free GPUs under `cell`, in index order."""
         ...
 
-    def node_fits_host(self, node: int, cpus: float, mem: float) -> bool:
-        """Whether `node` has `cpus` and `mem` free."""
+    def node_fits_host(self, node: int, cpus: float, mem: float, disk: float = 0.0) -> bool:
+        """Whether `node` has `cpus`, `mem` and `disk` free."""
+        ...
+
+    def host_nodes(self, cpus: float) -> Iterator[int]:
+        """Healthy nodes with `cpus` free, CPU-only nodes first, least free CPUs first."""
+        ...
+
+    def host_capacity_shortfall(self, cpus: float, mem: float, disk: float) -> str:
+        """Why no node could ever hold these host resources ('' when one can)."""
         ...
 
     def jobs_on_node(self, node: int) -> list[int]:

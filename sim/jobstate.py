@@ -43,7 +43,7 @@ class JobState:
         "held_since", "run_time", "preemptions", "migrations", "restarts", "lost_work",
         "locality_level", "reason", "started_before", "attempt_start", "gpu_seconds",
         "retry_at", "suspended", "deps_left", "dependents", "doom", "group", "host",
-        "fit_gpus", "node_restarts", "ckpt_at_restart",
+        "fit_gpus", "node_restarts", "ckpt_at_restart", "node",
     )
 
     def __init__(self, idx: int, spec: JobSpec) -> None:
@@ -79,7 +79,8 @@ class JobState:
         self.dependents: list[int] = []  # indices of jobs that depend on this one
         self.doom = ""  # set when a dependency ended for good before this job arrived
         self.group: tuple[int, ...] | None = None  # GPUs of its co-location group, if any
-        self.host: tuple[float, float] = (0.0, 0.0)  # CPUs and memory it holds
+        self.host: tuple[float, float, float] = (0.0, 0.0, 0.0)  # CPUs, memory, disk held
+        self.node = -1  # host node of a running CPU-only job holding host resources, else -1
         self.fit_gpus = 0  # an elastic job too large at num_gpus: the size it is placed at
         self.node_restarts = 0  # node-failure restarts in a row without checkpointed progress
         self.ckpt_at_restart = 0.0  # checkpointed work at the last node-failure restart

@@ -137,7 +137,10 @@ class RunState:
         """A running job gives back its GPUs and host resources (work already advanced)."""
         if job.gpus:
             self.cluster.release(job.idx, job.gpus, job.milli, *job.host)
-        job.host = (0.0, 0.0)
+        elif job.node >= 0:
+            self.cluster.release_host(job.idx, job.node, *job.host)
+        job.host = (0.0, 0.0, 0.0)
+        job.node = -1
         del self.running[job.idx]
         self.progress.stop(job)
         if job.group is not None:
@@ -204,8 +207,11 @@ class RunState:
                     if not self.infeasible(resized(s, n)))
 
     def infeasible(self, s: JobSpec) -> str:
-        """Why no placement could ever hold the job ('' when one can), cached per class."""
-        if s.num_gpus == 0:
+        """Why no placement could ever hold the job ('' when one can), cached per class.
+
+        A CPU-only job asks the placer too: for a node with its CPUs, memory and disk.
+        """
+        if s.num_gpus == 0 and s.num_cpus <= 0 and s.mem_gb <= 0 and s.disk_gb <= 0:
             return ""
         key = request_class(s)
         why = self._infeasible_cache.get(key)

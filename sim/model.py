@@ -110,12 +110,20 @@ def job_milli(job: JobSpec) -> int:
 def request_class(spec: JobSpec) -> tuple[Any, ...]:
     """Jobs with equal requests fit or fail to fit in exactly the same cluster state."""
     return (spec.num_gpus, spec.task_gpus, spec.gpu_type, spec.gpu_share, spec.num_cpus,
-            spec.mem_gb)
+            spec.mem_gb, spec.disk_gb)
 
 
 def resized(spec: JobSpec, num_gpus: int) -> JobSpec:
-    """The same job asking for another number of GPUs (elastic jobs), as one task."""
-    return replace(spec, num_gpus=num_gpus, gpus_per_task=0)
+    """The same job asking for another number of GPUs (elastic jobs), as one task.
+
+    Its host asks scale with its GPUs: at k of n GPUs it holds k/n of the CPUs, memory
+    and disk (all its tasks' disk) it holds at n, so shrinking never needs more per node.
+    """
+    if spec.num_gpus <= 0 or num_gpus == spec.num_gpus:
+        return replace(spec, num_gpus=num_gpus, gpus_per_task=0)
+    f = num_gpus / spec.num_gpus
+    return replace(spec, num_gpus=num_gpus, gpus_per_task=0, num_cpus=spec.num_cpus * f,
+                   mem_gb=spec.mem_gb * f, disk_gb=spec.disk_gb * spec.num_tasks * f)
 
 
 def format_speeds(speeds: tuple[tuple[str, float], ...]) -> str:
@@ -135,6 +143,39 @@ def is_missing(value: Any) -> bool:
 # --- Policy decisions: frozen data returned by policies, applied only by the engine ---
 
 
+class HostPlacement(tuple[int, ...]):
+    """Where a CPU-only job runs: no GPUs, on host node `node` (its CPUs, memory, disk).
+
+    A placer's answer for a job with `num_gpus` 0 that asks for CPUs, memory or disk. It
+    is an empty tuple of GPU indices, so code that handles placements as GPU tuples keeps
+    working; `Start(job_id, placement)` takes the node from it.
+    """
+
+    node: int
+
+    def __new__(cls, node: int) -> HostPlacement:
+        """The placement on node index `node`."""
+        self = super().__new__(cls, ())
+        self.node = int(node)
+        return self
+
+    def __repr__(self) -> str:
+        return f"HostPlacement(node={self.node})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (HostPlacement, (self.node,))
+
+
+def _take_node(d: Any) -> None:
+    """A Start/Resume given a HostPlacement as its GPUs: no GPUs, on its node."""
+    gpus = d.gpus
+    if d.node not in (-1, gpus.node):
+        raise ValueError(f"{type(d).__name__} {d.job_id!r}: node {d.node} given, the "
+                         f"placement is on node {gpus.node}")
+    object.__setattr__(d, "node", gpus.node)
+    object.__setattr__(d, "gpus", ())
+
+
 @dataclass(frozen=True, slots=True)
 class Start:
     """Start (or restart) a pending job on exactly these GPU indices, all at once.
@@ -142,11 +183,18 @@ class Start:
     `share` puts the job on GPUs that running jobs already hold, as a co-location group:
     "timeshare" (Gandiva time-slicing: members take turns, each about 1/N of the time)
     or "pack" (members run concurrently and interfere, by their `gpu_util`).
+    `node` is the host node of a CPU-only job that asks for CPUs, memory or disk (-1:
+    none; the placer's `HostPlacement` given as `gpus` sets it).
     """
 
     job_id: str
     gpus: tuple[int, ...]
     share: str = ""
+    node: int = -1
+
+    def __post_init__(self) -> None:
+        if type(self.gpus) is HostPlacement:
+            _take_node(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +220,11 @@ class Resume:
     job_id: str
     gpus: tuple[int, ...]
     share: str = ""
+    node: int = -1
+
+    def __post_init__(self) -> None:
+        if type(self.gpus) is HostPlacement:
+            _take_node(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,7 +279,8 @@ class Unschedulable:
 
 
 Placement = tuple[int, ...] | Unschedulable
-"""GPU indices for the whole gang (sorted), or why not."""
+"""GPU indices for the whole gang (sorted), a `HostPlacement` for a CPU-only job that asks
+for host resources, or why not."""
 
 
 # --- Statuses and event kinds (SPEC sec. 5); StrEnums compare equal to their strings ---

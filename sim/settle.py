@@ -28,7 +28,7 @@ IDLE_PASS_LIMIT = 1000
 def why_waiting(run: Run, job: JobState) -> str:
     """Why a pending job cannot start now: the policy's own reason, else the placer's."""
     why = run.sim.policy.explain(run.ctx, job)
-    if why or not job.spec.num_gpus:
+    if why:
         return why
     got = run.ctx.place(job)
     if not isinstance(got, Unschedulable):

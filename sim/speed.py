@@ -49,14 +49,19 @@ class LocalitySpeed:
     """Slowdown of the placement's lowest common level against the best one for its size.
 
     With factors f (`locality_factors`) and the job's sensitivity s, the speed is
-    1 / (1 + s (f[actual] / f[best] - 1)).
+    1 / (1 + s (f[actual] / f[best] - 1)). A placement spanning nodes (actual above the
+    node level) any of which is on ethernet takes f[actual] = f["node_ethernet"] (the
+    best level is the topology's, so ethernet always pays against infiniband's ideal).
     """
 
     name = "locality"
 
-    def __init__(self, topo: Topology, factors: Mapping[Level, float]) -> None:
+    def __init__(self, topo: Topology, factors: Mapping[Level | str, float]) -> None:
         self._topo = topo
         self._f = factors
+        # per node: on ethernet? (None when no node is: the common case costs nothing)
+        self._eth: tuple[bool, ...] | None = (
+            tuple(n.ethernet for n in topo.nodes) if topo.has_ethernet else None)
 
     def factor(self, job: JobState | JobSpec, gpus: tuple[int, ...], run: Any = None
                ) -> float:
@@ -67,7 +72,13 @@ class LocalitySpeed:
         topo = self._topo
         actual = topo.lowest_common_level(gpus)
         best = topo.best_level(len(gpus))
-        slow = self._f.get(actual, 1.0) / self._f.get(best, 1.0)
+        fa = self._f.get(actual, 1.0)
+        eth = self._eth
+        if eth is not None and actual > Level.NODE:
+            gnode = topo.gpu_node
+            if any(eth[gnode[g]] for g in gpus):
+                fa = self._f.get("node_ethernet", fa)
+        slow = fa / self._f.get(best, 1.0)
         if slow <= 1.0:
             return 1.0
         return 1.0 / (1.0 + spec.locality_sensitivity * (slow - 1.0))

@@ -106,8 +106,9 @@ def _describe_vc(quota: dict) -> str:
 def _describe_queues(queues: tuple[QueueSpec, ...], indent: str) -> list[str]:
     out = []
     for q in queues:
+        stopped = ", stopped" if q.state == "stopped" else ""
         out.append(f"{indent}{q.name}: capacity {q.capacity:g}, max {q.max_capacity:g}, "
-                   f"user limit factor {q.user_limit_factor:g}")
+                   f"user limit factor {q.user_limit_factor:g}{stopped}")
         out.extend(_describe_queues(q.children, indent + "  "))
     return out
 
@@ -119,7 +120,8 @@ def _describe_tree(t: Topology) -> list[str]:
     for c in reversed(t.cells):  # children have larger ids than their parent
         node = t.nodes[c.node] if c.level == Level.NODE else None
         key = (c.level, c.cell_type, c.num_gpus,
-               (node.gpu_type, node.num_cpus, node.mem_gb, node.gpu_mem_gb) if node else None,
+               (node.gpu_type, node.num_cpus, node.mem_gb, node.gpu_mem_gb, node.disk_gb,
+                node.interconnect) if node else None,
                tuple(sig[k] for k in c.children))
         sig[c.id] = interned.setdefault(key, len(interned))
     out: list[str] = []
@@ -128,8 +130,10 @@ def _describe_tree(t: Topology) -> list[str]:
         kind = f" ({c.cell_type})" if c.cell_type else ""
         if c.level == Level.NODE:
             n = t.nodes[c.node]
+            extra = (f", {n.disk_gb:g} GB disk" if n.disk_gb else "") + (
+                ", ethernet" if n.ethernet else "")
             return (f"node {c.name}{kind}  [{n.num_gpus} x {n.gpu_type}, {n.num_cpus:g} CPUs, "
-                    f"{n.mem_gb:g} GB, {n.gpu_mem_gb:g} GB/GPU]")
+                    f"{n.mem_gb:g} GB, {n.gpu_mem_gb:g} GB/GPU{extra}]")
         return f"{c.level.label} {c.name}{kind}  [{c.num_gpus} GPUs]"
 
     def show(cid: int, indent: str) -> None:

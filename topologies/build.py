@@ -18,11 +18,17 @@ def uniform_topology(
     num_cpus: float = 0.0,
     mem_gb: float = 0.0,
     gpu_mem_gb: float = 0.0,
+    disk_gb: float = 0.0,
+    interconnect: str = "infiniband",
     name: str = "uniform",
 ) -> Topology:
-    """A cluster of identical nodes, optionally grouped in racks."""
+    """A cluster of identical nodes, optionally grouped in racks.
+
+    A resource of 0 (num_cpus, mem_gb, gpu_mem_gb, disk_gb) is not modelled: never a
+    constraint. `interconnect` is "infiniband" or "ethernet" (see `locality_factors`).
+    """
     attrs = {"gpu_type": gpu_type, "num_cpus": num_cpus, "mem_gb": mem_gb,
-             "gpu_mem_gb": gpu_mem_gb}
+             "gpu_mem_gb": gpu_mem_gb, "disk_gb": disk_gb, "interconnect": interconnect}
     node_list = [node_cell(f"node{i}", attrs, sockets, switches_per_socket, gpus_per_switch)
                  for i in range(nodes)]
     if nodes_per_rack > 0:

@@ -24,13 +24,16 @@ from topologies.tree import CellSpec, QueueSpec, Topology
 TOP_KEYS = ("name", "nodes_per_rack", "nodes", "vcs", "queues")
 GROUP_KEYS = (
     "count", "gpu_type", "sockets", "switches_per_socket", "gpus_per_switch",
-    "gpus_per_node", "num_cpus", "mem_gb", "gpu_mem_gb",
+    "gpus_per_node", "num_cpus", "mem_gb", "gpu_mem_gb", "disk_gb", "interconnect",
 )
 GROUP_DEFAULTS: dict[str, Any] = {
     "gpu_type": "V100", "sockets": 2, "switches_per_socket": 2, "gpus_per_switch": 2,
-    "num_cpus": 64, "mem_gb": 512, "gpu_mem_gb": 32,
+    "num_cpus": 64, "mem_gb": 512, "gpu_mem_gb": 32, "disk_gb": 0,
+    "interconnect": "infiniband",
 }
-QUEUE_KEYS = ("name", "capacity", "max_capacity", "user_limit_factor", "queues")
+INTERCONNECTS = ("infiniband", "ethernet")
+QUEUE_KEYS = ("name", "capacity", "max_capacity", "user_limit_factor", "state", "queues")
+QUEUE_STATES = ("running", "stopped")
 CAPACITY_TOLERANCE = 1e-6
 
 # --- helpers shared by the readers (native, HiveD, machine list) ---
@@ -113,6 +116,15 @@ def require_name(file: str | Path, value: Any, key: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise bad_value(file, key, value, "a non-empty string")
     return value
+
+
+def require_choice(file: str | Path, value: Any, key: str, allowed: tuple[str, ...]) -> str:
+    """Return `value` if it is one of `allowed` (case-insensitive), in lowercase."""
+    t = value.strip().lower() if isinstance(value, str) else None
+    if t not in allowed:
+        raise bad_value(file, key, value, f"one of {', '.join(allowed)}"
+                                          f"{did_you_mean(str(value), list(allowed))}")
+    return t
 
 
 def walk_specs(spec: CellSpec) -> Iterator[CellSpec]:
@@ -201,8 +213,10 @@ def _group_nodes(file: str | Path, group: Any, where: str, first: int) -> list[C
     g = {**GROUP_DEFAULTS, **group}
     gpu_type = require_name(file, g["gpu_type"], f"{where}.gpu_type")
     attrs: dict[str, Any] = {"gpu_type": gpu_type}
-    for key in ("num_cpus", "mem_gb", "gpu_mem_gb"):
+    for key in ("num_cpus", "mem_gb", "gpu_mem_gb", "disk_gb"):
         attrs[key] = require_number(file, g[key], f"{where}.{key}")
+    attrs["interconnect"] = require_choice(file, g["interconnect"], f"{where}.interconnect",
+                                           INTERCONNECTS)
     if "gpus_per_node" in group:
         shape = [k for k in ("sockets", "switches_per_socket", "gpus_per_switch") if k in group]
         if shape:
@@ -274,6 +288,8 @@ def parse_queues(
                                              f"{key}.max_capacity", low_open=True, high=1.0)
         row["user_limit_factor"] = require_number(
             file, q.get("user_limit_factor", 1.0), f"{key}.user_limit_factor", low_open=True)
+        row["state"] = require_choice(file, q.get("state", "running"), f"{key}.state",
+                                      QUEUE_STATES)
         kids = q.get("queues")
         row["children"] = (parse_queues(file, kids, f"{key}.queues", seen)
                            if kids is not None else ())
@@ -285,7 +301,7 @@ def parse_queues(
             raise bad_value(file, f"{r['key']}.max_capacity", r["max_capacity"],
                             f"a number >= capacity ({r['capacity']:g}) and <= 1")
         out.append(QueueSpec(r["name"], r["capacity"], r["max_capacity"],
-                             r["user_limit_factor"], r["children"]))
+                             r["user_limit_factor"], r["children"], r["state"]))
     return tuple(out)
 
 

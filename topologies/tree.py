@@ -26,6 +26,13 @@ class NodeSpec:
     mem_gb: float
     gpu_mem_gb: float
     cell: int  # id of the node-level cell
+    disk_gb: float = 0.0  # local disk; 0: not modelled
+    interconnect: str = "infiniband"  # or "ethernet": the network to other nodes
+
+    @property
+    def ethernet(self) -> bool:
+        """True when the node reaches other nodes over ethernet (not infiniband)."""
+        return self.interconnect == "ethernet"
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +62,8 @@ class CellSpec:
     level: Level
     name: str
     children: list[CellSpec] = field(default_factory=list)
-    node: dict[str, Any] | None = None  # gpu_type, num_cpus, mem_gb, gpu_mem_gb at node level
+    # at node level: gpu_type, num_cpus, mem_gb, gpu_mem_gb, disk_gb, interconnect
+    node: dict[str, Any] | None = None
     cell_type: str = ""
 
 
@@ -68,6 +76,7 @@ class QueueSpec:
     max_capacity: float = 1.0
     user_limit_factor: float = 1.0
     children: tuple[QueueSpec, ...] = ()
+    state: str = "running"  # "stopped": new jobs to it (or to its children) are rejected
 
 
 class Topology:
@@ -106,6 +115,7 @@ class Topology:
         for c in cells:
             self._max_gpus_at[c.level] = max(self._max_gpus_at.get(c.level, 0), c.num_gpus)
         self.max_node_gpus = max((n.num_gpus for n in nodes), default=0)
+        self.has_ethernet = any(n.ethernet for n in nodes)
 
     def _build(
         self,
@@ -135,7 +145,8 @@ class Topology:
             nodes[node] = NodeSpec(
                 node, spec.name, str(types), len(gpu_cells) - lo,
                 float(attrs.get("num_cpus", 0)), float(attrs.get("mem_gb", 0)),
-                float(attrs.get("gpu_mem_gb", 0)), cid,
+                float(attrs.get("gpu_mem_gb", 0)), cid, float(attrs.get("disk_gb", 0)),
+                str(attrs.get("interconnect", "infiniband")),
             )
         return cid
 
@@ -198,7 +209,8 @@ class Topology:
             if c.level == Level.NODE:
                 n = self.nodes[c.node]
                 attrs.update(gpu_type=n.gpu_type, num_cpus=n.num_cpus, mem_gb=n.mem_gb,
-                             gpu_mem_gb=n.gpu_mem_gb)
+                             gpu_mem_gb=n.gpu_mem_gb, disk_gb=n.disk_gb,
+                             interconnect=n.interconnect)
             g.add_node(c.id, **attrs)
             if c.parent >= 0:
                 g.add_edge(c.parent, c.id)

@@ -104,6 +104,10 @@ class _Queue:
         return not getattr(type(self.policy).notify, "__schedlab_noop__", False)
 
 
+def _asks_host(s: JobSpec) -> bool:
+    return s.num_cpus > 0 or s.mem_gb > 0 or s.disk_gb > 0
+
+
 def _class_key(s: JobSpec, pinned: str) -> tuple:
     return (s.num_gpus, s.task_gpus, s.gpu_type, s.gpu_share, s.num_cpus, s.mem_gb,
             s.priority, pinned)
@@ -162,7 +166,9 @@ class _QueueContext:
         if num_gpus is not None and num_gpus != spec.num_gpus:
             return Unschedulable("hived places a job at its num_gpus only", False)
         state = job if isinstance(job, JobState) else self._ctx.job(spec.job_id)
-        return self._owner._place(state)
+        if not spec.num_gpus and isinstance(self._owner._request(state), Request):
+            return self._ctx.place(state)  # no cells: a node with its CPUs, memory, disk
+        return self._owner._place(state, self._ctx)
 
     def place_if_freed(self, job: JobState | JobSpec, victims: list[JobState],
                        num_gpus: int | None = None) -> Placement:
@@ -317,10 +323,16 @@ class HivedPolicy(Policy):
             plan: Plan | None = None
             if job.spec.num_gpus:
                 cached = self.plans.pop(job.idx, None)
-                if cached is not None and cached[0] == self.algo.version:
+                if (cached is not None and cached[0] == self.algo.version
+                        and self._host_fits(ctx, job, cached[1])):
                     plan = cached[1]  # nothing changed since `place` computed it
                     self.algo.commit(plan)
                 else:
+                    if _asks_host(job.spec):  # a dry run first: the host may not fit
+                        probe = self.algo.schedule(req, commit=False)
+                        if isinstance(probe, str) or not self._host_fits(ctx, job, probe):
+                            self.refused.add(job.job_id)
+                            return
                     got = self.algo.schedule(req, commit=True)
                     if isinstance(got, str):
                         self.refused.add(job.job_id)
@@ -337,7 +349,7 @@ class HivedPolicy(Policy):
             q.running[job.idx] = job
             gpus = plan.gpus if plan is not None else ()
             self._check_healthy(ctx, job, gpus)
-            yield type(d)(job.job_id, gpus)
+            yield type(d)(job.job_id, gpus, node=d.node if plan is None else -1)
         elif isinstance(d, Preempt | Suspend):
             if self.jobs.running.get(job.idx) is not q:
                 raise InvalidDecision(f"hived: order policy {q.policy.name!r} stopped "
@@ -384,7 +396,7 @@ class HivedPolicy(Policy):
 
     # --- placement for the orderings ---
 
-    def _place(self, job: JobState) -> Placement:
+    def _place(self, job: JobState, ctx: SchedContext) -> Placement:
         req = self._request(job)
         if isinstance(req, str):
             return Unschedulable(req, False)
@@ -393,9 +405,52 @@ class HivedPolicy(Policy):
         got = self.algo.schedule(req, commit=False)
         if isinstance(got, str):
             return Unschedulable(got, False)
+        if not self._host_fits(ctx, job, got):
+            return Unschedulable("hived: the nodes of its cells lack the CPUs, memory or "
+                                 "disk it asks for now", True)
         if not got.lazy:
             self.plans[job.idx] = (self.algo.version, got)
         return got.gpus
+
+    def explain(self, ctx: SchedContext, job: JobState) -> str:
+        """A job whose HiveD cells lack the CPUs, memory or disk it asks for (at the end).
+
+        HiveD picks cells by GPUs alone, the same ones in the same state, so such a job
+        would wait for ever.
+        """
+        s = job.spec
+        if not s.num_gpus or not _asks_host(s):
+            return ""
+        req = self._request(job)
+        if isinstance(req, str):
+            return ""
+        got = self.algo.schedule(req, commit=False)
+        if isinstance(got, str) or self._host_fits(ctx, job, got):
+            return ""
+        topo = ctx.topology
+        nodes = sorted({topo.nodes[topo.gpu_node[g]].name for g in got.gpus})
+        return (f"hived: the cells HiveD picks for it (on {', '.join(nodes)}) lack the CPUs, "
+                "memory or disk it asks for (HiveD places by GPU cells only)")
+
+    def _host_fits(self, ctx: SchedContext, job: JobState, plan: Plan) -> bool:
+        """Whether the plan's nodes hold the job's CPUs, memory and disk.
+
+        Counted once its victims stopped. HiveD's cells are GPUs only; the engine checks
+        the host share.
+        """
+        s = job.spec
+        if not _asks_host(s):
+            return True
+        host = (s.num_cpus, s.mem_gb, s.disk_gb * s.num_tasks)
+        gpus = plan.gpus
+        per_node: dict[int, int] = {}
+        for g in gpus:
+            n = ctx.topology.gpu_node[g]
+            per_node[n] = per_node.get(n, 0) + 1
+        with ctx.what_if([ctx.job_at(i) for i in plan.victims]) as view:
+            c = view.cluster
+            return all(c.node_fits_host(n, *(v * k / len(gpus) for v in host))
+                       for n, k in per_node.items())
 
     def _vc_of(self, spec: JobSpec) -> str:
         return spec.vc if self.explicit_vcs else DEFAULT_VC
@@ -480,6 +535,10 @@ class HivedPolicy(Policy):
         ordering keeps its index from these), once the job has a queue.
         """
         self.jobs.notify(job, kind)
+        if kind == "reject":  # the engine rejected a job of a queue (at the end): rerun it
+            pending = self.jobs.pending.get(job.idx)
+            if pending is not None:
+                self._mark(pending)
         q = self._queue_of(job)
         if q is not None:
             self._forward(q, job, kind)

@@ -6,6 +6,12 @@ the chosen cells, not a scan of the cluster. Multi-node placements walk nodes fr
 most free down and stop as soon as the job is covered. A gang (several tasks) is placed
 task by task on a scratch twin of the state (`sandbox()`), so a placer only ever reads
 the state it is asked about.
+
+A CPU-only job (no GPUs) that asks for CPUs, memory or disk goes on one node, the same
+for every placer (`place_host`): best fit by free CPUs among the healthy nodes that have
+all three free, nodes without GPUs before nodes with GPUs (so CPU work leaves the GPU
+nodes' CPUs to GPU jobs), from the cluster's host index. One that asks for nothing holds
+nothing and is placed at once (`()`).
 """
 
 from __future__ import annotations
@@ -14,9 +20,17 @@ from bisect import bisect_left
 from collections.abc import Iterator
 
 from sim.interfaces import ClusterView
-from sim.model import MILLI, JobSpec, Level, Placement, Unschedulable, job_milli
+from sim.model import (
+    MILLI,
+    HostPlacement,
+    JobSpec,
+    Level,
+    Placement,
+    Unschedulable,
+    job_milli,
+)
 
-__all__ = ["BasePlacer", "candidate_types", "take_gpus"]
+__all__ = ["BasePlacer", "candidate_types", "host_need", "place_host", "take_gpus"]
 
 
 def candidate_types(job: JobSpec, cluster: ClusterView) -> list[str]:
@@ -57,16 +71,55 @@ def take_gpus(cluster: ClusterView, cell: int, n: int) -> list[int]:
     return out
 
 
+def host_need(job: JobSpec, k: int) -> tuple[float, float, float]:
+    """CPUs, memory and disk that k of the job's GPUs bring with them (CPU-only: all).
+
+    `num_cpus` and `mem_gb` are the job's totals, `disk_gb` is per task; all are spread
+    over the job's GPUs in proportion.
+    """
+    disk = job.disk_gb * job.num_tasks if job.disk_gb else 0.0
+    if job.num_gpus <= 0:
+        return job.num_cpus, job.mem_gb, disk
+    f = k / job.num_gpus
+    return job.num_cpus * f, job.mem_gb * f, disk * f
+
+
+def host_text(job: JobSpec) -> str:
+    """' with 8 CPUs, 32 GB memory' for a job's host asks ('' when it asks for none)."""
+    total = (job.num_cpus, job.mem_gb, job.disk_gb * job.num_tasks)
+    ask = ", ".join(f"{v:g} {unit}" for v, unit in zip(
+        total, ("CPUs", "GB memory", "GB disk"), strict=True) if v > 0)
+    return f" with {ask}" if ask else ""
+
+
+def place_host(job: JobSpec, cluster: ClusterView) -> Placement:
+    """Where a CPU-only job goes: best fit by free CPUs (see the module docstring).
+
+    `()` for a job that asks for no host resources; Unschedulable when no node has them
+    free now (resolvable) or could ever hold them (not resolvable).
+    """
+    cpus, mem, disk = host_need(job, 0)
+    if cpus <= 0 and mem <= 0 and disk <= 0:
+        return ()
+    for node in cluster.host_nodes(cpus):
+        if cluster.node_fits_host(node, cpus, mem, disk):
+            return HostPlacement(node)
+    never = cluster.host_capacity_shortfall(cpus, mem, disk)
+    if never:
+        return Unschedulable(never, False)
+    return Unschedulable(f"no healthy node has{host_text(job)[5:]} free now", True)
+
+
 def reject_early(job: JobSpec, cluster: ClusterView, types: list[str]) -> Placement | None:
     """The answer every placer gives before searching, or None when it must search.
 
-    No allowed type, no GPUs wanted, more GPUs than the allowed types have, or (whole
-    GPUs) more than are free now.
+    A CPU-only job's placement (`place_host`); no allowed type, more GPUs than the
+    allowed types have, or (whole GPUs) more than are free now.
     """
+    if job.num_gpus == 0:
+        return place_host(job, cluster)
     if not types:
         return Unschedulable(f"no GPU of type {job.gpu_type!r} in the topology", False)
-    if job.num_gpus == 0:
-        return ()
     capacity = sum(cluster.topo.gpu_types[t] for t in types)
     if job.num_gpus > capacity:
         return Unschedulable(
@@ -101,7 +154,8 @@ class BasePlacer:
             got = self._place_gang(job, cluster, types)
         if got is None:
             return Unschedulable(
-                f"no placement for {job.num_gpus} GPUs now ({cluster.free_whole} free)", True
+                f"no placement for {job.num_gpus} GPUs{host_text(job)} now "
+                f"({cluster.free_whole} free)", True
             )
         return tuple(sorted(got))
 
@@ -109,11 +163,11 @@ class BasePlacer:
     def _place_fraction(self, job: JobSpec, cluster: ClusterView, types: list[str],
                         milli: int) -> list[int] | None:
         best: tuple[int, int] | None = None
-        per_gpu_cpu = job.num_cpus
+        cpus, mem, disk = host_need(job, 1)
         for t in types:
             lst = cluster.partial[t]
             for free, g in lst[bisect_left(lst, (milli, -1)):]:
-                if cluster.node_fits_host(cluster.topo.gpu_node[g], per_gpu_cpu, job.mem_gb):
+                if cluster.node_fits_host(cluster.topo.gpu_node[g], cpus, mem, disk):
                     if best is None or (free, g) < best:
                         best = (free, g)
                     break
@@ -132,16 +186,12 @@ class BasePlacer:
             return None
         return self._multi_node(job, cluster, types, n, avoid)
 
-    def _host_need(self, job: JobSpec, k: int) -> tuple[float, float]:
-        """CPUs and memory that k of the job's GPUs bring with them."""
-        if job.num_gpus <= 0:
-            return job.num_cpus, job.mem_gb
-        return job.num_cpus * k / job.num_gpus, job.mem_gb * k / job.num_gpus
+    _host_need = staticmethod(host_need)  # CPUs, memory, disk that k GPUs bring with them
 
     def _single_node(self, job: JobSpec, cluster: ClusterView, types: list[str], n: int,
                      avoid: frozenset[int]) -> list[int] | None:
         topo = cluster.topo
-        cpus, mem = self._host_need(job, n)
+        cpus, mem, disk = self._host_need(job, n)
         for level in topo.levels:
             if level > Level.NODE or (level == Level.GPU and n > 1):
                 continue
@@ -152,7 +202,7 @@ class BasePlacer:
                 for lv in where:
                     for key in cluster.cells_fitting(t, lv, n):
                         node = topo.cells[key[-1]].node
-                        if node in avoid or not cluster.node_fits_host(node, cpus, mem):
+                        if node in avoid or not cluster.node_fits_host(node, cpus, mem, disk):
                             continue
                         if best is None or key < best:
                             best = key
@@ -180,8 +230,8 @@ class BasePlacer:
                     continue
                 free = cluster.cell_free[topo.nodes[node].cell]
                 take = min(free, remaining)
-                cpus, mem = self._host_need(job, take)
-                if not cluster.node_fits_host(node, cpus, mem):
+                cpus, mem, disk = self._host_need(job, take)
+                if not cluster.node_fits_host(node, cpus, mem, disk):
                     continue
                 chosen.append((node, take))
                 remaining -= take
@@ -209,8 +259,8 @@ class BasePlacer:
                     got = self._place_task(job, scratch, [t], job.task_gpus)
                     if got is None:
                         break
-                    # GPUs only: each task checks host room for its own share alone
-                    scratch.allocate(-1, got, MILLI)
+                    # with its host share, so later tasks see what earlier ones take
+                    scratch.allocate(-1, got, MILLI, *host_need(job, len(got)))
                     taken.extend(got)
                 else:
                     return taken

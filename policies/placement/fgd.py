@@ -43,7 +43,7 @@ from typing import Any
 
 from sortedcontainers import SortedList
 
-from policies.placement.base import candidate_types, reject_early
+from policies.placement.base import candidate_types, host_need, host_text, reject_early
 from policies.placement.consolidated import ConsolidatedPlacer
 from sim.fragmentation import unusable_gpus
 from sim.interfaces import ClusterView, Placer
@@ -286,7 +286,8 @@ class FgdPlacer:
             else self._gang(job, cluster, types, n)
         if got is None:
             return Unschedulable(
-                f"no node fits {job.num_gpus} GPUs now ({cluster.free_whole} free)", True)
+                f"no node fits {job.num_gpus} GPUs{host_text(job)} now "
+                f"({cluster.free_whole} free)", True)
         return tuple(sorted(got))
 
     def groups_for(self, cluster: ClusterView) -> NodeGroups:
@@ -303,14 +304,13 @@ class FgdPlacer:
               ) -> list[int] | None:
         """Tasks one by one, each by FGD on the state the earlier ones leave (a twin)."""
         taken: list[int] = []
-        cpus = job.num_cpus / job.num_tasks
-        mem = job.mem_gb / job.num_tasks
+        cpus, mem, disk = host_need(job, n)
         with cluster.sandbox() as scratch:
             for _ in range(job.num_tasks):
                 got = self._task(job, scratch, types, n, MILLI)
                 if got is None:
                     return None
-                scratch.allocate(-1, got, MILLI, cpus, mem)
+                scratch.allocate(-1, got, MILLI, cpus, mem, disk)
                 taken.extend(got)
         return taken
 
@@ -344,7 +344,7 @@ class FgdPlacer:
         """The best (node, GPUs) for one task of n GPUs (n = 1 for a share)."""
         groups = self.groups_for(cluster)
         cpus = job.num_cpus / job.num_tasks
-        mem = job.mem_gb / job.num_tasks
+        _, mem, disk = host_need(job, n)
         scored = []
         for state in self._candidates(cluster, groups, types, n, milli):
             opt = self.option(state, n, milli, cpus)
@@ -361,7 +361,8 @@ class FgdPlacer:
                 for node in groups.groups[state]:
                     if best is not None and node >= best[0]:
                         break
-                    if mem <= 0 or cluster.node_fits_host(node, 0.0, mem):
+                    if (mem <= 0 and disk <= 0) or cluster.node_fits_host(node, 0.0, mem,
+                                                                            disk):
                         best = (node, room)
                         break
             if best is not None:

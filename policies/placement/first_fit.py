@@ -18,7 +18,7 @@ class FirstFitPlacer(BasePlacer):
     def _single_node(self, job: JobSpec, cluster: ClusterView, types: list[str], n: int,
                      avoid: frozenset[int]) -> list[int] | None:
         topo = cluster.topo
-        cpus, mem = self._host_need(job, n)
+        cpus, mem, disk = self._host_need(job, n)
         best: int | None = None
         for t in types:
             buckets = cluster.node_buckets[t]
@@ -26,7 +26,7 @@ class FirstFitPlacer(BasePlacer):
                 for node in buckets[k]:
                     if best is not None and node >= best:
                         break
-                    if node not in avoid and cluster.node_fits_host(node, cpus, mem):
+                    if node not in avoid and cluster.node_fits_host(node, cpus, mem, disk):
                         best = node
                         break
         if best is None:
