@@ -80,7 +80,7 @@ class Run(RunState):
                            d.reason)
             else:
                 self._stop(job, False, EventKind.PREEMPT, d.reason)
-            self.enqueue(job)
+            self.stopped(job)
         elif isinstance(d, Migrate | Resize):
             self._need(job, RUNNING, d)
             s = job.spec
@@ -329,6 +329,8 @@ class Run(RunState):
             before = self.decisions
             for d in policy.schedule(self.ctx):
                 self.apply(d)
+            if self.futile:
+                self.fail_futile()
             stuck = self._idle_for_good(before)
             if policy.period and not stuck:
                 self._arm_tick(policy.period, before)

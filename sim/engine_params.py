@@ -112,6 +112,12 @@ ENGINE_PARAMS: dict[str, Param] = {
         "between them; one more and it fails (a job that cannot progress between failures "
         "must end)",
     ),
+    "stop_retries": Param(
+        100, as_int(0),
+        "policy stops (preempt/suspend) a job survives in a row without checkpointed "
+        "progress between them (node-failure restarts count in the same row); one more "
+        "and it fails: lossy stops that come faster than a job can checkpoint must end",
+    ),
     "failure_rate": Param(
         0.0, as_float(0.0), "random attempt failures per job-hour of run time (seeded)"
     ),

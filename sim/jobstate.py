@@ -22,7 +22,9 @@ FINAL = (COMPLETED, FAILED, KILLED, REJECTED, JobStatus.UNFINISHED)
 TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {
     WAITING: frozenset({HELD, PENDING, REJECTED, KILLED}),
     HELD: frozenset({PENDING, KILLED}),
-    PENDING: frozenset({RUNNING, REJECTED, KILLED}),
+    # pending -> failed: stopped by the policy once too often without progress
+    # (`stop_retries`), failed at the end of that scheduling pass
+    PENDING: frozenset({RUNNING, REJECTED, KILLED, FAILED}),
     RUNNING: frozenset({PENDING, RETRYING, COMPLETED, FAILED, KILLED}),
     RETRYING: frozenset({PENDING, KILLED}),
 }
@@ -43,7 +45,7 @@ class JobState:
         "held_since", "run_time", "preemptions", "migrations", "restarts", "lost_work",
         "locality_level", "reason", "started_before", "attempt_start", "gpu_seconds",
         "retry_at", "suspended", "deps_left", "dependents", "doom", "group", "host",
-        "fit_gpus", "node_restarts", "ckpt_at_restart", "node",
+        "fit_gpus", "futile_restarts", "futile_stops", "ckpt_at_restart", "node",
     )
 
     def __init__(self, idx: int, spec: JobSpec) -> None:
@@ -82,8 +84,11 @@ class JobState:
         self.host: tuple[float, float, float] = (0.0, 0.0, 0.0)  # CPUs, memory, disk held
         self.node = -1  # host node of a running CPU-only job holding host resources, else -1
         self.fit_gpus = 0  # an elastic job too large at num_gpus: the size it is placed at
-        self.node_restarts = 0  # node-failure restarts in a row without checkpointed progress
-        self.ckpt_at_restart = 0.0  # checkpointed work at the last node-failure restart
+        # restarts (node failures and policy stops) in a row without checkpointed progress
+        # between them, and how many of those were policy stops (sim.lifecycle)
+        self.futile_restarts = 0
+        self.futile_stops = 0
+        self.ckpt_at_restart = 0.0  # checkpointed work at the last such restart
 
     @property
     def job_id(self) -> str:

@@ -82,6 +82,7 @@ class RunState:
         self.next_arrival = 0
         self.events_processed = 0
         self.open_jobs = len(self.jobs)
+        self.futile: dict[int, str] = {}  # job index -> why: stopped once too often this pass
         self._empty: ClusterState | None = None
         self._infeasible_cache: dict[tuple[Any, ...], str] = {}
         self._observe = getattr(self.placer, "observe", None)
@@ -256,6 +257,8 @@ class RunState:
             self.release(job)
         elif job.status == PENDING:
             self.dequeue(job)
+        else:  # waiting out its retry delay: that wait is queueing too (as on a RETRY)
+            job.queue_time += self.env.now - job.queued_since
         self.finalize(job, KILLED, EventKind.KILL, "max_lifetime")
 
     def _job_event(self, job: JobState, kind: Due) -> None:
@@ -288,10 +291,9 @@ class RunState:
         if counts_retry and job.restarts >= job.spec.max_retries:
             self.finalize(job, FAILED, None, "max_retries exhausted")
             return lost * gpus
-        if not counts_retry and self._futile_restart(job):
-            self.finalize(job, FAILED, None, (
-                f"node failures: {job.node_restarts} restarts in a row without checkpointed "
-                f"progress (node_failure_retries={self.engine_params['node_failure_retries']})"))
+        why = "" if counts_retry else self._futile_restart(job, stop=False)
+        if why:
+            self.finalize(job, FAILED, None, why)
             return lost * gpus
         job.restarts += 1
         transition(job, RETRYING)
@@ -300,15 +302,58 @@ class RunState:
                              job.idx, job.version)
         return lost * gpus
 
-    def _futile_restart(self, job: JobState) -> bool:
-        """Count a node-failure restart; True when the job has run out of them.
+    def stopped(self, job: JobState) -> None:
+        """The policy stopped a running job (its work saved or lost already): queue it again.
 
-        Restarts count only while no checkpointed progress was made between them, so a job
-        that checkpoints keeps going however often nodes fail, and one that cannot (no
-        checkpoints, failures faster than its run time) fails instead of running forever.
+        A stop is a restart for the futile-restart count (`_futile_restart`); a job
+        stopped once too often is failed at the end of this scheduling pass
+        (`fail_futile`), so the policy's decisions of the pass stay valid.
+        """
+        self.enqueue(job)
+        why = self._futile_restart(job, stop=True)
+        if why:
+            self.futile[job.idx] = why
+
+    def fail_futile(self) -> None:
+        """Fail the jobs this pass stopped once too often, in stop order.
+
+        One the policy restarted in the same pass (a move by stop and start) is failed
+        too: no time passed, so it made no progress since, and a policy that moves a job
+        with loss at every pass would otherwise never let it end.
+        """
+        for idx, why in self.futile.items():
+            job = self.jobs[idx]
+            if job.status == PENDING:
+                self.dequeue(job)
+            elif job.status == RUNNING:
+                self.progress.advance(job)
+                self.release(job)
+            else:  # ended otherwise within the pass
+                continue
+            self.finalize(job, FAILED, EventKind.FAIL, why)
+        self.futile.clear()
+
+    def _futile_restart(self, job: JobState, *, stop: bool) -> str:
+        """Count a restart (node failure, or policy stop); why the job must fail, or ''.
+
+        One counter for both causes: restarts in a row while no checkpointed progress was
+        made between them. A job that checkpoints keeps going however often it is
+        restarted; one that cannot (no checkpoints, or lossy stops and failures faster than
+        its checkpoints) fails once the count passes the limit of this restart's cause,
+        `node_failure_retries` or `stop_retries`, instead of running forever.
         """
         if job.ckpt_work > job.ckpt_at_restart:
-            job.node_restarts = 0
+            job.futile_restarts = job.futile_stops = 0
         job.ckpt_at_restart = job.ckpt_work
-        job.node_restarts += 1
-        return job.node_restarts > self.engine_params["node_failure_retries"]
+        job.futile_restarts += 1
+        job.futile_stops += stop
+        key = "stop_retries" if stop else "node_failure_retries"
+        limit = self.engine_params[key]
+        n, k = job.futile_restarts, job.futile_stops
+        if n <= limit:
+            return ""
+        policy = f"stops by policy {self.sim.policy.name!r}"
+        what = (f"node failures: {n} restarts" if not k else f"{policy}: {n} restarts"
+                if k == n else f"node failures and {policy}: {n} restarts ({n - k} node "
+                f"failures, {k} stops)")
+        return f"{what} in a row without checkpointed progress ({key}={limit})"
