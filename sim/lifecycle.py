@@ -353,7 +353,12 @@ class RunState:
         if n <= limit:
             return ""
         policy = f"stops by policy {self.sim.policy.name!r}"
-        what = (f"node failures: {n} restarts" if not k else f"{policy}: {n} restarts"
-                if k == n else f"node failures and {policy}: {n} restarts ({n - k} node "
-                f"failures, {k} stops)")
-        return f"{what} in a row without checkpointed progress ({key}={limit})"
+        if not k:
+            what = f"node failures: {n} restarts in a row"
+        elif k == n:
+            what = f"{policy}: {n} restarts in a row"
+        else:
+            f = n - k
+            what = (f"node failures and {policy}: {n} restarts in a row ({f} node "
+                    f"failure{'s' if f > 1 else ''}, {k} stop{'s' if k > 1 else ''})")
+        return f"{what} without checkpointed progress ({key}={limit})"
