@@ -1,8 +1,9 @@
 """Reading text inputs of any trace format: (gzipped) files, CSV streamed in chunks.
 
 `iter_csv` is the one CSV path: every reader and the canonical reader stream their file
-through it, so blank lines, ragged lines (a bad row, named by its line), columns without a
-header name and line numbers behave the same everywhere. Text is UTF-8 (a leading BOM is
+through it, so blank lines, ragged lines (more or fewer fields than the header: a bad row,
+named by its line), columns without a header name and line numbers behave the same
+everywhere. Text is UTF-8 (a leading BOM is
 dropped); a file is gzip when it starts with the gzip magic, and a `.gz` file must be.
 An unreadable file (a directory, not gzip, truncated gzip, not UTF-8) is an InvalidTrace
 naming the file and the reason. pandas is imported only when a file is read.
@@ -214,11 +215,11 @@ def iter_csv(
     With `names` the file has no header line and these are its columns; without, the
     first line is the header (cells stripped; a header-only file yields one empty chunk;
     a name given twice is an error). A line with more fields than the header (or than
-    `names`; a trailing comma adds an empty field) is a bad line, never cut silently:
-    `issues.error` (raised, or counted under skip_bad_rows), or whatever `on_bad_line`
-    makes of it. A column whose header name is empty (a header ending in a comma) is
-    dropped when all its cells are empty; a value in it is a bad line. Bad lines are not
-    in the chunks.
+    `names`; a trailing comma adds an empty field) or fewer (pandas would pad it with
+    empty cells) is a bad line, never cut or padded silently: `issues.error` (raised, or
+    counted under skip_bad_rows), or whatever `on_bad_line` makes of it. A column whose
+    header name is empty (a header ending in a comma) is dropped when all its cells are
+    empty; a value in it is a bad line. Bad lines are not in the chunks.
 
     Args:
         path: The file (UTF-8, a leading BOM dropped; gzip when its name ends in `.gz`
@@ -257,10 +258,13 @@ def iter_csv(
 
     skipped: set[int] = set()
     if width:
-        for line, cells in _leading_wide_lines(path, issues.label, sep, width, header_line):
+        for line, cells in _ragged_lines(path, issues.label, sep, width, header_line):
             skipped.add(line)
             hint = ""
-            if all(not c.strip() for c in cells[width:]):
+            if len(cells) < width:
+                hint = ("; missing fields are not read as empty ones: write every field, "
+                        "empty ones too")
+            elif all(not c.strip() for c in cells[width:]):
                 what = "a trailing comma" if sep == "," else "a trailing separator"
                 n = len(cells) - width
                 hint = (f"; its extra field{'s are' if n > 1 else ' is'} empty "
@@ -342,23 +346,81 @@ def _check_header(path: Path, label: str, names: Sequence[str] | None, sep: str
     return header, len(header), line
 
 
-def _leading_wide_lines(path: Path, label: str, sep: str, width: int, header_line: int
-                        ) -> Iterator[tuple[int, list[str]]]:
-    """The data lines after the header (line 0: none) with more than `width` fields.
+SCAN_BYTES = 1 << 22
+"""Bytes per block of the field-count scan (`_ragged_lines`)."""
 
-    pandas takes a first data line wider than the header for an index column and then
-    cuts every line of that width to the header's silently: these lines are read here
-    (until the first line that is not wider) and kept from pandas.
+def _ragged_lines(path: Path, label: str, sep: str, width: int, header_line: int
+                  ) -> Iterator[tuple[int, list[str]]]:
+    """The data lines after the header (line 0: none) with more or fewer than `width` fields.
+
+    pandas' C parser pads a short line with empty cells and takes a first wide line for
+    an index column (cutting every line of its width), both silently: every such line is
+    found here, with its cells, and kept from pandas. A short line with nothing but
+    separators and blanks is a blank row (dropped later), not reported. Fields are
+    counted as separators per line with numpy, a block at a time; a file with a quote
+    character is parsed with the csv module instead (a quoted field may hold separators
+    or line breaks).
+    """
+    if len(sep) != 1 or ord(sep) > 127:
+        return
+    code = ord(sep)
+    line0 = 1  # file line of the first line in `data`
+    data = b""
+    try:
+        with gzip.open(path, "rb") if gzipped(path) else open(path, "rb") as f:
+            while True:
+                block = f.read(SCAN_BYTES)
+                data += block
+                if b'"' in data:
+                    break
+                end = len(data) if not block else data.rfind(b"\n") + 1
+                if end > 0:
+                    yield from _ragged_in(data[:end], line0, code, sep, width, header_line)
+                    line0 += data.count(b"\n", 0, end)
+                    data = data[end:]
+                if not block:
+                    return
+    except READ_ERRORS as exc:
+        raise InvalidTrace(read_error(label, exc)) from None
+    yield from _ragged_quoted(path, label, sep, width, max(header_line, line0 - 1))
+
+
+def _ragged_in(data: bytes, line0: int, code: int, sep: str, width: int, header_line: int
+               ) -> Iterator[tuple[int, list[str]]]:
+    """`_ragged_lines` over whole lines of unquoted bytes whose first line is `line0`.
+
+    Two vectorised passes (line feeds, separators); only lines of the wrong width are
+    decoded.
+    """
+    a = np.frombuffer(data, dtype=np.uint8)
+    ends = np.flatnonzero(a == 10)
+    if not len(ends) or ends[-1] != len(a) - 1:
+        ends = np.append(ends, len(a))  # the last line has no line feed
+    seps = np.searchsorted(np.flatnonzero(a == code), ends)
+    fields = np.diff(seps, prepend=0) + 1
+    odd = np.flatnonzero(fields != width)
+    first = header_line - line0 + 1  # index of the first data line in `data`
+    for k in odd[odd >= first].tolist():
+        start = int(ends[k - 1]) + 1 if k else 0
+        text = data[start:int(ends[k])].decode(ENCODING, errors="replace").rstrip("\r")
+        if fields[k] > width or text.strip(f"{sep} \t"):
+            yield line0 + k, text.split(sep)
+
+
+def _ragged_quoted(path: Path, label: str, sep: str, width: int, header_line: int
+                   ) -> Iterator[tuple[int, list[str]]]:
+    """`_ragged_lines` with the csv module (quoted fields) after line `header_line`.
+
+    Lines are counted as pandas counts them for `skiprows` (and `_take_lines` numbers
+    rows): a line break inside a quoted field does not start a new line.
     """
     with open_text(path) as f:
-        rows = csv.reader(f, delimiter=sep)
         try:
-            for cells in rows:
-                if rows.line_num <= header_line:
-                    continue
-                if len(cells) <= width:
-                    return
-                yield rows.line_num, cells
+            for line, cells in enumerate(csv.reader(f, delimiter=sep), start=1):
+                n = len(cells)
+                if line > header_line and n != width and (
+                        n > width or any(c.strip(f"{sep} \t\r\n") for c in cells)):
+                    yield line, cells
         except READ_ERRORS as exc:
             raise InvalidTrace(read_error(label, exc)) from None
         except csv.Error:

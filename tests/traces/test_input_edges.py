@@ -265,6 +265,64 @@ def test_extra_fields_in_a_header_less_format(tmp_path: Path) -> None:
                                        f"has 11 fields; expected 10{SKIP}")
 
 
+SHORT = ("missing fields are not read as empty ones: write every field, empty ones too")
+
+
+def test_a_row_with_too_few_fields_is_a_bad_row(tmp_path: Path) -> None:
+    # pandas pads a short line with empty cells: j2 would silently lose its user
+    p = write(tmp_path, f"{HEADER},user\nj1,0,1,10,alice\nj2,0,1,10\nj3,0,1,10,bob\n")
+    assert error_of(load_trace, p) == (
+        f"t.csv, row 2 (line 3): has 4 fields but the header has 5; {SHORT}")
+    t = load_trace(p, skip_bad_rows=True)
+    assert [(j.job_id, j.user) for j in t.jobs] == [("j1", "alice"), ("j3", "bob")]
+    assert t.bad_rows == 1
+
+
+def test_too_few_fields_in_a_reader_format(tmp_path: Path) -> None:
+    p = write(tmp_path, f"{POLLUX}\n2017-10-09 07:01:55,66.0,1,66.0,vc\n"
+                        "2017-10-09 07:01:56,60.0,1,60.0\n", name="ph.csv")
+    assert error_of(load_trace, p) == (
+        f"ph.csv, line 3, field (line): value '' has 4 fields but the header has 5; {SHORT}"
+        f"{SKIP}")
+    t = load_trace(p, skip_bad_rows=True)
+    assert [j.duration for j in t.jobs] == [66.0] and t.bad_rows == 1
+
+
+def test_too_few_fields_in_a_header_less_format(tmp_path: Path) -> None:
+    p = write(tmp_path, "j1,worker,4.0,Terminated,100.0,1100.0,600.0,29.3,100.0,V100\n"
+                        "j2,worker,1.0,Terminated,200.0,500.0,600.0,20.0,50.0\n",
+              name="pai_task_table.csv")
+    assert error_of(load_trace, p) == ("pai_task_table.csv, line 2, field (line): value '' "
+                                       f"has 9 fields; expected 10; {SHORT}{SKIP}")
+
+
+def test_too_few_fields_in_gzip_and_quoted_files(tmp_path: Path) -> None:
+    # a quoted field may hold the separator: such files are counted by the csv module
+    text = f'{HEADER},user\nj1,0,1,10,"a, b"\nj2,0,1,10\n'
+    for name, data in (("q.csv", text.encode()), ("q.csv.gz", gzip.compress(text.encode())),
+                       ("p.csv.gz", gzip.compress(text.replace('"a, b"', "ab").encode()))):
+        p = tmp_path / name
+        p.write_bytes(data)
+        assert error_of(load_trace, p) == (
+            f"{name}, row 2 (line 3): has 4 fields but the header has 5; {SHORT}")
+
+
+def test_a_line_of_only_separators_is_blank_not_short(tmp_path: Path) -> None:
+    p = write(tmp_path, f"{HEADER},user\nj1,0,1,10,alice\n,,\n \nj3,0,1,10,bob\n")
+    assert [j.job_id for j in load_trace(p).jobs] == ["j1", "j3"]
+
+
+def test_short_lines_across_scan_blocks(tmp_path: Path, monkeypatch) -> None:
+    # the field count scans a block at a time: lines cut by a block edge count whole
+    import traces.csv_stream as cs
+
+    monkeypatch.setattr(cs, "SCAN_BYTES", 7)
+    rows = "".join(f"j{i},0,1,10,u{i}\n" for i in range(40))
+    p = write(tmp_path, f"{HEADER},user\n{rows}j40,0,1,10\nj41,0,1,10,u\n")
+    assert error_of(load_trace, p) == (
+        f"t.csv, row 41 (line 42): has 4 fields but the header has 5; {SHORT}")
+
+
 def test_header_with_trailing_comma_and_empty_column_is_ignored(tmp_path: Path) -> None:
     p = write(tmp_path, f"{HEADER},\nj1,0,1,10,\nj2,0,1,10, \n")
     t = load_trace(p)
