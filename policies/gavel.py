@@ -33,9 +33,10 @@ allocation is recomputed when the set of jobs changed, at most every `reset_inte
 wants. Nothing starts between rounds; rounds go on while jobs wait and something can
 change (jobs run, a round started some, or failed nodes will come back). With
 `stop=preempt`, a job that never checkpoints loses its work at every switch, so rounds
-shorter than such jobs can keep them from ever finishing. Per-job priority weights and
-Gavel's deficit tie-break are not modelled (ties go to the larger allocation, then the
-earlier submission).
+shorter than such jobs can keep them from ever finishing: the engine fails such a job
+after `stop_retries` stops without checkpointed progress, so the run ends. Per-job
+priority weights and Gavel's deficit tie-break are not modelled (ties go to the larger
+allocation, then the earlier submission).
 """
 
 from __future__ import annotations

@@ -36,7 +36,8 @@ the restore overhead when it resumes; `preempt` loses the work done since the jo
 checkpoint (all of it for jobs without `checkpoint_interval`, as in the Philly traces,
 which on the bundled default trace costs LAS ~10,000 GPU-hours and 57% more mean JCT).
 With `promote_knob` > 0 and `preempt`, jobs that never checkpoint and thresholds below
-their length can livelock: each promotion preempts a job that then loses all its work.
+their length would livelock (each promotion preempts a job that then loses all its work):
+the engine fails such a job after `stop_retries` stops without checkpointed progress.
 
 Gittins index of service a with quantum D (`gittins_delta`, the simulator's 3250):
 P(S - a <= D | S > a) / E[min(S - a, D) | S > a] over a sample of job GPU times S: the
