@@ -12,9 +12,11 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -83,9 +85,11 @@ def test_skip_markers_are_well_formed():
 def test_every_policy_has_a_generated_page():
     from policies import policy_class, registered_policies
 
-    pages = _load_docs_pages().pages()
+    module = _load_docs_pages()
+    pages = module.pages()
     assert "policies/index.md" in pages
-    for name in registered_policies():
+    assert set(module.builtin_policies()) >= set(registered_policies()) - {"smallest-first"}
+    for name in module.builtin_policies():
         text = pages[f"policies/{name}.md"]
         cls = policy_class(name)
         assert text.startswith(f"# `{name}`")
@@ -113,6 +117,54 @@ def test_mkdocs_build_strict(tmp_path):
         assert (site / "policies" / name / "index.html").is_file(), name
     api = (site / "api" / "sim" / "index.html").read_text(encoding="utf-8")
     assert 'id="sim.engine.Simulation"' in api
+
+
+def _schedlab_commands(text: str) -> list[tuple[int, list[str]]]:
+    """(line, arguments) of every `schedlab ...` command in the bash blocks of a page."""
+    out = []
+    for line, code, _ in code_blocks(text, "bash"):
+        for i, row in enumerate(code.splitlines()):
+            for part in row.split("&&"):
+                words = shlex.split(part, comments=True)
+                if words and words[0] in ("schedlab", ".venv/bin/schedlab"):
+                    out.append((line + 1 + i, words[1:]))
+    return out
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
+def test_shell_commands_parse(page):
+    """Every `schedlab` command shown parses: its subcommand, options and choices exist.
+
+    Nothing is run; a path that exists only after an earlier command is not an error.
+    """
+    import click
+
+    from sim.app.cli import main
+
+    for line, args in _schedlab_commands(page.read_text(encoding="utf-8")):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)  # click's protected_args
+                cmd: click.Command = main
+                ctx = main.make_context("schedlab", list(args))
+                while isinstance(cmd, click.Group):
+                    rest = [*ctx.protected_args, *ctx.args]
+                    name, sub, rest = cmd.resolve_command(ctx, rest)
+                    assert sub is not None and name is not None
+                    ctx = sub.make_context(name, rest, parent=ctx)
+                    cmd = sub
+        except click.UsageError as e:
+            if "does not exist" not in e.format_message():
+                raise AssertionError(f"{page.name}:{line}: schedlab {shlex.join(args)}: "
+                                     f"{e.format_message()}") from None
+
+
+def test_every_trace_format_is_documented():
+    from traces import trace_formats
+
+    text = (DOCS / "traces.md").read_text(encoding="utf-8")
+    for name in trace_formats():
+        assert f"| `{name}` |" in text, name
 
 
 def test_contract_page_is_the_shared_spec():

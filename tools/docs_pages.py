@@ -103,7 +103,7 @@ def policy_page(name: str) -> str:
     lines += [
         "| | |", "|---|---|",
         f"| class | `{cls.__module__}.{cls.__qualname__}` |",
-        f"| follows | {_cell(_first_line(module.__doc__))} |",
+        f"| paper and scope | {_cell(_first_line(module.__doc__))} |",
         f"| default placer | `{placer or 'consolidated'}`"
         f"{'' if placer else ' (the engine default)'} |",
         f"| wakes on | {'a timer every ' + _show(period) + ' s, and ' if period else ''}"
@@ -126,7 +126,8 @@ def policy_page(name: str) -> str:
     if body:
         lines += ["## How it decides", "", body, ""]
     lines += ["## What it follows, and where it departs", "",
-              f"From the docstring of `{cls.__module__}`:", "", _markdown(module.__doc__), ""]
+              f"From the docstring of `{cls.__module__}`:", "",
+              f"**{_escape(_first_line(module.__doc__))}**", "", _body(module.__doc__), ""]
     if placer:
         pcls = PLACERS.get(placer)
         pmod = sys.modules[pcls.__module__]
@@ -137,7 +138,7 @@ def policy_page(name: str) -> str:
 
 def index_page() -> str:
     """The Markdown page listing every policy, the engine parameters and the placers."""
-    from policies import policy_class, registered_policies
+    from policies import policy_class
     from sim.engine_params import ENGINE_PARAMS
     from sim.registry import PLACERS
 
@@ -150,7 +151,7 @@ def index_page() -> str:
         "| policy | what it does |", "|---|---|",
     ]
     lines += [f"| [`{n}`]({n}.md) | {_cell(summary(policy_class(n)))} |"
-              for n in registered_policies()]
+              for n in builtin_policies()]
     lines += ["", "## Engine parameters", "",
               "Every policy takes these (`--param KEY=VALUE`, `params:` in a sweep, "
               "`params={...}` in Python).", "",
@@ -169,12 +170,26 @@ def index_page() -> str:
     return "\n".join(lines) + "\n"
 
 
+def builtin_policies() -> list[str]:
+    """The registered policies that ship with schedlab (plugins are not documented here)."""
+    from policies import policy_class, registered_policies
+    from sim.errors import SimError
+
+    out = []
+    for name in registered_policies():
+        try:
+            cls = policy_class(name)
+        except SimError:  # a broken plugin is not ours to document
+            continue
+        if cls.__module__.split(".")[0] == "policies":
+            out.append(name)
+    return out
+
+
 def pages() -> dict[str, str]:
     """Every generated page: its path under docs/ -> its Markdown."""
-    from policies import registered_policies
-
     out = {INDEX: index_page()}
-    for name in registered_policies():
+    for name in builtin_policies():
         out[f"policies/{name}.md"] = policy_page(name)
     return out
 
@@ -209,6 +224,30 @@ def on_files(files: Any, config: Any, **_: Any) -> Any:
             raise RuntimeError(f"docs/{path} exists: policy pages are generated, remove it")
         files.append(File.generated(config, path, content=text))
     return files
+
+
+INCLUDE = re.compile(r"^<!-- include: (?P<path>[^ ]+) -->$", re.M)
+"""A line that a page replaces with a file of the repository (its headings demoted)."""
+
+
+def include(path: str, depth: int = 2) -> str:
+    """A Markdown file of the repository, its headings `depth` levels down (fences kept)."""
+    file = (ROOT / path).resolve()
+    if ROOT not in file.parents or not file.is_file():
+        raise FileNotFoundError(f"include: no file {path} in the repository")
+    out, fence = [], False
+    for line in file.read_text(encoding="utf-8").splitlines():
+        if line.lstrip().startswith(("```", "~~~")):
+            fence = not fence
+        elif not fence and re.match(r"#{1,6} ", line):
+            line = "#" * depth + line
+        out.append(line)
+    return "\n".join(out)
+
+
+def on_page_markdown(markdown: str, **_: Any) -> str:
+    """MkDocs hook: replace each include line by the file it names (READMEs of the data)."""
+    return INCLUDE.sub(lambda m: include(m.group("path")), markdown)
 
 
 def main(argv: list[str]) -> int:
