@@ -56,8 +56,11 @@ def _markdown(doc: str | None) -> str:
     out: list[str] = []
     for line in text.splitlines():
         is_item = re.match(r"\s{0,3}([*+-]|\d+[.)])\s", line) is not None
-        if is_item and out and out[-1].strip() and not _is_item_block(out):
-            out.append("")
+        in_list = bool(out) and bool(out[-1].strip()) and _is_item_block(out)
+        if is_item and out and out[-1].strip() and not in_list:
+            out.append("")  # a list needs a blank line before it
+        elif in_list and not is_item and line.strip() and not line[0].isspace():
+            out.append("")  # an unindented line after a list starts a paragraph
         out.append(line)
     return _escape("\n".join(out))
 
