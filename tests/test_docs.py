@@ -128,6 +128,9 @@ def test_mkdocs_build_strict(tmp_path):
 
     for name in registered_policies():
         assert (site / "policies" / name / "index.html").is_file(), name
+    traces_page = (site / "traces" / "index.html").read_text(encoding="utf-8")
+    assert "generated: trace-formats" not in traces_page
+    assert "include: traces/data" not in traces_page
     api = (site / "api" / "sim" / "index.html").read_text(encoding="utf-8")
     assert 'id="sim.engine.Simulation"' in api
 

@@ -248,8 +248,38 @@ def include(path: str, depth: int = 2) -> str:
     return "\n".join(out)
 
 
+FORMATS = "<!-- generated: trace-formats -->"
+"""The line of a page that becomes the reader of each trace format, from its docstring."""
+
+
+def formats_markdown() -> str:
+    """One section per reader module: its formats, their options and its docstring."""
+    from traces.readers import TRACE_FORMATS
+
+    by_module: dict[str, list[Any]] = {}
+    for fmt in TRACE_FORMATS.values():
+        module = fmt.read.__module__
+        if module == "traces.readers":  # the canonical reader lives in traces.canonical
+            module = "traces.canonical"
+        by_module.setdefault(module, []).append(fmt)
+    lines: list[str] = []
+    for module, formats in by_module.items():
+        names = ", ".join(f"`{f.name}`" for f in formats)
+        lines += [f"### {names}", ""]
+        for f in formats:
+            options = ", ".join(f"`{o}`" for o in f.options)
+            lines.append(f"- `--trace-format {f.name}`: {_escape(f.description)}"
+                         + (f"; options (`options={{...}}` of `load_trace`): {options}"
+                            if options else ""))
+        lines += ["", f"From the docstring of `{module}`:", "",
+                  _markdown(sys.modules[module].__doc__), ""]
+    return "\n".join(lines)
+
+
 def on_page_markdown(markdown: str, **_: Any) -> str:
-    """MkDocs hook: replace each include line by the file it names (READMEs of the data)."""
+    """MkDocs hook: fill the include lines (READMEs of the data) and the formats line."""
+    if FORMATS in markdown:
+        markdown = markdown.replace(FORMATS, formats_markdown())
     return INCLUDE.sub(lambda m: include(m.group("path")), markdown)
 
 
