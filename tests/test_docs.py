@@ -129,6 +129,8 @@ def test_mkdocs_build_strict(tmp_path):
     traces_page = (site / "traces" / "index.html").read_text(encoding="utf-8")
     assert "generated: trace-formats" not in traces_page
     assert "include: traces/data" not in traces_page
+    cli = (site / "cli" / "index.html").read_text(encoding="utf-8")
+    assert "Usage: schedlab run [OPTIONS]" in cli
     api = (site / "api" / "sim" / "index.html").read_text(encoding="utf-8")
     assert 'id="sim.engine.Simulation"' in api
 

@@ -276,10 +276,39 @@ def formats_markdown() -> str:
     return "\n".join(lines)
 
 
+CLI = "<!-- generated: cli -->"
+"""The line of a page that becomes the `--help` of every command."""
+
+
+def cli_markdown() -> str:
+    """One section per command and subcommand of `schedlab`: its `--help`, as printed."""
+    import click
+
+    from sim.app.cli import main
+
+    lines: list[str] = []
+
+    def walk(cmd: click.Command, path: list[str], parent: click.Context | None) -> None:
+        ctx = click.Context(cmd, info_name=path[-1], parent=parent, terminal_width=96,
+                            max_content_width=96)
+        name = " ".join(path)
+        lines.extend([f"## `{name}`", "", "```text", cmd.get_help(ctx), "```", ""])
+        if isinstance(cmd, click.Group):
+            for sub in cmd.list_commands(ctx):
+                child = cmd.get_command(ctx, sub)
+                if child is not None and not child.hidden:
+                    walk(child, [*path, sub], ctx)
+
+    walk(main, ["schedlab"], None)
+    return "\n".join(lines)
+
+
 def on_page_markdown(markdown: str, **_: Any) -> str:
-    """MkDocs hook: fill the include lines (READMEs of the data) and the formats line."""
+    """MkDocs hook: fill the include lines (READMEs of the data) and the generated lines."""
     if FORMATS in markdown:
         markdown = markdown.replace(FORMATS, formats_markdown())
+    if CLI in markdown:
+        markdown = markdown.replace(CLI, cli_markdown())
     return INCLUDE.sub(lambda m: include(m.group("path")), markdown)
 
 
