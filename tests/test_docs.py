@@ -1,5 +1,5 @@
 """The documentation: the site builds strictly, every page's Python examples run, the
-generated policy pages cover the registry, and the contract page is the shared SPEC.
+generated policy pages cover the registry, and the contract page keeps every line of the shared SPEC.
 
 A Python block that is not meant to run (a fragment of a method, a signature sketch) is
 preceded by the line `<!-- docs-test: skip: WHY -->`; the reason is required. The blocks
@@ -183,8 +183,12 @@ def test_every_trace_format_is_documented():
         assert f"| `{name}` |" in text, name
 
 
-def test_contract_page_is_the_shared_spec():
-    """docs/contract.md holds the whole SPEC (plus its own note, markers, blank lines)."""
+def test_contract_page_keeps_the_shared_spec():
+    """docs/contract.md holds every line of the shared SPEC, in order; it may add more.
+
+    The project owns the contract now: additions (new commands, parameters, columns) go
+    on the page; a line of the shared SPEC is never dropped or reworded there.
+    """
     shared = Path(os.environ.get("SCHEDLAB_SHARED", ROOT.parent / "shared")) / "SPEC.md"
     if not shared.is_file():
         pytest.skip("no shared SPEC.md beside the repository: the page is the contract")
@@ -195,7 +199,10 @@ def test_contract_page_is_the_shared_spec():
     def lines(text: str) -> list[str]:
         return [line.rstrip() for line in text.splitlines() if line.strip()]
 
-    assert lines(page) == lines(shared.read_text(encoding="utf-8"))
+    have = iter(lines(page))
+    missing = [line for line in lines(shared.read_text(encoding="utf-8"))
+               if not any(line == got for got in have)]
+    assert not missing, f"SPEC lines missing from docs/contract.md (or out of order): {missing[:5]}"
 
 
 def test_readme_points_to_the_docs():
