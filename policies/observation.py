@@ -259,13 +259,16 @@ class Observer:
             out.extend((min(1.0, max(0.0, done)), squash(left)))
         else:
             out.extend((0.0, 0.0))
-        blocks = np.zeros((k, len(JOB_FEATURES)))
+        g = len(out)
+        f = len(JOB_FEATURES)
+        arr = np.zeros(g + k * f, dtype=np.float32)
+        arr[:g] = out
         m = len(point.jobs)
         if m:
             specs = [j.spec for j in point.jobs]
             n = np.array([s.num_gpus for s in specs], dtype=np.float64)
             wait = np.array([now - j.queued_since + j.queue_time for j in point.jobs])
-            b = blocks[:m]
+            b = arr[g:g + m * f].reshape(m, f)
             b[:, 0] = 1.0
             b[:, 1] = np.arange(m) / k
             b[:, 2] = n / (n + 8.0)
@@ -273,11 +276,10 @@ class Observer:
             b[:, 4] = _squash(wait)
             if cfg.durations:
                 dur = np.array([s.duration for s in specs])
-                share = np.array([s.gpu_share for s in specs])
                 b[:, 5] = _squash(dur)
-                b[:, 6] = _squash(dur * n * share)
+                b[:, 6] = _squash(dur * n * np.array([s.gpu_share for s in specs]))
             b[:, 7] = n == 0
-        return np.concatenate((np.array(out), blocks.ravel())).astype(np.float32)
+        return arr
 
 
 def _squash(x: np.ndarray) -> np.ndarray:

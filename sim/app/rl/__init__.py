@@ -11,7 +11,11 @@ model=FILE` (`policies.learned`, `policies.scorer`).
 
 from __future__ import annotations
 
-import gymnasium as gym
+try:
+    import gymnasium as gym
+except ImportError as e:  # pragma: no cover - depends on the install
+    raise ImportError("schedlab's Gym environment needs gymnasium: pip install "
+                      "'schedlab[rl]'") from e
 
 from sim.app.rl.agents import EpisodeOutcome, ModelAgent, PolicyAgent, RandomAgent, run_episode
 from sim.app.rl.env import ENV_ID, ClusterEnv, Episode
