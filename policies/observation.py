@@ -265,19 +265,19 @@ class Observer:
         arr[:g] = out
         m = len(point.jobs)
         if m:
-            specs = [j.spec for j in point.jobs]
-            n = np.array([s.num_gpus for s in specs], dtype=np.float64)
-            wait = np.array([now - j.queued_since + j.queue_time for j in point.jobs])
+            raw = np.array([(j.spec.num_gpus, now - j.queued_since + j.queue_time,
+                             j.spec.duration, j.spec.duration * j.spec.num_gpus
+                             * j.spec.gpu_share) for j in point.jobs])
+            n = raw[:, 0]
             b = arr[g:g + m * f].reshape(m, f)
             b[:, 0] = 1.0
             b[:, 1] = np.arange(m) / k
             b[:, 2] = n / (n + 8.0)
             b[:, 3] = np.minimum(1.0, n / free) if free else 1.0
-            b[:, 4] = _squash(wait)
             if cfg.durations:
-                dur = np.array([s.duration for s in specs])
-                b[:, 5] = _squash(dur)
-                b[:, 6] = _squash(dur * n * np.array([s.gpu_share for s in specs]))
+                b[:, 4:7] = _squash(raw[:, 1:4])  # wait, duration, GPU time
+            else:
+                b[:, 4] = _squash(raw[:, 1])
             b[:, 7] = n == 0
         return arr
 
