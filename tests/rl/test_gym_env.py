@@ -200,3 +200,22 @@ def test_stepping_a_plain_policy_gives_the_run_result():
     stepped = sim.result(run, 0.0)
     plain = Simulation(trace, TWO, "fifo-backfill").run()
     assert stepped.jobs.equals(plain.jobs) and stepped.events.equals(plain.events)
+
+
+def test_hidden_durations_zero_the_duration_features():
+    from policies.observation import GLOBAL_FEATURES, JOB_FEATURES
+
+    env = contended(durations=False)
+    obs, info = env.reset(seed=3)
+    g = len(GLOBAL_FEATURES)
+    jobs = obs[g:].reshape(env.cfg.k, len(JOB_FEATURES))
+    for name in ("duration", "gpu_time"):
+        assert not jobs[:, JOB_FEATURES.index(name)].any()
+    assert jobs[0, JOB_FEATURES.index("present")] == 1.0
+    agent = RandomAgent(0)
+    while True:
+        obs, _, term, _, info = env.step(agent(obs, info))
+        assert obs[GLOBAL_FEATURES.index("running_done")] == 0.0
+        assert obs[GLOBAL_FEATURES.index("running_left")] == 0.0
+        if term:
+            break
