@@ -78,6 +78,12 @@ def test_windows_of_a_trace_are_drawn_and_shifted_to_zero():
     assert min(s.submit_time for s in ep.trace.jobs) == 0.0
     _, info2 = env.reset(options={"start": 7, "sim_seed": 1})
     assert env.episode.start == 7 and env.episode.seed == 1
+    times = [j.submit_time for j in env.episode.trace.jobs]
+    fast = ClusterEnv("default", "default", window_jobs=25, load_scale=2)
+    fast.reset(options={"start": 7})
+    assert [j.submit_time for j in fast.episode.trace.jobs] == [t / 2 for t in times]
+    with pytest.raises(InvalidParameter, match="load_scale 0"):
+        ClusterEnv("default", "default", load_scale=0)
     with pytest.raises(InvalidParameter, match="start=5000"):
         env.reset(options={"start": 5000})
     with pytest.raises(InvalidParameter, match=r"reset options \['windw'\]"):

@@ -16,11 +16,16 @@ thread is used; simulated time, events and results are those of `Simulation.run`
   over simulated time between decision points (`sim.app.rl.driver.REWARDS`).
 * **Episodes**: `trace` a trace (name, path or Trace): each `reset` takes a window of
   `window_jobs` consecutive jobs (by submit time) starting at a job drawn from the
-  environment's seeded generator, shifted to start at 0; `trace="philly-like"` or
-  `"helios-like"`: each `reset` draws a fresh calibrated trace of `window_jobs` jobs at
-  offered `load` on the topology. The run's seed is drawn too, so `reset(seed=s)` gives
-  the same episode every time. `reset(options=...)` picks one instead: `trace` (a Trace
-  to replay whole), `start` (window start index), `sim_seed`, `advisor`.
+  environment's seeded generator, shifted to start at 0 (`load_scale` divides its
+  gaps between arrivals); `trace="philly-like"` or `"helios-like"`: each `reset` draws
+  a fresh calibrated trace of `window_jobs` jobs at offered `load` on the topology.
+  The defaults, 100-job philly-like traces at load 1.0 on one 8-GPU DGX-1
+  (`dgx1-v100`), give queues to learn from. A window starts on an empty cluster: on
+  the bundled default trace and topology (288 GPUs) windows of a few hundred jobs
+  hardly queue; take thousands (the whole trace is 3,000). The run's seed is drawn
+  too, so `reset(seed=s)` gives the same episode every time. `reset(options=...)` picks
+  one instead: `trace` (a Trace to replay whole), `start` (window start index),
+  `sim_seed`, `advisor`.
   The episode terminates when the run ends (every job final); `max_steps` truncates it.
 * **Comparing**: `result()` (after termination) is the episode's `SimResult`, the same
   metrics and files as `schedlab run`; `simulation(policy)` runs any registered policy
@@ -82,11 +87,12 @@ class ClusterEnv(gym.Env[np.ndarray, np.int64]):
 
     def __init__(
         self,
-        trace: str | Path | Trace = "default",
-        topology: str | Path | Topology = "default",
+        trace: str | Path | Trace = "philly-like",
+        topology: str | Path | Topology = "dgx1-v100",
         *,
-        window_jobs: int = 200,
-        load: float = 0.8,
+        window_jobs: int = 100,
+        load: float = 1.0,
+        load_scale: float = 1.0,
         k: int = 16,
         durations: bool = True,
         reward: str = "slowdown",
@@ -108,6 +114,11 @@ class ClusterEnv(gym.Env[np.ndarray, np.int64]):
         self.topology = topology if isinstance(topology, Topology) else load_topology(topology)
         self.profile: str | None = None
         self.load = float(load)
+        if isinstance(load_scale, bool) or not isinstance(load_scale, int | float) \
+                or not 0 < load_scale < float("inf"):
+            raise InvalidParameter(f"load_scale {load_scale!r}: expected a number > 0 "
+                                   "(2 halves the gaps between a window's arrivals)")
+        self.load_scale = float(load_scale)
         self._jobs: tuple[Any, ...] = ()
         if isinstance(trace, str) and trace in PROFILES:
             self.profile = trace
@@ -162,7 +173,8 @@ class ClusterEnv(gym.Env[np.ndarray, np.int64]):
                 or not 0 <= start < n:
             raise InvalidParameter(f"reset option start={start!r}: expected a job index "
                                    f"in 0..{n - 1}")
-        trace = shape(self.source, window=(self._jobs[start].submit_time, None), max_jobs=w)
+        trace = shape(self.source, window=(self._jobs[start].submit_time, None), max_jobs=w,
+                      load_scale=self.load_scale if self.load_scale != 1.0 else None)
         return Episode(trace, self._draw() if seed is None else int(seed), int(start))
 
     def _begin(self, episode: Episode, advisor: str | None) -> bool:
