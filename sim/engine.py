@@ -6,6 +6,13 @@ from the agenda (`sim.agenda`). At each instant the engine applies every due eve
 runs one scheduling pass, applying each decision the policy yields before asking for the
 next, and samples the cluster state if it changed. The run's state lives in parts
 (`sim.lifecycle.RunState`); this module validates and applies decisions.
+
+Control can be inverted for a stepping driver (the Gym environment, `sim.app.rl`): a
+policy may yield `Await` mid-pass instead of a decision; the loop then waits on a SimPy
+event that only `Run.advance` triggers, so the driver runs the simulation from one such
+point to the next (`Simulation.start`, `Run.advance`, `Simulation.result`) without a
+thread and without a second copy of the loop. `Simulation.run` refuses a policy that
+awaits: it has nobody to answer.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from sim.errors import InvalidDecision, InvalidParameter
 from sim.jobstate import PENDING, RUNNING, JobState, transition
 from sim.lifecycle import RunState
 from sim.model import (
+    Await,
     Decision,
     EventKind,
     JobSpec,
@@ -60,6 +68,7 @@ class Run(RunState):
         self.progress_cb = progress
         self.ctx = SchedContext(self)
         self.idle_passes = 0  # passes in a row with nothing running and nothing started
+        self.paused: simpy.Event | None = None  # set while the policy awaits (`advance`)
 
     # --- decisions ---
 
@@ -328,6 +337,10 @@ class Run(RunState):
                 self.on_entry(entry)
             before = self.decisions
             for d in policy.schedule(self.ctx):
+                if isinstance(d, Await):  # hand control to the driver (`advance`)
+                    self.paused = env.event()
+                    yield self.paused
+                    continue
                 self.apply(d)
             if self.futile:
                 self.fail_futile()
@@ -341,6 +354,25 @@ class Run(RunState):
     def sample(self) -> None:
         """Add a timeline row if the cluster or the queue changed."""
         self.recorder.sample(self.cluster, self.queue, len(self.running))
+
+    def advance(self) -> bool:
+        """Run to the policy's next `Await` (True) or to the end of the run (False).
+
+        For stepping drivers, after `Simulation.start`: each call first resumes the
+        pass the policy paused (it reads its answer from wherever the driver left it),
+        then steps the SimPy environment until the policy awaits again or the run ends.
+        Simulated time, events and results are those of `Simulation.run`.
+        """
+        env = self.env
+        if self.paused is not None:
+            ev, self.paused = self.paused, None
+            ev.succeed()
+        while self.paused is None:
+            try:
+                env.step()
+            except simpy.core.EmptySchedule:
+                return False
+        return True
 
 
 class Simulation:
@@ -393,17 +425,36 @@ class Simulation:
         self.jobs: tuple[JobSpec, ...] = jobs
         self.max_jobs = max_jobs
 
-    def run(self, until: float | None = None,
-            progress: Callable[[float], None] | None = None) -> Any:
-        """Simulate until every job is final (or `until` seconds); return a SimResult."""
-        from sim.results import build_result
+    def start(self, until: float | None = None,
+              progress: Callable[[float], None] | None = None) -> Run:
+        """A run ready to go: policy attached, loop registered, nothing simulated yet.
 
+        `run()` drives it to the end at once; a stepping driver calls `Run.advance()`
+        until it returns False, then `result(run, wall_seconds)`.
+        """
         if until is not None and until < 0:
             raise InvalidParameter(f"until {until}: expected seconds >= 0")
-        wall0 = _time.perf_counter()
         run = Run(self, until, progress)
         self.policy.attach(run.ctx)
         run.env.process(run.process())
+        return run
+
+    def result(self, run: Run, wall_seconds: float) -> Any:
+        """The SimResult of a run that has ended (`Run.advance` returned False)."""
+        from sim.results import build_result
+
+        end = run.env.now if run.until is None else max(run.env.now, run.until)
+        return build_result(self, run, end, wall_seconds)
+
+    def run(self, until: float | None = None,
+            progress: Callable[[float], None] | None = None) -> Any:
+        """Simulate until every job is final (or `until` seconds); return a SimResult."""
+        wall0 = _time.perf_counter()
+        run = self.start(until, progress)
         run.env.run()
-        end = run.env.now if until is None else max(run.env.now, until)
-        return build_result(self, run, end, _time.perf_counter() - wall0)
+        if run.paused is not None:
+            raise InvalidDecision(
+                f"policy {self.policy.name!r} yielded Await (it waits for an answer from "
+                "outside the run): drive it with Simulation.start() and Run.advance(), as "
+                "the Gym environment (sim.app.rl) does")
+        return self.result(run, _time.perf_counter() - wall0)

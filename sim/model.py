@@ -258,6 +258,18 @@ class Reject:
 
 Decision = Start | Preempt | Suspend | Resume | Migrate | Resize | Reject
 
+
+@dataclass(frozen=True, slots=True)
+class Await:
+    """Not a decision: the policy hands control out of the run, mid-pass, for an answer.
+
+    A stepping driver (`sim.engine.Run.advance`, e.g. the Gym environment) yields it
+    back to its caller and resumes the pass when asked; `Simulation.run` has nobody to
+    answer and refuses it. Nothing of the run changes while it waits.
+    """
+
+    reason: str = ""
+
 # Priority level names accepted in the trace's `priority` column (the HAI platform's
 # levels); AUTO (-1) takes the highest level at which the user still has quota room.
 PRIORITY_NAMES: dict[str, int] = {

@@ -138,6 +138,7 @@ POLICIES = Registry("policy", "schedlab.policies", {
     "fgd": "policies.fgd:FgdPolicy",
     "gavel-mmf": "policies.gavel:GavelPolicy",
     "gavel-mmf-agnostic": "policies.gavel:GavelAgnosticPolicy",
+    "learned": "policies.learned:LearnedPolicy",
 }, UnknownPolicy)
 """Scheduling policies (`Policy` subclasses)."""
 

@@ -5,5 +5,6 @@ public API (`sim.engine.Simulation`, `traces.load_trace`, `topologies.load_topol
 Modules: `cli` (the click group and `run`, `policies`, `topology`), `cli_trace`
 (`trace inspect`, `trace convert`), `cli_research` (`sweep`, `plot`, `check`), `common`
 (error exit, policy folder names), `sweep` (the public face of `sweep_file`,
-`sweep_values`, `sweep_run` and `sweep_summary`), `plots` (with `plot_runs`) and `check`.
+`sweep_values`, `sweep_run` and `sweep_summary`), `plots` (with `plot_runs`), `check`,
+and `rl`, the Gymnasium environment `schedlab/Cluster-v0` (optional extra `rl`).
 """

@@ -1,4 +1,8 @@
-"""The notebooks: stored without outputs, and each runs top to bottom (nbclient)."""
+"""The notebooks: stored without outputs, and each runs top to bottom (nbclient).
+
+`SCHEDLAB_NOTEBOOK_QUICK=1` asks notebooks with a training budget (learned_scheduler)
+for their short version, so the suite stays fast.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +12,10 @@ import nbformat
 import pytest
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
-NAMES = ["policy_comparison", "quickstart", "sweep_analysis"]
+NAMES = ["learned_scheduler", "policy_comparison", "quickstart", "sweep_analysis"]
 
 
-def test_the_three_notebooks_are_there():
+def test_the_notebooks_are_there():
     assert sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb")) == NAMES
 
 
@@ -25,9 +29,10 @@ def test_notebook_is_stored_without_outputs(name):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_notebook_runs_top_to_bottom(name, tmp_path):
+def test_notebook_runs_top_to_bottom(name, tmp_path, monkeypatch):
     from nbclient import NotebookClient
 
+    monkeypatch.setenv("SCHEDLAB_NOTEBOOK_QUICK", "1")
     nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
     client = NotebookClient(nb, timeout=120, kernel_name="python3",
                             resources={"metadata": {"path": str(tmp_path)}})
