@@ -1,5 +1,6 @@
 """The documentation: the site builds strictly, every page's Python examples run, the
-generated policy pages cover the registry, and the contract page keeps every line of the shared SPEC.
+generated policy pages cover the registry, and the contract page keeps every line of the
+shared SPEC.
 
 A Python block that is not meant to run (a fragment of a method, a signature sketch) is
 preceded by the line `<!-- docs-test: skip: WHY -->`; the reason is required. The blocks
