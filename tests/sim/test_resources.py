@@ -433,3 +433,16 @@ def test_cpu_only_job_waits_for_its_only_node_to_be_repaired(tmp_path):
                         params={"failures": str(f)}).run())
     assert (j.loc["a", "status"], j.loc["a", "start_time"], j.loc["a", "end_time"]) == (
         "completed", 500.0, 600.0)
+
+
+@pytest.mark.parametrize("policy", ["drf", "quota-priority"])
+def test_request_classes_tell_disk_apart(policy):
+    # 4 GPUs, 60 GB disk: x (u2) holds 2 GPUs and 40 GB 0..100. At 1, a (u1, 30 GB, tried
+    # first: u1 has the lower share) does not fit the 20 GB left; b (u2, 10 GB, otherwise
+    # the same request) does: b starts at 1, not after x at 100
+    topo = uniform_topology(1, gpus_per_switch=4, disk_gb=60)
+    trace = make_trace(JobSpec("x", 0.0, 2, 100.0, disk_gb=40, user="u2"),
+                       JobSpec("a", 1.0, 1, 10.0, disk_gb=30, user="u1"),
+                       JobSpec("b", 1.0, 1, 10.0, disk_gb=10, user="u2"))
+    j = rows(Simulation(trace, topo, policy).run())
+    assert list(j.loc[["x", "a", "b"], "start_time"]) == [0.0, 100.0, 1.0]
