@@ -22,7 +22,10 @@ Choices and simplifications, stated (where this departs from the paper):
   does not pay needless locality slowdowns; a share goes on the best partly used GPU.
 * A task larger than a node cannot be scored per node: it goes to `fallback`
   (consolidated by default, the engine's default placer). CPU-only pods are left out of
-  the workload (as the authors' default typical pods leave them out).
+  the workload: in the authors' experiments they are in it, but a CPU-only shape counts
+  all of a node's free GPU capacity as fragmented whether it fits or not, which moves
+  every candidate's gradient by the same amount (its probability x the task's GPUs) and
+  so never changes the choice.
 * A CPU-only job that asks for CPUs, memory or disk is placed as the authors' scorer does
   it: on the node whose fragmentation grows least when those CPUs are gone (a node
   without GPUs, or with none free, grows none), ties as above (so nodes without free GPU
