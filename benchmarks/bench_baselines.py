@@ -5,12 +5,13 @@
    loading excluded), engine events per job, and the summary metrics. Each run is its own
    subprocess. On the `philly` topology (2,490 GPUs) the full table barely queues, so
    `--philly-topology uniform:56` (448 GPUs) gives the contended variant.
-2. openb "fill" (the FGD paper's experiment): GPU pods sampled with replacement (seed 0)
-   from `openb_pod_list_default.csv` arrive one a second and never leave, on the openb GPU
-   nodes, until 130% of the cluster's GPU capacity has been asked for. Reported: the
-   fraction of GPU capacity left unallocated when the arrived requests reach 90..130% of
-   capacity, for `fgd` and for `fifo-backfill` with the `pack` and `consolidated` placers
-   (same arrival-order-with-backfill scheduling; only the placement differs).
+2. openb "fill" (the FGD paper's experiment, as `bench_fgd.py` runs it, one seed): the
+   openb pods (CPU-only ones included) shuffled and tuned to 130% of the GPU capacity
+   arrive one a second and never leave, on the openb GPU nodes. Reported: the % of GPU
+   capacity left unallocated when the arrived requests reach 90..130% of capacity, for
+   `fgd` and for `fifo-backfill` with the `pack` and `consolidated` placers (same
+   arrival-order-with-backfill scheduling; only the placement differs). Several seeds
+   and the FGD authors' baselines: `bench_fgd.py`.
 
     python benchmarks/bench_baselines.py [--trace default --trace philly] [--policy P ...]
         [--philly-topology philly|uniform:N] [--skip-openb] [--timeout S] [--json OUT]
@@ -81,51 +82,12 @@ def one(trace: str, policy: str, philly_topology: str) -> dict:
     return row
 
 
-def fill_trace(sample_seed: int = 0, over: float = 1.3):
-    """openb GPU pods sampled until `over` x capacity is asked for; never leaving."""
-    import dataclasses
-
-    import numpy as np
-
-    from topologies.openb import read_openb_nodes
-    from traces import load_trace
-    from traces.base import Trace
-
-    pods = [j for j in load_trace(OPENB / "openb_pod_list_default.csv").jobs if j.num_gpus]
-    topo = read_openb_nodes(OPENB / "openb_node_list_gpu_node.csv")
-    rng = np.random.default_rng(sample_seed)
-    jobs, asked = [], 0.0
-    while asked < over * topo.num_gpus:
-        p = pods[int(rng.integers(len(pods)))]
-        jobs.append(dataclasses.replace(p, job_id=f"fill{len(jobs)}",
-                                        submit_time=float(len(jobs)), duration=1e9,
-                                        depends_on=()))
-        asked += p.num_gpus * p.gpu_share
-    return Trace("openb-fill", tuple(jobs)), topo
-
-
 def openb_fill(label: str) -> dict:
-    """One placement on the openb fill experiment, in this process."""
-    import numpy as np
+    """One placement on the FGD authors' openb experiment (seed 42), in this process."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_fgd import one as fgd_run
 
-    from sim.engine import Simulation
-
-    trace, topo = fill_trace()
-    policy, params = {"fgd": ("fgd", {}), "pack": ("fifo-backfill", {"placer": "pack"}),
-                      "consolidated": ("fifo-backfill", {})}[label]
-    t0 = time.perf_counter()
-    r = Simulation(trace, topo, policy, params=params).run(until=float(len(trace.jobs)))
-    wall = time.perf_counter() - t0
-    asked = np.cumsum([j.num_gpus * j.gpu_share for j in trace.jobs])
-    tl = r.timeline
-    row = {"placement": label, "pods": len(trace.jobs), "gpus": topo.num_gpus,
-           "wall_s": round(wall, 2)}
-    for frac in (0.9, 1.0, 1.1, 1.2, 1.3):
-        k = min(int(np.searchsorted(asked, frac * topo.num_gpus)), len(trace.jobs) - 1)
-        at = tl[tl.time <= k].iloc[-1]
-        row[f"unalloc@{int(frac * 100)}%"] = round(1.0 - at.gpus_busy / at.gpus_total, 4)
-    row["pods_placed"] = int(r.jobs.start_time.notna().sum())
-    return row
+    return fgd_run(label, 42, "gpu")
 
 
 def run_child(args: list[str], timeout: float) -> dict | None:

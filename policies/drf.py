@@ -264,7 +264,8 @@ class DrfPolicy(Policy):
                 add(after, Resources.demand(s))
                 if self.res.share(after) / t.weight > level + EPS:
                     continue
-            cls = (s.num_gpus, s.task_gpus, s.gpu_type, s.gpu_share, s.num_cpus, s.mem_gb)
+            cls = (s.num_gpus, s.task_gpus, s.gpu_type, s.gpu_share, s.num_cpus, s.mem_gb,
+                   s.disk_gb)
             got = None if cls in failed else ctx.place(job)
             if got is None or isinstance(got, Unschedulable):
                 failed.add(cls)

@@ -52,7 +52,8 @@ _NO_ROOM = Unschedulable("not enough free GPUs now", True)
 
 def class_key(s: JobSpec) -> tuple:
     """Jobs with the same key fit or fail to fit in exactly the same cluster state."""
-    return (s.num_gpus, s.task_gpus, s.gpu_type, s.gpu_share, s.num_cpus, s.mem_gb)
+    return (s.num_gpus, s.task_gpus, s.gpu_type, s.gpu_share, s.num_cpus, s.mem_gb,
+            s.disk_gb)
 
 
 def is_elastic(s: JobSpec) -> bool:

@@ -147,6 +147,9 @@ PLACERS = Registry("placer", "schedlab.placers", {
     "pack": "policies.placement.pack:PackPlacer",
     "first-fit": "policies.placement.first_fit:FirstFitPlacer",
     "fgd": "policies.placement.fgd:FgdPlacer",
+    "best-fit": "policies.placement.best_fit:BestFitPlacer",
+    "gpu-packing": "policies.placement.gpu_packing:GpuPackingPlacer",
+    "dot-product": "policies.placement.dot_product:DotProductPlacer",
 })
 """Placers (classes following `sim.interfaces.Placer`, built with no arguments)."""
 

@@ -76,8 +76,9 @@ def describe(topology: Topology) -> str:
     counts = t.level_counts()
     lines.append("levels: " + ", ".join(f"{k} {v}" for k, v in reversed(counts.items())))
     kinds = Counter((n.gpu_type, n.num_gpus) for n in t.nodes)
-    lines.append("nodes: " + ", ".join(f"{_plural(c, 'node')} of {g} x {ty or '(none)'}"
-                                       for (ty, g), c in kinds.items()))
+    lines.append("nodes: " + ", ".join(
+        f"{_plural(c, 'node')} of {g} x {ty or '(none)'}" if g else
+        f"{_plural(c, 'CPU-only node')} (no GPU)" for (ty, g), c in kinds.items()))
     lines.append("gpu types: " + ", ".join(f"{ty} {c}" for ty, c in t.gpu_types.items()))
     if t.vcs:
         lines.append("virtual clusters:")
@@ -132,6 +133,9 @@ def _describe_tree(t: Topology) -> list[str]:
             n = t.nodes[c.node]
             extra = (f", {n.disk_gb:g} GB disk" if n.disk_gb else "") + (
                 ", ethernet" if n.ethernet else "")
+            if not n.num_gpus:
+                return (f"node {c.name}{kind}  [CPU-only: no GPU, {n.num_cpus:g} CPUs, "
+                        f"{n.mem_gb:g} GB{extra}]")
             return (f"node {c.name}{kind}  [{n.num_gpus} x {n.gpu_type}, {n.num_cpus:g} CPUs, "
                     f"{n.mem_gb:g} GB, {n.gpu_mem_gb:g} GB/GPU{extra}]")
         return f"{c.level.label} {c.name}{kind}  [{c.num_gpus} GPUs]"

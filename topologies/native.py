@@ -211,22 +211,28 @@ def _group_nodes(file: str | Path, group: Any, where: str, first: int) -> list[C
         raise InvalidTopology(f"{file}: {where}.count: missing; allowed: an integer >= 1")
     count = require_int(file, group["count"], f"{where}.count")
     g = {**GROUP_DEFAULTS, **group}
-    gpu_type = require_name(file, g["gpu_type"], f"{where}.gpu_type")
-    attrs: dict[str, Any] = {"gpu_type": gpu_type}
-    for key in ("num_cpus", "mem_gb", "gpu_mem_gb", "disk_gb"):
-        attrs[key] = require_number(file, g[key], f"{where}.{key}")
-    attrs["interconnect"] = require_choice(file, g["interconnect"], f"{where}.interconnect",
-                                           INTERCONNECTS)
     if "gpus_per_node" in group:
         shape = [k for k in ("sockets", "switches_per_socket", "gpus_per_switch") if k in group]
         if shape:
             raise bad_value(file, f"{where}.gpus_per_node", group["gpus_per_node"],
                             f"either gpus_per_node or {'/'.join(shape)}, not both")
         dims: tuple[int, ...] = (
-            1, 1, require_int(file, group["gpus_per_node"], f"{where}.gpus_per_node"))
+            1, 1, require_int(file, group["gpus_per_node"], f"{where}.gpus_per_node", 0))
     else:
-        dims = tuple(require_int(file, g[k], f"{where}.{k}")
+        dims = tuple(require_int(file, g[k], f"{where}.{k}", 0 if k == "gpus_per_switch" else 1)
                      for k in ("sockets", "switches_per_socket", "gpus_per_switch"))
+    cpu_only = dims[2] == 0  # a CPU-only node group: no GPU type, no GPU memory
+    for key in ("gpu_type", "gpu_mem_gb"):
+        if cpu_only and key in group:
+            raise bad_value(file, f"{where}.{key}", group[key],
+                            "nothing: a group of 0-GPU (CPU-only) nodes has no GPUs")
+    gpu_type = "" if cpu_only else require_name(file, g["gpu_type"], f"{where}.gpu_type")
+    attrs: dict[str, Any] = {"gpu_type": gpu_type}
+    for key in ("num_cpus", "mem_gb", "gpu_mem_gb", "disk_gb"):
+        attrs[key] = 0.0 if cpu_only and key == "gpu_mem_gb" else require_number(
+            file, g[key], f"{where}.{key}")
+    attrs["interconnect"] = require_choice(file, g["interconnect"], f"{where}.interconnect",
+                                           INTERCONNECTS)
     return [node_cell(f"node{first + i}", attrs, *dims) for i in range(count)]
 
 

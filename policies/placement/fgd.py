@@ -21,8 +21,16 @@ Choices and simplifications, stated (where this departs from the paper):
 * Inside a node, whole GPUs come from its tightest cell (switch, then socket), so FGD
   does not pay needless locality slowdowns; a share goes on the best partly used GPU.
 * A task larger than a node cannot be scored per node: it goes to `fallback`
-  (consolidated by default, the engine's default placer). CPU-only pods, which add the
-  same amount to every node's gradient, are left out of the workload.
+  (consolidated by default, the engine's default placer). CPU-only pods are left out of
+  the workload: in the authors' experiments they are in it, but a CPU-only shape counts
+  all of a node's free GPU capacity as fragmented whether it fits or not, which moves
+  every candidate's gradient by the same amount (its probability x the task's GPUs) and
+  so never changes the choice.
+* A CPU-only job that asks for CPUs, memory or disk is placed as the authors' scorer does
+  it: on the node whose fragmentation grows least when those CPUs are gone (a node
+  without GPUs, or with none free, grows none), ties as above (so nodes without free GPU
+  capacity first, then the lowest index); the other placers best-fit CPU-only jobs by
+  free CPUs (`place_host`).
 * The tasks of a gang are placed one by one, each by FGD on the state the earlier ones
   leave, on a scratch twin of the cluster (`sandbox()`): the placer never changes the
   state it reads.
@@ -43,11 +51,25 @@ from typing import Any
 
 from sortedcontainers import SortedList
 
-from policies.placement.base import candidate_types, host_need, host_text, reject_early
+from policies.placement.base import (
+    candidate_types,
+    host_need,
+    host_text,
+    place_host,
+    reject_early,
+)
 from policies.placement.consolidated import ConsolidatedPlacer
 from sim.fragmentation import unusable_gpus
 from sim.interfaces import ClusterView, Placer
-from sim.model import MILLI, JobSpec, Level, Placement, Unschedulable, job_milli
+from sim.model import (
+    MILLI,
+    HostPlacement,
+    JobSpec,
+    Level,
+    Placement,
+    Unschedulable,
+    job_milli,
+)
 
 __all__ = ["FgdPlacer", "NodeGroups", "ShapeCounter", "node_fragmentation", "shape_of"]
 
@@ -126,7 +148,10 @@ def _pick(cluster: ClusterView, cell: int, n: int) -> list[int]:
 
 
 class NodeGroups:
-    """Healthy GPU nodes of one cluster grouped by scoring state, kept current node by node.
+    """Healthy nodes of one cluster grouped by scoring state, kept current node by node.
+
+    Nodes without GPUs are grouped too (state `('', 0, 0, (), free CPUs)`): only CPU-only
+    jobs are placed on them.
 
     Holds that cluster's change set (`watch()`), not the cluster itself.
     """
@@ -150,8 +175,6 @@ class NodeGroups:
         gf = cluster.gpu_free
         for i in nodes:
             spec = topo.nodes[i]
-            if not spec.num_gpus:
-                continue
             cell = topo.cells[spec.cell]
             frees = tuple(gf[cell.gpu_lo:cell.gpu_hi])
             cpu = cluster.node_cpu_free[i] if spec.num_cpus > 0 else math.inf
@@ -269,6 +292,8 @@ class FgdPlacer:
 
     def place(self, job: JobSpec, cluster: ClusterView) -> Placement:
         """GPU indices for the whole gang, or Unschedulable (Placer protocol)."""
+        if job.num_gpus == 0:
+            return self._host(job, cluster)
         types = candidate_types(job, cluster)
         early = reject_early(job, cluster, types)
         if early is not None:
@@ -279,9 +304,7 @@ class FgdPlacer:
         n = job.task_gpus
         if n > max(cluster.max_node_gpus.get(t, 0) for t in types):
             return self.fallback.place(job, cluster)
-        workload = self.workload()
-        if workload is not self._for:
-            self._frag, self._best, self._for = {}, {}, workload
+        self._refresh()
         got = self._task(job, cluster, types, n, job_milli(job)) if job.num_tasks == 1 \
             else self._gang(job, cluster, types, n)
         if got is None:
@@ -289,6 +312,29 @@ class FgdPlacer:
                 f"no node fits {job.num_gpus} GPUs{host_text(job)} now "
                 f"({cluster.free_whole} free)", True)
         return tuple(sorted(got))
+
+    def _refresh(self) -> None:
+        """Drop the cached scores when the workload they were computed for changed."""
+        workload = self.workload()
+        if workload is not self._for:
+            self._frag, self._best, self._for = {}, {}, workload
+
+    def _host(self, job: JobSpec, cluster: ClusterView) -> Placement:
+        """A CPU-only job: the node scored best for its CPUs (n = 0 GPUs), with its memory."""
+        cpus, mem, disk = host_need(job, 0)
+        if cpus <= 0 and mem <= 0 and disk <= 0:
+            return ()
+        self._refresh()
+        groups = self.groups_for(cluster)
+        scored = []
+        for state, members in groups.groups.items():
+            opt = self.option(state, 0, MILLI, cpus)
+            if opt is not None:
+                scored.append((opt[0], opt[1], members[0], opt[2], state))
+        best = self._choose(cluster, groups, scored, mem, disk)
+        if best is None:  # no node has room: place_host says why
+            return place_host(job, cluster)
+        return HostPlacement(best[0])
 
     def groups_for(self, cluster: ClusterView) -> NodeGroups:
         """The node groups of this cluster object, brought up to date."""
@@ -350,9 +396,22 @@ class FgdPlacer:
             opt = self.option(state, n, milli, cpus)
             if opt is not None:
                 scored.append((opt[0], opt[1], groups.groups[state][0], opt[2], state))
+        best = self._choose(cluster, groups, scored, mem, disk)
+        if best is None:
+            return None
+        return self._gpus_on(cluster, best[0], best[1], n if milli == MILLI else 1)
+
+    @staticmethod
+    def _choose(cluster: ClusterView, groups: NodeGroups, scored: list, mem: float,
+                disk: float) -> tuple[int, int] | None:
+        """(node, room) of the best scored state with a node that has `mem` and `disk` free.
+
+        `scored` holds (score, left, first node, room, state), lower is better; among
+        equal (score, left) the lowest node that fits wins.
+        """
         scored.sort()
         i = 0
-        while i < len(scored):  # equal (gradient, left): the lowest node that fits wins
+        while i < len(scored):
             j = i
             while j < len(scored) and scored[j][:2] == scored[i][:2]:
                 j += 1
@@ -366,7 +425,7 @@ class FgdPlacer:
                         best = (node, room)
                         break
             if best is not None:
-                return self._gpus_on(cluster, best[0], best[1], n if milli == MILLI else 1)
+                return best
             i = j
         return None
 

@@ -212,11 +212,14 @@ def test_engine_validates_host_resources_of_a_gpu_start():
 
 
 def test_placers_all_place_cpu_only_jobs_the_same_way():
+    # node1 (no GPU, 16 CPUs) for all but dot-product, which takes the node whose free
+    # CPUs align least with the ask: node0 (8 CPUs: 8 x 4 < 16 x 4)
     topo = mixed_topology()
     job = cpu_job("a", num_cpus=4, mem_gb=8)
     for name in sorted(PLACERS):
         got = PLACERS.get(name)().place(job, ClusterState(topo))
-        assert isinstance(got, HostPlacement) and got.node == 1, name
+        want = 0 if name == "dot-product" else 1
+        assert isinstance(got, HostPlacement) and got.node == want, name
     assert PLACERS.get("pack")().place(cpu_job("b"), ClusterState(topo)) == ()
     busy = ClusterState(topo)
     busy.allocate_host(5, 1, 16.0, 0.0, 0.0)
@@ -433,3 +436,16 @@ def test_cpu_only_job_waits_for_its_only_node_to_be_repaired(tmp_path):
                         params={"failures": str(f)}).run())
     assert (j.loc["a", "status"], j.loc["a", "start_time"], j.loc["a", "end_time"]) == (
         "completed", 500.0, 600.0)
+
+
+@pytest.mark.parametrize("policy", ["drf", "quota-priority"])
+def test_request_classes_tell_disk_apart(policy):
+    # 4 GPUs, 60 GB disk: x (u2) holds 2 GPUs and 40 GB 0..100. At 1, a (u1, 30 GB, tried
+    # first: u1 has the lower share) does not fit the 20 GB left; b (u2, 10 GB, otherwise
+    # the same request) does: b starts at 1, not after x at 100
+    topo = uniform_topology(1, gpus_per_switch=4, disk_gb=60)
+    trace = make_trace(JobSpec("x", 0.0, 2, 100.0, disk_gb=40, user="u2"),
+                       JobSpec("a", 1.0, 1, 10.0, disk_gb=30, user="u1"),
+                       JobSpec("b", 1.0, 1, 10.0, disk_gb=10, user="u2"))
+    j = rows(Simulation(trace, topo, policy).run())
+    assert list(j.loc[["x", "a", "b"], "start_time"]) == [0.0, 100.0, 1.0]

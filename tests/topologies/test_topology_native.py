@@ -181,7 +181,11 @@ BASE = "nodes:\n  - count: 2\n"
     ("nodes:\n  - count: 1\n    mem_gb: lots\n", "nodes[0].mem_gb", "lots"),
     ("nodes:\n  - count: 1\n    num_cpus: -4\n", "nodes[0].num_cpus", "-4"),
     ("nodes:\n  - count: 1\n    gpu_mem_gb: .nan\n", "nodes[0].gpu_mem_gb", "nan"),
-    ("nodes:\n  - count: 1\n    gpus_per_node: 0\n", "nodes[0].gpus_per_node", "0"),
+    ("nodes:\n  - count: 1\n    gpus_per_node: -1\n", "nodes[0].gpus_per_node", "-1"),
+    ("nodes:\n  - count: 1\n    gpus_per_node: 0\n    gpu_type: V100\n",
+     "nodes[0].gpu_type", "V100"),
+    ("nodes:\n  - count: 1\n    gpus_per_switch: 0\n    gpu_mem_gb: 16\n",
+     "nodes[0].gpu_mem_gb", "16"),
     ("nodes:\n  - count: 1\n    gpus_per_node: 4\n    sockets: 2\n",
      "nodes[0].gpus_per_node", "4"),
     ("nodes:\n  - 3\n", "nodes[0]", "3"),
@@ -233,3 +237,52 @@ def test_malformed_yaml_names_file_and_line(tmp_path):
 def test_unreadable_file(tmp_path):
     with pytest.raises(InvalidTopology, match="missing.yaml"):
         read_native(tmp_path / "missing.yaml")
+
+
+# --- CPU-only node groups (0 GPUs a node) ---
+
+MIXED = """
+name: mixed
+nodes:
+  - {count: 1, gpus_per_node: 2, num_cpus: 8, mem_gb: 64}
+  - {count: 1, gpus_per_switch: 0, num_cpus: 16, mem_gb: 64}
+  - {count: 1, gpus_per_node: 0, num_cpus: 32}
+"""
+
+
+def test_cpu_only_groups_have_no_gpus_type_or_gpu_memory(tmp_path):
+    t = read_native(write(tmp_path, MIXED))
+    assert [n.num_gpus for n in t.nodes] == [2, 0, 0]
+    assert [n.gpu_type for n in t.nodes] == ["V100", "", ""]
+    assert [n.gpu_mem_gb for n in t.nodes] == [32.0, 0.0, 0.0]
+    assert [n.num_cpus for n in t.nodes] == [8.0, 16.0, 32.0]
+    assert t.num_gpus == 2 and dict(t.gpu_types) == {"V100": 2}
+
+
+def test_cpu_only_job_lands_on_the_cpu_node_and_gpu_jobs_never_do(tmp_path):
+    from conftest import make_trace
+
+    from sim.engine import Simulation
+    from sim.model import JobSpec
+
+    t = read_native(write(tmp_path, MIXED))
+    # c (12 CPUs) best-fits node1 (16 CPUs, no GPU); g1 and g2 (1 GPU, 4 CPUs each) can
+    # only go on node0's GPUs; g3 waits for a GPU although node1/node2 have CPUs free
+    trace = make_trace(JobSpec("c", 0.0, 0, 100.0, num_cpus=12),
+                       *(JobSpec(f"g{i}", 0.0, 1, 50.0, num_cpus=4) for i in (1, 2, 3)))
+    r = Simulation(trace, t, "fifo").run()
+    starts = r.events[r.events.kind == "start"].set_index("job_id")
+    assert starts.loc["c", "detail"] == "node=node1"
+    for g in ("g1", "g2", "g3"):
+        assert starts.loc[g, "cells"].startswith("node0")
+    j = r.jobs.set_index("job_id")
+    assert list(j.loc[["c", "g1", "g2", "g3"], "start_time"]) == [0.0, 0.0, 0.0, 50.0]
+
+
+def test_topology_show_prints_cpu_only_nodes(tmp_path):
+    from topologies import describe
+
+    out = describe(read_native(write(tmp_path, MIXED)))
+    assert "nodes: 1 node of 2 x V100, 2 CPU-only nodes (no GPU)" in out
+    assert "node node1  [CPU-only: no GPU, 16 CPUs, 64 GB]" in out
+    assert "node node2  [CPU-only: no GPU, 32 CPUs, 512 GB]" in out
