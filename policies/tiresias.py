@@ -8,11 +8,17 @@ Rules, as the Tiresias simulator (SymbioticLab/Tiresias, `dlas-gpu` and
    `thresholds` (3250,7200,18000 GPU-s, as the simulator ships them; with K queues the
    first K-1 apply, so the default splits at 3250 and 7200). A new job enters queue 0.
 2. A running job that crosses its queue's threshold is demoted to the next queue at that
-   instant and joins its end.
+   instant and joins its end, behind the jobs already waiting there: in the pass of its
+   demotion those waiting jobs come first, and it is preempted at once if they take its
+   GPUs (`demoted=behind`, the simulator's append to the lower queue;
+   `demoted=running-first` keeps it ahead of them, the behaviour before issue 15).
 3. Queues are served in order. Inside a queue running jobs come first (a waiting job
-   never preempts a running one of its own queue), then waiting jobs: first-come
-   first-served by the time they entered the queue (`tiresias-las`), or by the Gittins
-   index of their service, highest first, ties by entry time (`tiresias-gittins`). The
+   never preempts a running one of its own queue, except in the pass of a demotion,
+   rule 2), then waiting jobs: first-come first-served by the time they entered the
+   queue (`tiresias-las`), or by the Gittins index of their service, highest first
+   (`tiresias-gittins`; equal indices by the time they entered the queue, where the
+   simulator takes the earliest submission first: it sorts by (index, -submit time)
+   descending, the same order for jobs that entered in submission order). The
    simulator re-sorts running and waiting jobs of a queue together at every event for
    Gittins; with the engine's checkpoint and restore costs that made jobs of one queue
    preempt each other at every event (38,623 preemptions on the bundled default trace),
@@ -42,7 +48,6 @@ Gittins index of service a with quantum D (`gittins_delta`, the simulator's 3250
 P(S - a <= D | S > a) / E[min(S - a, D) | S > a] over a sample of job GPU times S: the
 GPU times of the jobs completed so far in this run (`gittins_samples=history`, refreshed
 each time the sample grows by 10%), or a file of samples. A job past every sample gets 0.
-Where the simulator orders equal indices by latest submission first, we keep FIFO.
 """
 
 from __future__ import annotations
@@ -60,7 +65,7 @@ from policies.priority import STOP_PARAM, Key, PriorityPolicy
 from sim.errors import InvalidParameter
 from sim.jobstate import PENDING, RUNNING, JobState
 from sim.model import MILLI
-from sim.params import Param, as_float, as_int
+from sim.params import Param, as_choice, as_float, as_int
 
 if TYPE_CHECKING:
     from sim.context import SchedContext
@@ -106,6 +111,12 @@ LAS_PARAMS: dict[str, Param] = {
         "its last promotion (0: never)",
     ),
     "stop": STOP_PARAM,
+    "demoted": Param(
+        "behind", as_choice("behind", "running-first"),
+        "a job demoted while running: behind (joins the lower queue behind its waiting "
+        "jobs and is preempted at once if they take its GPUs, as Tiresias) or "
+        "running-first (stays ahead of them, as running jobs of a queue do)",
+    ),
 }
 
 
@@ -150,6 +161,7 @@ class TiresiasLasPolicy(PriorityPolicy):
         self.st: dict[int, _State] = {}
         self.timers: list[tuple[float, int, int, int]] = []  # (t, kind, idx, seg)
         self.counts = {"demotions": 0, "promotions": 0}
+        self.demoted_now: set[int] = set()  # demoted in this pass, behind the waiting jobs
 
     def metrics(self) -> dict[str, float]:
         """Counters of this run: queue demotions and starvation promotions."""
@@ -170,9 +182,19 @@ class TiresiasLasPolicy(PriorityPolicy):
         return (s.queue, 1, s.entered)
 
     def running_key(self, ctx: SchedContext, job: JobState) -> Key:
-        """(queue, 0, entry time)."""
+        """(queue, 0, entry time); (queue, 1, entry time) in the pass of its demotion."""
         s = self.st[job.idx]
-        return (s.queue, 0, s.entered)
+        return (s.queue, 1 if job.idx in self.demoted_now else 0, s.entered)
+
+    def after_walk(self, ctx: SchedContext) -> None:
+        """A demoted job that kept its GPUs is ahead of the waiting jobs from now on."""
+        if self.demoted_now:
+            done = sorted(self.demoted_now)
+            self.demoted_now.clear()
+            for idx in done:
+                job = ctx.job_at(idx)
+                if job.status == RUNNING and idx in self.st:
+                    self.rekey_running(ctx, job)
 
     # --- status changes ---
 
@@ -249,6 +271,8 @@ class TiresiasLasPolicy(PriorityPolicy):
                     s.queue = q
                     s.entered = now
                     self.counts["demotions"] += 1
+                    if self.p["demoted"] == "behind":
+                        self.demoted_now.add(idx)
                     self.rekey_running(ctx, job)
                 self._arm_demotion(ctx, job, s)
             elif kind == 1 and job.status == PENDING and s.pend_since is not None:

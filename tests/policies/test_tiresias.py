@@ -116,10 +116,34 @@ def test_promote_knob_brings_a_starved_job_back_to_queue_zero(one_gpu):
     # demoted: A at 100 and 300, B at 200, 400 and 600; promoted: A at 200 and 400, B at
     # 300 and 500 (it waited 100 s after its 100 s run; back in Q0 it resumes at once)
     assert r.summary["policy_demotions"] == 5 and r.summary["policy_promotions"] == 4
-    # without promotion, B (running in Q1 since 200) keeps the GPU: A starves to 1300
+    # without promotion, B demoted at 200 joins Q1 behind A (waiting there since 100) and
+    # A takes the GPU back at once (Tiresias); with demoted=running-first B keeps it and A
+    # starves to 1300
     plain = TiresiasLasPolicy(num_queues=2, thresholds="100", stop="suspend")
     r0 = Simulation(trace, one_gpu, plain, params=params).run()
-    assert ends(r0) == {"A": 1300.0, "B": 1100.0}
+    assert ends(r0) == {"A": 400.0, "B": 1300.0}
+    first = TiresiasLasPolicy(num_queues=2, thresholds="100", stop="suspend",
+                              demoted="running-first")
+    r1 = Simulation(trace, one_gpu, first, params=params).run()
+    assert ends(r1) == {"A": 1300.0, "B": 1100.0}
+
+
+def test_demoted_job_joins_behind_the_waiting_jobs_of_its_new_queue(one_gpu):
+    # Tiresias' simulator appends a demoted job to the lower queue, behind the jobs
+    # waiting there. Q0 < 100 GPU-s <= Q1 < 300 <= Q2. A (0) is demoted to Q1 at 100; B
+    # (arrived 50) runs from 100 and is demoted to Q1 at 200: behind A, which resumes at
+    # once. A reaches 300 GPU-s at 400 and drops to Q2 (alone there); B, waiting in Q1,
+    # preempts it and runs its last 150 s to 550; A then ends at 750.
+    trace = make_trace(("A", 0.0, 1, 500.0), ("B", 50.0, 1, 250.0))
+    las = TiresiasLasPolicy(num_queues=3, thresholds="100,300", stop="suspend")
+    r = Simulation(trace, one_gpu, las, params={"restore_overhead": 0.0}).run()
+    assert log(r, ("start", "suspend", "resume", "finish")) == [
+        (0.0, "A", "start"), (100.0, "A", "suspend"), (100.0, "B", "start"),
+        (200.0, "B", "suspend"), (200.0, "A", "resume"), (400.0, "A", "suspend"),
+        (400.0, "B", "resume"), (550.0, "B", "finish"), (550.0, "A", "resume"),
+        (750.0, "A", "finish"),
+    ]
+    assert r.summary["policy_demotions"] == 3
 
 
 def test_gittins_index_formula():
@@ -138,7 +162,8 @@ def test_gittins_orders_a_queue_by_index_where_las_keeps_fifo(one_gpu, tmp_path)
     samples = tmp_path / "gput.csv"
     samples.write_text("duration\n200\n200\n200\n1000\n")
     trace = make_trace(("X", 0.0, 1, 400.0), ("Y", 0.0, 1, 400.0), ("Z", 250.0, 1, 50.0))
-    common = {"num_queues": 2, "thresholds": "100", "stop": "suspend"}
+    common = {"num_queues": 2, "thresholds": "100", "stop": "suspend",
+              "demoted": "running-first"}  # Y keeps the GPU when demoted at 200
     params = {"restore_overhead": 0.0}
     las = Simulation(trace, one_gpu, TiresiasLasPolicy(**common), params=params).run()
     git = Simulation(trace, one_gpu, TiresiasGittinsPolicy(
