@@ -21,7 +21,11 @@ Rules, as the open-source scheduler (`scheduler/modules/assigners/simple_fifo.py
    highest level with room, re-chosen at every plan; it is rejected if larger than the
    user's largest quota at any level.
 4. Plan, per node group: in-quota jobs by level (high first) then first submission;
-   admitted while the running total of nodes fits the group's healthy nodes. Without
+   admitted while the running total of nodes fits the group's healthy nodes. A running
+   job is never interrupted to run another job of the same user at the same priority
+   (seeds/000): a user's running jobs at a level take that user's earliest places at
+   that level (`running_first`), so a job demoted to the level of its user's earlier
+   job, or backfilled ahead of its user's blocked job, keeps running. Without
    `backfill` the plan stops at the first job that does not fit (the open-source
    scheduler's cumulative sum); with it, smaller jobs behind still get in.
 5. A running job outside the plan gets the suspend command and stops `suspend_grace`
@@ -190,10 +194,26 @@ def assign_levels(user: str, jobs: Sequence[PlanJob], quota: Mapping[int, int] |
     return out
 
 
-def plan_key(level: int, job: PlanJob | JobState) -> tuple[int, float, int]:
-    """Place in the plan: level (high first), then first submission, then trace order."""
+def plan_key(level: int, job: PlanJob | JobState) -> tuple[int, float, int, int]:
+    """Place in the plan: level (high first), then first submission, then trace order
+    (the last field is the job's index; `running_first` may give it another's place)."""
     submit = job.submit if isinstance(job, PlanJob) else job.spec.submit_time
-    return (-level, submit, job.idx)
+    return (-level, submit, job.idx, job.idx)
+
+
+def running_first(members: Sequence[tuple[float, int, bool]]
+                  ) -> dict[int, tuple[float, int]]:
+    """One user's jobs at one level in one node group, (submit, idx, running) -> the place
+    (submit, idx) each takes in the plan.
+
+    The platform never interrupts a running job to run another job of the same user at
+    the same priority (seeds/000): the user's running jobs take the user's earliest
+    places at that level, in submission order, then its waiting ones. Places of other
+    users are untouched.
+    """
+    places = sorted((m[0], m[1]) for m in members)
+    order = sorted(members, key=lambda m: (not m[2], m[0], m[1]))
+    return {m[1]: place for m, place in zip(order, places, strict=True)}
 
 
 def admit(entries: Sequence[tuple[int, int]], cap: int, backfill: bool) -> list[int]:
@@ -347,6 +367,10 @@ class HaiPolicy(Policy):
         self.level_req: dict[int, int] = {}  # requested level, after demotion
         self.status: dict[int, int | None] = {}  # idx -> level in quota, or OUT
         self.key: dict[int, tuple] = {}  # idx -> plan key while in a group plan
+        # (user, level, group) -> (submit, idx) of its in-plan jobs, for `running_first`
+        self.buckets: dict[tuple[str, int, int], SortedList] = {}
+        self.bucket_of: dict[int, tuple[str, int, int]] = {}
+        self.dirty_buckets: set[tuple[str, int, int]] = set()
         self.exceeded: dict[int, str] = {}  # idx -> QUOTA_EXCEEDED reason
         self.user_jobs: dict[str, SortedList] = {}  # user -> (submit, idx) of live jobs
         self.dirty_users: set[str] = set()
@@ -458,9 +482,22 @@ class HaiPolicy(Policy):
         old = self.key.pop(idx, None)
         if old is not None:
             plan.remove(old)
+        bk = self.bucket_of.pop(idx, None)
+        if bk is not None:
+            members = self.buckets[bk]
+            members.discard((job.spec.submit_time, idx))
+            if members:
+                self.dirty_buckets.add(bk)
+            else:
+                del self.buckets[bk]
         if level is not None:
             k = self.key[idx] = plan_key(level, job)
             plan.add(k, nodes)
+            bk = self.bucket_of[idx] = (job.spec.user, level, group)
+            members = self.buckets.setdefault(bk, SortedList())
+            members.add((job.spec.submit_time, idx))
+            if len(members) > 1:
+                self.dirty_buckets.add(bk)
         if idx in self.status:
             self.status[idx] = level
         self.dirty_groups.add(group)
@@ -527,6 +564,8 @@ class HaiPolicy(Policy):
 
     def _started(self, ctx: SchedContext, job: JobState) -> None:
         self.live.started(job)
+        if self.event:
+            self._status_changed(ctx, job)
         k = self.start_key.pop(job.idx, None)
         if k is not None:
             self.to_start.discard(k)
@@ -568,6 +607,8 @@ class HaiPolicy(Policy):
             self.live.stopped_by_policy(job)
             self.touched.add(idx)
             self.changed = True
+            if self.event:
+                self._status_changed(ctx, job)
 
     # --- incremental plan ---
 
@@ -605,6 +646,9 @@ class HaiPolicy(Policy):
             for user in sorted(self.dirty_users):
                 self._requota(ctx, user)
             self.dirty_users.clear()
+        for bk in sorted(self.dirty_buckets):
+            self._rekey_bucket(ctx, bk)
+        self.dirty_buckets.clear()
         for g in sorted(self.dirty_groups):
             self.touched.update(self.plans[g].settle())
         self.dirty_groups.clear()
@@ -631,6 +675,33 @@ class HaiPolicy(Policy):
             rejects += [(i, why) for i, why in sorted(self.exceeded.items())
                         if ctx.job_at(i).status == PENDING]
         return commands, rejects
+
+    def _rekey_bucket(self, ctx: SchedContext, bk: tuple[str, int, int]) -> None:
+        """Give one user's running jobs at a level its earliest places (`running_first`)."""
+        members = self.buckets.get(bk)
+        if not members:
+            return
+        _, level, group = bk
+        plan = self.plans[group]
+        places = running_first([(t, i, ctx.job_at(i).status == RUNNING) for t, i in members])
+        for idx, (t, j) in places.items():
+            k = (-level, t, j, idx)
+            old = self.key[idx]
+            if old != k:
+                plan.remove(old)
+                plan.add(k, self.size[idx][1])
+                self.key[idx] = k
+                self.touched.add(idx)
+                self.dirty_groups.add(group)
+
+    def _status_changed(self, ctx: SchedContext, job: JobState) -> None:
+        """A job started or stopped: its user's places at its level may swap."""
+        bk = self.bucket_of.get(job.idx)
+        if bk is not None and len(self.buckets[bk]) > 1:
+            self.dirty_buckets.add(bk)
+            self.changed = True
+            if self.p["plan_period"] > 0:
+                self._wake_tick(ctx, self._next_tick(ctx.now))
 
     def _why(self, idx: int) -> str:
         if self.status.get(idx) is OUT or idx not in self.status:
@@ -686,8 +757,14 @@ class HaiPolicy(Policy):
         keys: dict[int, tuple] = {}
         for g in self.groups:
             caps = sum(1 for n in g.nodes if ctx.cluster.node_up[n])
-            mine = sorted((plan_key(lv, ctx.job_at(i)), i) for i, lv in level.items()
-                          if lv is not None and self.size[i][0] == g.index)
+            bucket: dict[tuple[str, int], list[tuple[float, int, bool]]] = {}
+            for i, lv in sorted(level.items()):
+                if lv is not None and self.size[i][0] == g.index:
+                    j = ctx.job_at(i)
+                    bucket.setdefault((j.spec.user, lv), []).append(
+                        (j.spec.submit_time, i, j.status == RUNNING))
+            mine = sorted(((-lv, t, j, i), i) for (_, lv), members in bucket.items()
+                          for i, (t, j) in running_first(members).items())
             for k, i in mine:
                 keys[i] = k
             inside.update(admit([(i, self.size[i][1]) for _, i in mine], caps,
