@@ -43,7 +43,13 @@ from typing import Any
 
 from sortedcontainers import SortedList
 
-from policies.placement.base import candidate_types, host_need, host_text, reject_early
+from policies.placement.base import (
+    candidate_types,
+    host_need,
+    host_text,
+    reject_early,
+    speed_tiers,
+)
 from policies.placement.consolidated import ConsolidatedPlacer
 from sim.fragmentation import unusable_gpus
 from sim.interfaces import ClusterView, Placer
@@ -282,8 +288,14 @@ class FgdPlacer:
         workload = self.workload()
         if workload is not self._for:
             self._frag, self._best, self._for = {}, {}, workload
-        got = self._task(job, cluster, types, n, job_milli(job)) if job.num_tasks == 1 \
-            else self._gang(job, cluster, types, n)
+        got = None
+        for tier in speed_tiers(job, types):  # the fastest types that can hold it
+            if n > max(cluster.max_node_gpus.get(t, 0) for t in tier):
+                continue
+            got = self._task(job, cluster, tier, n, job_milli(job)) \
+                if job.num_tasks == 1 else self._gang(job, cluster, tier, n)
+            if got is not None:
+                break
         if got is None:
             return Unschedulable(
                 f"no node fits {job.num_gpus} GPUs{host_text(job)} now "
