@@ -21,7 +21,7 @@ Run: `python benchmarks/crosscheck/tiresias.py`.
 from __future__ import annotations
 
 import dataclasses
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +54,7 @@ def trace_path() -> Path:
     return need(shared_dir() / "traces/tiresias/60_job.csv")
 
 
-@lru_cache(maxsize=None)
+@cache
 def run(check: str, path: Path | None = None) -> Any:
     """schedlab's result of one check (cached: the tests read the per-job times too)."""
     from sim import Simulation, load_trace
