@@ -43,9 +43,9 @@ Rules:
    ancestor: what preemption frees goes to the queue it was freed for.
 5. Rounds cost events only when they can do something: a round is a timer at the next
    multiple of `preemption_interval` after a change while some leaf with runnable pending
-   work has itself or an ancestor below its guarantee and some leaf is above its guarantee, or jobs are marked; with no
-   change since the last round, the next is the earliest mark's deadline. A long stretch
-   with nothing over capacity costs no events.
+   work has itself or an ancestor below its guarantee and some leaf is above its
+   guarantee, or jobs are marked; with no change since the last round, the next is the
+   earliest mark's deadline. A long stretch with nothing over capacity costs no events.
 Simplifications: YARN's natural_termination_factor and max_ignored_over_capacity are 1 and 0
 (not modelled); a user limit is a hard ceiling (YARN lets a user cross it by one
 container); minimum-user-limit-percent is not modelled; shares use the topology's totals
@@ -410,9 +410,11 @@ class CapacityPolicy(Policy):
         return None
 
     def _lends(self, qid: int, d: Vec) -> bool:
-        """True when starting demand `d` in leaf `qid` takes a queue of its path beyond its
-        guarantee without a starving ancestor of that queue to receive it: resources lent
-        away from the queues waiting for their guarantee."""
+        """True when starting demand `d` in leaf `qid` lends resources away.
+
+        That is, it takes a queue of the leaf's path beyond its guarantee without a
+        starving ancestor of that queue to receive it, while queues wait for theirs.
+        """
         queues = self.tree.queues
         share = self.res.share
         path = queues[qid].path
@@ -440,10 +442,12 @@ class CapacityPolicy(Policy):
         return total
 
     def claims(self, demand: list[float]) -> list[float]:
-        """Each queue's claimable guarantee: a top-level queue's own guarantee; below it,
-        the parent's claim water-filled over its children by guarantee, each up to its
-        demand (sub-queues of an organisation share its guarantee first: YARN's
-        hierarchical queues)."""
+        """Each queue's claimable guarantee, by queue id.
+
+        A top-level queue's own guarantee; below it, the parent's claim water-filled
+        over its children by guarantee, each up to its demand (sub-queues of an
+        organisation share its guarantee first: YARN's hierarchical queues).
+        """
         queues = self.tree.queues
         claim = [0.0] * len(queues)
         for c in self.tree.top:

@@ -32,10 +32,11 @@ allocation is recomputed when the set of jobs changed, at most every `reset_inte
 (Gavel's 1920); a job that arrived since has priority 0 and gets only GPUs nobody else
 wants (`unallocated=spare`, default), or, as in Gavel's simulator, nothing until the
 next recomputation (`unallocated=wait`: on the 1000-job msr trace its mean first-start
-delay is 1,060 s there against 185 s with spare GPUs). Nothing starts between rounds; rounds go on while jobs wait and something can
-change (jobs run, a round started some, or failed nodes will come back). With
-`stop=preempt`, a job that never checkpoints loses its work at every switch, so rounds
-shorter than such jobs can keep them from ever finishing. Per-job priority weights and
+delay is 1,060 s there against 185 s with spare GPUs). Nothing starts between rounds;
+rounds go on while jobs wait and something can change (jobs run, a round started some,
+or failed nodes will come back). With `stop=preempt`, a job that never checkpoints loses
+its work at every switch, so rounds shorter than such jobs can keep them from ever
+finishing. Per-job priority weights and
 Gavel's deficit tie-break are not modelled (ties go to the larger allocation, then the
 earlier submission).
 """

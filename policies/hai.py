@@ -195,16 +195,19 @@ def assign_levels(user: str, jobs: Sequence[PlanJob], quota: Mapping[int, int] |
 
 
 def plan_key(level: int, job: PlanJob | JobState) -> tuple[int, float, int, int]:
-    """Place in the plan: level (high first), then first submission, then trace order
-    (the last field is the job's index; `running_first` may give it another's place)."""
+    """Place in the plan: level (high first), then first submission, then trace order.
+
+    The last field is the job's index (`running_first` may give it another's place).
+    """
     submit = job.submit if isinstance(job, PlanJob) else job.spec.submit_time
     return (-level, submit, job.idx, job.idx)
 
 
 def running_first(members: Sequence[tuple[float, int, bool]]
                   ) -> dict[int, tuple[float, int]]:
-    """One user's jobs at one level in one node group, (submit, idx, running) -> the place
-    (submit, idx) each takes in the plan.
+    """The place (submit, idx) each of one user's jobs at one level in one group takes.
+
+    `members` are (submit, idx, running).
 
     The platform never interrupts a running job to run another job of the same user at
     the same priority (seeds/000): the user's running jobs take the user's earliest

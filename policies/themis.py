@@ -75,8 +75,11 @@ def isolated_speed(spec: JobSpec, gpu_types: dict[str, int]) -> float:
 
 
 class JobTable:
-    """Per-job constants of a run as arrays by job index (GPUs x share, duration, submit,
-    and with `perf` the speed on an equal share of the types, else 1)."""
+    """Per-job constants of a run as arrays by job index.
+
+    GPUs x share, duration, submit, and (with `perf`) the speed on an equal share of the
+    types, else 1.
+    """
 
     def __init__(self, ctx: SchedContext, perf: bool = False) -> None:
         jobs = [ctx.job_at(i).spec for i in range(ctx.num_jobs)]
@@ -90,9 +93,11 @@ class JobTable:
 
     def rho(self, ctx: SchedContext, idx: np.ndarray, done: np.ndarray, n_jobs: int,
             speed: np.ndarray | None = None) -> np.ndarray:
-        """`_rho` of the jobs `idx` with work `done` (the same arithmetic, vectorized);
-        with `speed`, over per-type throughputs (remaining work at `speed`, the ideal on
-        an equal share of the types)."""
+        """`_rho` of the jobs `idx` with work `done` (the same arithmetic, vectorized).
+
+        With `speed`, over per-type throughputs: remaining work at `speed`, the ideal on
+        an equal share of the types.
+        """
         now, total = ctx.now, ctx.cluster.healthy_gpus
         g, dur, submit = self.g[idx], self.dur[idx], self.submit[idx]
         share = g * n_jobs / total if total > 0 else np.full(len(idx), math.inf)
