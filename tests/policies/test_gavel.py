@@ -47,6 +47,7 @@ def log(result):
     {"round": 40.0, "reset_interval": 0.0},
     # preempting loses uncheckpointed work: rounds must outlast such jobs (300 s here)
     {"stop": "preempt"},
+    {"round": 60.0, "unallocated": "wait"},
 ])
 @pytest.mark.parametrize("cls", [GavelPolicy, GavelAgnosticPolicy])
 def test_conformance_other_settings(cls, params):

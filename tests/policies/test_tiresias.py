@@ -34,6 +34,7 @@ def ends(result):
 @pytest.mark.parametrize("params", [
     {"thresholds": "300,1200", "promote_knob": 1.0},
     {"thresholds": "100,250,500", "num_queues": 4, "stop": "preempt"},  # no promotion
+    {"thresholds": "100,250", "demoted": "running-first"},
 ])
 @pytest.mark.parametrize("cls", [TiresiasLasPolicy, TiresiasGittinsPolicy])
 def test_conformance_with_queue_changes(cls, params):
