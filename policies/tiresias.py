@@ -11,7 +11,12 @@ Rules, as the Tiresias simulator (SymbioticLab/Tiresias, `dlas-gpu` and
    instant and joins its end, behind the jobs already waiting there: in the pass of its
    demotion those waiting jobs come first, and it is preempted at once if they take its
    GPUs (`demoted=behind`, the simulator's append to the lower queue;
-   `demoted=running-first` keeps it ahead of them, the behaviour before issue 15).
+   `demoted=running-first` keeps it ahead of them, the behaviour before issue 15). The
+   simulator only looks for demotions at its events (arrivals, ends) and at a
+   "queue jump" timer it re-arms at each event at (threshold - run seconds) // GPUs,
+   which for a job of g > 1 GPUs comes later than the crossing (run seconds are not
+   GPU-seconds); it demotes one queue a time. `demotion_timer=simulator` reproduces
+   that (its events: arrivals and ends), `crossing` (default) demotes at the crossing.
 3. Queues are served in order. Inside a queue running jobs come first (a waiting job
    never preempts a running one of its own queue, except in the pass of a demotion,
    rule 2), then waiting jobs: first-come first-served by the time they entered the
@@ -117,6 +122,13 @@ LAS_PARAMS: dict[str, Param] = {
         "jobs and is preempted at once if they take its GPUs, as Tiresias) or "
         "running-first (stays ahead of them, as running jobs of a queue do)",
     ),
+    "demotion_timer": Param(
+        "crossing", as_choice("crossing", "simulator"),
+        "when a running job is demoted: crossing (the instant its service crosses the "
+        "threshold) or simulator (as Tiresias' simulator: at the first scheduling event "
+        "after the crossing, one queue a time, with its queue-jump timer at "
+        "(threshold - run seconds) // GPUs)",
+    ),
 }
 
 
@@ -162,6 +174,9 @@ class TiresiasLasPolicy(PriorityPolicy):
         self.timers: list[tuple[float, int, int, int]] = []  # (t, kind, idx, seg)
         self.counts = {"demotions": 0, "promotions": 0}
         self.demoted_now: set[int] = set()  # demoted in this pass, behind the waiting jobs
+        self.sim_event = False  # demotion_timer=simulator: an arrival or an end since
+        self.sim_jump = math.inf  # ... and the simulator's next queue jump
+        self.sim_pass = False  # this pass is one of the simulator's events
 
     def metrics(self) -> dict[str, float]:
         """Counters of this run: queue demotions and starvation promotions."""
@@ -188,6 +203,8 @@ class TiresiasLasPolicy(PriorityPolicy):
 
     def after_walk(self, ctx: SchedContext) -> None:
         """A demoted job that kept its GPUs is ahead of the waiting jobs from now on."""
+        if self.p["demotion_timer"] == "simulator" and self.sim_pass:
+            self._simulator_jump(ctx)
         if self.demoted_now:
             done = sorted(self.demoted_now)
             self.demoted_now.clear()
@@ -203,6 +220,8 @@ class TiresiasLasPolicy(PriorityPolicy):
         now = ctx.now
         s = self.st.get(job.idx)
         new = job.status
+        if old is None or new not in (PENDING, RUNNING, "retrying"):
+            self.sim_event = True  # the simulator's events: arrivals and ends
         if s is None:
             if new not in (PENDING, RUNNING):
                 return
@@ -225,7 +244,7 @@ class TiresiasLasPolicy(PriorityPolicy):
             del self.st[job.idx]
 
     def _arm_demotion(self, ctx: SchedContext, job: JobState, s: _State) -> None:
-        if s.queue >= len(self.limits):
+        if s.queue >= len(self.limits) or self.p["demotion_timer"] == "simulator":
             return
         rate = len(job.gpus) * job.milli / MILLI
         if rate <= 0:
@@ -253,6 +272,43 @@ class TiresiasLasPolicy(PriorityPolicy):
         heapq.heappush(self.timers, (t, 1, job.idx, s.seg))
         ctx.wake_at(t)
 
+    # --- the simulator's demotion timing (demotion_timer=simulator) ---
+
+    def _demote(self, ctx: SchedContext, job: JobState, s: _State, q: int) -> None:
+        s.queue = q
+        s.entered = ctx.now
+        self.counts["demotions"] += 1
+        if self.p["demoted"] == "behind":
+            self.demoted_now.add(job.idx)
+        self.rekey_running(ctx, job)
+
+    def _simulator_demotions(self, ctx: SchedContext) -> None:
+        """At every pass, each running job past its queue's threshold drops one queue."""
+        last = len(self.limits)
+        for idx in sorted(ctx.running()):
+            s = self.st.get(idx)
+            if s is None or s.queue >= last:
+                continue
+            job = ctx.job_at(idx)
+            if self.service(ctx, job) >= self.limits[s.queue] - EPS:
+                self._demote(ctx, job, s, s.queue + 1)
+
+    def _simulator_jump(self, ctx: SchedContext) -> None:
+        """Wake at the simulator's next queue jump: now + (threshold - run s) // GPUs."""
+        now = ctx.now
+        best = math.inf
+        for idx, job in ctx.running().items():
+            s = self.st.get(idx)
+            if s is None or s.queue >= len(self.limits) or not job.gpus:
+                continue
+            executed = ctx.run_time(job) - s.exec_base
+            # the simulator's ceil of a Python 2 integer division: the quotient's floor
+            t = now + math.floor((self.limits[s.queue] - executed) / len(job.gpus) + EPS)
+            best = min(best, t)
+        self.sim_jump = best  # replaces the previous one, as in the simulator
+        if now < best < math.inf:
+            ctx.wake_at(best)
+
     # --- timers ---
 
     def before_walk(self, ctx: SchedContext) -> None:
@@ -268,12 +324,7 @@ class TiresiasLasPolicy(PriorityPolicy):
             if kind == 0 and job.status == RUNNING:
                 q = self._queue_for(self.service(ctx, job))
                 if q > s.queue:
-                    s.queue = q
-                    s.entered = now
-                    self.counts["demotions"] += 1
-                    if self.p["demoted"] == "behind":
-                        self.demoted_now.add(idx)
-                    self.rekey_running(ctx, job)
+                    self._demote(ctx, job, s, q)
                 self._arm_demotion(ctx, job, s)
             elif kind == 1 and job.status == PENDING and s.pend_since is not None:
                 self.counts["promotions"] += 1
@@ -284,6 +335,12 @@ class TiresiasLasPolicy(PriorityPolicy):
                 s.waited = 0.0
                 s.pend_since = None
                 self.rekey(ctx, job)
+        if self.p["demotion_timer"] == "simulator":
+            # only at the simulator's events: other passes (stale wake-ups) do nothing
+            self.sim_pass = self.sim_event or abs(now - self.sim_jump) <= EPS
+            if self.sim_pass:
+                self._simulator_demotions(ctx)
+            self.sim_event = False
 
 
 def read_samples(path: str) -> np.ndarray:

@@ -11,9 +11,9 @@ stand-ins for its two unused imports: `numpy.mean` and `cplex`), sums over its
 `job.csv` divided by 60. `fifo` and `dlas-gpu` (2D-LAS over GPU time, thresholds
 3250/7200/18000 GPU-s: `tiresias-las`' defaults) agree job by job
 (tests/crosscheck/test_tiresias_crosscheck.py); no job reaches a threshold in that
-trace, so two derived traces (durations x10; and x10 with GPUs capped at 2) exercise the
-demotions, where the remaining differences come from the simulator's demotion timer
-(README.md).
+trace, so two derived traces (durations x10 with GPUs capped at 2; durations x10)
+exercise the demotions. With `demotion_timer=simulator` (demotions when the simulator
+makes them) the first agrees job by job too; README.md says where the rest differs.
 
 Run: `python benchmarks/crosscheck/tiresias.py`.
 """
@@ -34,17 +34,21 @@ PEER: dict[str, dict[str, float]] = {
                        "makespan": 3335.0},
     "dlas-gpu / tiresias-las": {"jct_mean": 11441 / 60, "queueing_delay_mean": 736 / 60,
                                 "makespan": 3271.0},
-    "dlas-gpu, durations x10": {"jct_mean": 402015 / 60, "makespan": 26665.0,
-                                "preemptions": 33.0},
     "dlas-gpu, x10, GPUs<=2": {"jct_mean": 263987 / 60, "makespan": 23027.0,
                                "preemptions": 7.0},
+    "same, demotion_timer=crossing": {"jct_mean": 263987 / 60, "makespan": 23027.0,
+                                      "preemptions": 7.0},
+    "dlas-gpu, durations x10": {"jct_mean": 402015 / 60, "makespan": 26665.0,
+                                "preemptions": 33.0},
 }
+SIM_TIMER = {"demotion_timer": "simulator"}  # demote when the simulator would
 RUNS: dict[str, tuple[str, dict[str, Any], float, int]] = {
     # check -> (policy, params, duration factor, GPU cap)
     "fifo first-fit": ("fifo", {"placer": "first-fit"}, 1.0, 0),
     "dlas-gpu / tiresias-las": ("tiresias-las", {"placer": "first-fit"}, 1.0, 0),
-    "dlas-gpu, durations x10": ("tiresias-las", {"placer": "first-fit"}, 10.0, 0),
-    "dlas-gpu, x10, GPUs<=2": ("tiresias-las", {"placer": "first-fit"}, 10.0, 2),
+    "dlas-gpu, x10, GPUs<=2": ("tiresias-las", {"placer": "first-fit", **SIM_TIMER}, 10.0, 2),
+    "same, demotion_timer=crossing": ("tiresias-las", {"placer": "first-fit"}, 10.0, 2),
+    "dlas-gpu, durations x10": ("tiresias-las", {"placer": "first-fit", **SIM_TIMER}, 10.0, 0),
 }
 ENGINE = {"locality_factors": NO_LOCALITY, "restore_overhead": 0.0}
 

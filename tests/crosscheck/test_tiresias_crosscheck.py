@@ -29,6 +29,8 @@ def _crosscheck(name: str):
 @pytest.mark.parametrize(("check", "peer_file"), [
     ("fifo first-fit", "tiresias_fifo_jobs.csv"),
     ("dlas-gpu / tiresias-las", "tiresias_dlas-gpu_jobs.csv"),
+    # durations x10, GPUs capped at 2: demotions, with demotion_timer=simulator
+    ("dlas-gpu, x10, GPUs<=2", "tiresias_dlas-gpu_x10_gpus2_jobs.csv"),
 ])
 def test_every_job_starts_and_ends_as_in_tiresias_simulator(check, peer_file):
     tiresias = _crosscheck("tiresias")

@@ -209,3 +209,24 @@ def test_promotions_cannot_livelock_on_restore_overhead(name):
                    params={"thresholds": "40,4000", "promote_knob": 2.0}).run(until=20000)
     assert list(r.jobs.status) == ["completed"] * 3
     assert r.summary["preemptions"] < 100
+
+
+def test_demotion_timer_simulator_demotes_when_tiresias_simulator_does():
+    # 2 GPUs, Q0 < 100 GPU-s. A (2 GPUs) crosses 100 GPU-s at 50 s. C arrives at 20 and
+    # waits in Q0 (80 GPU-s: it stays there). At the crossing A drops to Q1 and C takes the GPUs. Tiresias'
+    # simulator re-arms its queue-jump timer at C's arrival: 20 + (100 - 20 run s) // 2
+    # = 60, so A is demoted and preempted at 60.
+    topo = uniform_topology(1, gpus_per_switch=2)
+    trace = make_trace(JobSpec("A", 0.0, 2, 300.0), JobSpec("C", 20.0, 2, 40.0))
+    kinds = ("start", "suspend", "resume", "finish")
+    params = {"restore_overhead": 0.0}
+    exact = TiresiasLasPolicy(num_queues=2, thresholds="100")
+    r = Simulation(trace, topo, exact, params=params).run()
+    assert log(r, kinds) == [(0.0, "A", "start"), (50.0, "A", "suspend"), (50.0, "C", "start"),
+                             (90.0, "C", "finish"), (90.0, "A", "resume"),
+                             (340.0, "A", "finish")]
+    sim = TiresiasLasPolicy(num_queues=2, thresholds="100", demotion_timer="simulator")
+    r = Simulation(trace, topo, sim, params=params).run()
+    assert log(r, kinds) == [(0.0, "A", "start"), (60.0, "A", "suspend"), (60.0, "C", "start"),
+                             (100.0, "C", "finish"), (100.0, "A", "resume"),
+                             (340.0, "A", "finish")]
