@@ -35,6 +35,8 @@ def ends(result):
     {"thresholds": "300,1200", "promote_knob": 1.0},
     {"thresholds": "100,250,500", "num_queues": 4, "stop": "preempt"},  # no promotion
     {"thresholds": "100,250", "demoted": "running-first"},
+    {"thresholds": "100,250", "demotion_timer": "simulator"},
+    {"thresholds": "300,1200", "promote_knob": 1.0, "demotion_timer": "simulator"},
 ])
 @pytest.mark.parametrize("cls", [TiresiasLasPolicy, TiresiasGittinsPolicy])
 def test_conformance_with_queue_changes(cls, params):
