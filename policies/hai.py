@@ -23,9 +23,9 @@ Rules, as the open-source scheduler (`scheduler/modules/assigners/simple_fifo.py
 4. Plan, per node group: in-quota jobs by level (high first) then first submission;
    admitted while the running total of nodes fits the group's healthy nodes. A running
    job is never interrupted to run another job of the same user at the same priority
-   (seeds/000): a user's running jobs at a level take that user's earliest places at
-   that level (`running_first`), so a job demoted to the level of its user's earlier
-   job, or backfilled ahead of its user's blocked job, keeps running. Without
+   (seeds/000): a running job submitted after its user's first waiting job at its level
+   is moved just ahead of that job (`running_first`), so a job demoted to the level of
+   its user's earlier job, or backfilled ahead of its user's blocked job, keeps running. Without
    `backfill` the plan stops at the first job that does not fit (the open-source
    scheduler's cumulative sum); with it, smaller jobs behind still get in.
 5. A running job outside the plan gets the suspend command and stops `suspend_grace`
@@ -194,29 +194,43 @@ def assign_levels(user: str, jobs: Sequence[PlanJob], quota: Mapping[int, int] |
     return out
 
 
-def plan_key(level: int, job: PlanJob | JobState) -> tuple[int, float, int, int]:
+PlanKey = tuple[int, float, int, int, int]
+
+
+def plan_key(level: int, job: PlanJob | JobState) -> PlanKey:
     """Place in the plan: level (high first), then first submission, then trace order.
 
-    The last field is the job's index (`running_first` may give it another's place).
+    The fields are (-level, submit, idx, 1, idx); the last is always the job's index.
+    `running_first` may move a running job just ahead of a waiting job of its user.
     """
     submit = job.submit if isinstance(job, PlanJob) else job.spec.submit_time
-    return (-level, submit, job.idx, job.idx)
+    return (-level, submit, job.idx, 1, job.idx)
 
 
-def running_first(members: Sequence[tuple[float, int, bool]]
-                  ) -> dict[int, tuple[float, int]]:
-    """The place (submit, idx) each of one user's jobs at one level in one group takes.
+def pinned_key(level: int, first: tuple[float, int], idx: int) -> PlanKey:
+    """The key of a running job moved just ahead of its user's first waiting job."""
+    return (-level, first[0], first[1], 0, idx)
 
-    `members` are (submit, idx, running).
 
-    The platform never interrupts a running job to run another job of the same user at
-    the same priority (seeds/000): the user's running jobs take the user's earliest
-    places at that level, in submission order, then its waiting ones. Places of other
-    users are untouched.
+def running_first(level: int, members: Sequence[tuple[float, int, bool]]
+                  ) -> dict[int, PlanKey]:
+    """The plan keys of one user's jobs at one level in one node group.
+
+    `members` are (submit, idx, running). The platform never interrupts a running job
+    to run another job of the same user at the same priority (seeds/000): a running job
+    submitted after the user's first waiting job at that level is moved just ahead of
+    it (in submission order among such jobs); every other job keeps its own place, so
+    other users' places are untouched.
     """
-    places = sorted((m[0], m[1]) for m in members)
-    order = sorted(members, key=lambda m: (not m[2], m[0], m[1]))
-    return {m[1]: place for m, place in zip(order, places, strict=True)}
+    pend = [(m[0], m[1]) for m in members if not m[2]]
+    first = min(pend) if pend else None
+    out = {}
+    for t, i, running in members:
+        if running and first is not None and (t, i) > first:
+            out[i] = pinned_key(level, first, i)
+        else:
+            out[i] = (-level, t, i, 1, i)
+    return out
 
 
 def admit(entries: Sequence[tuple[int, int]], cap: int, backfill: bool) -> list[int]:
@@ -370,10 +384,14 @@ class HaiPolicy(Policy):
         self.level_req: dict[int, int] = {}  # requested level, after demotion
         self.status: dict[int, int | None] = {}  # idx -> level in quota, or OUT
         self.key: dict[int, tuple] = {}  # idx -> plan key while in a group plan
-        # (user, level, group) -> (submit, idx) of its in-plan jobs, for `running_first`
-        self.buckets: dict[tuple[str, int, int], SortedList] = {}
+        # (user, level, group) -> (submit, idx) of its running / waiting in-plan jobs, for
+        # `running_first`: running jobs submitted after the bucket's first waiting job
+        # are moved just ahead of it (`pinned`, re-keyed when that changes)
+        self.bucket_run: dict[tuple[str, int, int], SortedList] = {}
+        self.bucket_pend: dict[tuple[str, int, int], SortedList] = {}
         self.bucket_of: dict[int, tuple[str, int, int]] = {}
         self.dirty_buckets: set[tuple[str, int, int]] = set()
+        self.pinned: dict[tuple[str, int, int], tuple[tuple[float, int], set[int]]] = {}
         self.exceeded: dict[int, str] = {}  # idx -> QUOTA_EXCEEDED reason
         self.user_jobs: dict[str, SortedList] = {}  # user -> (submit, idx) of live jobs
         self.dirty_users: set[str] = set()
@@ -487,20 +505,12 @@ class HaiPolicy(Policy):
             plan.remove(old)
         bk = self.bucket_of.pop(idx, None)
         if bk is not None:
-            members = self.buckets[bk]
-            members.discard((job.spec.submit_time, idx))
-            if members:
-                self.dirty_buckets.add(bk)
-            else:
-                del self.buckets[bk]
+            self._bucket_move(bk, job, None)
         if level is not None:
             k = self.key[idx] = plan_key(level, job)
             plan.add(k, nodes)
             bk = self.bucket_of[idx] = (job.spec.user, level, group)
-            members = self.buckets.setdefault(bk, SortedList())
-            members.add((job.spec.submit_time, idx))
-            if len(members) > 1:
-                self.dirty_buckets.add(bk)
+            self._bucket_move(bk, job, job.status == RUNNING)
         if idx in self.status:
             self.status[idx] = level
         self.dirty_groups.add(group)
@@ -679,32 +689,72 @@ class HaiPolicy(Policy):
                         if ctx.job_at(i).status == PENDING]
         return commands, rejects
 
+    def _bucket_move(self, bk: tuple[str, int, int], job: JobState,
+                     running: bool | None) -> bool:
+        """Put a job among its bucket's running or waiting jobs (None: out of it).
+
+        Returns True when the bucket's places must be recomputed (marked dirty).
+        """
+        item = (job.spec.submit_time, job.idx)
+        for table in (self.bucket_run, self.bucket_pend):
+            lst = table.get(bk)
+            if lst is not None and item in lst:
+                lst.remove(item)
+                if not lst:
+                    del table[bk]
+        if running is not None:
+            table = self.bucket_run if running else self.bucket_pend
+            table.setdefault(bk, SortedList()).add(item)
+        if self._inverted(bk) or bk in self.pinned:
+            self.dirty_buckets.add(bk)
+            return True
+        return False
+
+    def _inverted(self, bk: tuple[str, int, int]) -> bool:
+        """True while a waiting job of the bucket was submitted before a running one."""
+        run, pend = self.bucket_run.get(bk), self.bucket_pend.get(bk)
+        return bool(run and pend and pend[0] < run[-1])
+
+    def _rekey(self, idx: int, k: PlanKey, group: int) -> None:
+        old = self.key.get(idx)
+        if old is not None and old != k:
+            plan = self.plans[group]
+            plan.remove(old)
+            plan.add(k, self.size[idx][1])
+            self.key[idx] = k
+            self.touched.add(idx)
+            self.dirty_groups.add(group)
+
     def _rekey_bucket(self, ctx: SchedContext, bk: tuple[str, int, int]) -> None:
-        """Give one user's running jobs at a level its earliest places (`running_first`)."""
-        members = self.buckets.get(bk)
-        if not members:
-            return
+        """Pin the bucket's running jobs submitted after its first waiting job (only those:
+        the cost is the user's running jobs, not its backlog)."""
         _, level, group = bk
-        plan = self.plans[group]
-        places = running_first([(t, i, ctx.job_at(i).status == RUNNING) for t, i in members])
-        for idx, (t, j) in places.items():
-            k = (-level, t, j, idx)
-            old = self.key[idx]
-            if old != k:
-                plan.remove(old)
-                plan.add(k, self.size[idx][1])
-                self.key[idx] = k
-                self.touched.add(idx)
-                self.dirty_groups.add(group)
+        for _, i in list(self.bucket_run.get(bk, ())):
+            # stopped by the engine (a node failure), not by the plan: waiting now
+            if ctx.job_at(i).status != RUNNING:
+                self._bucket_move(bk, ctx.job_at(i), False)
+        old_first, old = self.pinned.pop(bk, (None, set()))
+        run, pend = self.bucket_run.get(bk), self.bucket_pend.get(bk)
+        first = pend[0] if pend else None
+        now: set[int] = set()
+        if first is not None and run:
+            now = {i for _, i in run.irange(first, inclusive=(False, True))}
+        for i in old - now:  # back to its own place
+            if i in self.key:
+                self._rekey(i, plan_key(level, ctx.job_at(i)), group)
+        for i in now:
+            assert first is not None
+            if i not in old or first != old_first:
+                self._rekey(i, pinned_key(level, first, i), group)
+        if now:
+            assert first is not None
+            self.pinned[bk] = (first, now)
 
     def _status_changed(self, ctx: SchedContext, job: JobState) -> None:
         """A job started or stopped: its user's places at its level may swap."""
         bk = self.bucket_of.get(job.idx)
-        if bk is not None and len(self.buckets[bk]) > 1:
-            self.dirty_buckets.add(bk)
+        if bk is not None and self._bucket_move(bk, job, job.status == RUNNING):
             self.changed = True
-            if self.p["plan_period"] > 0:
-                self._wake_tick(ctx, self._next_tick(ctx.now))
 
     def _why(self, idx: int) -> str:
         if self.status.get(idx) is OUT or idx not in self.status:
@@ -766,8 +816,8 @@ class HaiPolicy(Policy):
                     j = ctx.job_at(i)
                     bucket.setdefault((j.spec.user, lv), []).append(
                         (j.spec.submit_time, i, j.status == RUNNING))
-            mine = sorted(((-lv, t, j, i), i) for (_, lv), members in bucket.items()
-                          for i, (t, j) in running_first(members).items())
+            mine = sorted((k, i) for (_, lv), members in bucket.items()
+                          for i, k in running_first(lv, members).items())
             for k, i in mine:
                 keys[i] = k
             inside.update(admit([(i, self.size[i][1]) for _, i in mine], caps,
