@@ -726,8 +726,10 @@ class HaiPolicy(Policy):
             self.dirty_groups.add(group)
 
     def _rekey_bucket(self, ctx: SchedContext, bk: tuple[str, int, int]) -> None:
-        """Pin the bucket's running jobs submitted after its first waiting job (only those:
-        the cost is the user's running jobs, not its backlog)."""
+        """Pin the bucket's running jobs submitted after its first waiting job.
+
+        Only those are re-keyed: the cost is the user's running jobs, not its backlog.
+        """
         _, level, group = bk
         for _, i in list(self.bucket_run.get(bk, ())):
             # stopped by the engine (a node failure), not by the plan: waiting now
