@@ -215,9 +215,9 @@ def test_promotions_cannot_livelock_on_restore_overhead(name):
 
 def test_demotion_timer_simulator_demotes_when_tiresias_simulator_does():
     # 2 GPUs, Q0 < 100 GPU-s. A (2 GPUs) crosses 100 GPU-s at 50 s. C arrives at 20 and
-    # waits in Q0 (80 GPU-s: it stays there). At the crossing A drops to Q1 and C takes the GPUs. Tiresias'
-    # simulator re-arms its queue-jump timer at C's arrival: 20 + (100 - 20 run s) // 2
-    # = 60, so A is demoted and preempted at 60.
+    # waits in Q0 (80 GPU-s: it stays there). At the crossing A drops to Q1 and C takes
+    # the GPUs. Tiresias' simulator re-arms its queue-jump timer at C's arrival:
+    # 20 + (100 - 20 run s) // 2 = 60, so A is demoted and preempted at 60.
     topo = uniform_topology(1, gpus_per_switch=2)
     trace = make_trace(JobSpec("A", 0.0, 2, 300.0), JobSpec("C", 20.0, 2, 40.0))
     kinds = ("start", "suspend", "resume", "finish")
