@@ -50,15 +50,31 @@ def row(peer: str, check: str, metric: str, peer_value: float, schedlab: float,
             "peer_value": float(peer_value), "schedlab": float(schedlab), "source": source}
 
 
+def ours(r: Mapping[str, Any]) -> Any:
+    """schedlab's value of a row (`schedlab`, or `schedlab_value`)."""
+    return r["schedlab"] if "schedlab" in r else r.get("schedlab_value")
+
+
+def _is_num(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool)
+
+
 def rel_diff(r: Mapping[str, Any]) -> float:
-    """(schedlab - peer) / |peer|; 0 when both are 0, nan when only the peer's is."""
-    p, s = float(r["peer_value"]), float(r["schedlab"])
+    """(schedlab - peer) / |peer|; 0 when both are 0, nan when only the peer's is (or
+    when the values are not numbers)."""
+    p, s = r["peer_value"], ours(r)
+    if not (_is_num(p) and _is_num(s)):
+        return math.nan
+    p, s = float(p), float(s)
     if p == 0:
         return 0.0 if s == 0 else math.nan
     return (s - p) / abs(p)
 
 
-def _num(x: float) -> str:
+def _num(x: Any) -> str:
+    if not _is_num(x):
+        return str(x)
+    x = float(x)
     if math.isnan(x):
         return "nan"
     if abs(x) >= 1000:
@@ -68,15 +84,23 @@ def _num(x: float) -> str:
     return f"{x:.4g}"
 
 
+def diff_text(r: Mapping[str, Any]) -> str:
+    """The relative difference, or same / differs for values that are not numbers."""
+    p, s = r["peer_value"], ours(r)
+    if not (_is_num(p) and _is_num(s)):
+        return "same" if p == s else "differs"
+    d = rel_diff(r)
+    return "nan" if math.isnan(d) else f"{d:+.2%}"
+
+
 def table(rows: Iterable[Mapping[str, Any]]) -> str:
     """The rows as a fixed-width text table with the relative difference."""
     head = ("peer", "check", "metric", "peer", "schedlab", "diff", "source")
     lines = [head]
     for r in rows:
-        d = rel_diff(r)
-        lines.append((str(r["peer"]), str(r["check"]), str(r["metric"]),
-                      _num(float(r["peer_value"])), _num(float(r["schedlab"])),
-                      "nan" if math.isnan(d) else f"{d:+.2%}", str(r["source"])))
+        lines.append((str(r["peer"]), str(r.get("check", r.get("case", ""))),
+                      str(r["metric"]), _num(r["peer_value"]), _num(ours(r)),
+                      diff_text(r), str(r["source"])))
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     out = []
     for k, line in enumerate(lines):

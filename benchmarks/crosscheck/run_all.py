@@ -23,7 +23,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from _common import MissingInput, rel_diff, table  # noqa: E402
+from _common import MissingInput, diff_text, rel_diff, table  # noqa: E402
 
 
 def peer_modules() -> list[str]:
@@ -72,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     for n in notes:
         print(n)
     if args.json:
-        out = [{**r, "rel_diff": None if math.isnan(d := rel_diff(r)) else d} for r in rows]
+        out = [{**r, "rel_diff": None if math.isnan(d := rel_diff(r)) else d,
+                "diff": diff_text(r)} for r in rows]
         args.json.write_text(json.dumps(out, indent=2))
     return 1 if any(": failed:" in n or "cannot be imported" in n for n in notes) else 0
 
