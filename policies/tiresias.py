@@ -20,7 +20,10 @@ Rules, as the Tiresias simulator (SymbioticLab/Tiresias, `dlas-gpu` and
 3. Queues are served in order. Inside a queue running jobs come first (a waiting job
    never preempts a running one of its own queue, except in the pass of a demotion,
    rule 2), then waiting jobs: first-come first-served by the time they entered the
-   queue (`tiresias-las`), or by the Gittins index of their service, highest first
+   queue (`tiresias-las`; with `requeue=front` a preempted job waits ahead of the jobs
+   already waiting in its queue, as the simulator's queues keep it: each pass moves the
+   waiting jobs behind the running ones, so a job running until now is ahead of them),
+   or by the Gittins index of their service, highest first
    (`tiresias-gittins`; equal indices by the time they entered the queue, where the
    simulator takes the earliest submission first: it sorts by (index, -submit time)
    descending, the same order for jobs that entered in submission order). The
@@ -122,6 +125,12 @@ LAS_PARAMS: dict[str, Param] = {
         "jobs and is preempted at once if they take its GPUs, as Tiresias) or "
         "running-first (stays ahead of them, as running jobs of a queue do)",
     ),
+    "requeue": Param(
+        "entry", as_choice("entry", "front"),
+        "where a preempted job waits in its queue: entry (by the time it entered the "
+        "queue) or front (ahead of the jobs already waiting there, as in Tiresias' "
+        "simulator, whose queues keep running jobs ahead of waiting ones)",
+    ),
     "demotion_timer": Param(
         "crossing", as_choice("crossing", "simulator"),
         "when a running job is demoted: crossing (the instant its service crosses the "
@@ -177,6 +186,7 @@ class TiresiasLasPolicy(PriorityPolicy):
         self.sim_event = False  # demotion_timer=simulator: an arrival or an end since
         self.sim_jump = math.inf  # ... and the simulator's next queue jump
         self.sim_pass = False  # this pass is one of the simulator's events
+        self.front = -1.0  # requeue=front: entry "times" ahead of every waiting job
 
     def metrics(self) -> dict[str, float]:
         """Counters of this run: queue demotions and starvation promotions."""
@@ -235,6 +245,12 @@ class TiresiasLasPolicy(PriorityPolicy):
         elif old == RUNNING:  # preempted, failed (retrying) or ended
             s.seg += 1
             s.pend_since = now
+            if (new == PENDING and self.p["requeue"] == "front"
+                    and job.idx not in self.demoted_now):
+                # ahead of its queue's waiting jobs; victims are stopped lowest first,
+                # so each later one (higher in the queue) goes ahead of the earlier ones
+                s.entered = self.front
+                self.front -= 1.0
             if new == PENDING:
                 self._arm_promotion(ctx, job, s)
         elif new == PENDING and s.pend_since is not None:  # back after a retry delay

@@ -12,8 +12,10 @@ stand-ins for its two unused imports: `numpy.mean` and `cplex`), sums over its
 3250/7200/18000 GPU-s: `tiresias-las`' defaults) agree job by job
 (tests/crosscheck/test_tiresias_crosscheck.py); no job reaches a threshold in that
 trace, so two derived traces (durations x10 with GPUs capped at 2; durations x10)
-exercise the demotions. With `demotion_timer=simulator` (demotions when the simulator
-makes them) the first agrees job by job too; README.md says where the rest differs.
+exercise the demotions and preemptions. With `demotion_timer=simulator` (demotions
+when the simulator makes them) and `requeue=front` (a preempted job waits ahead of its
+queue's waiting jobs, as the simulator's queues keep it) both agree job by job too;
+README.md says what the defaults differ by, and why.
 
 Run: `python benchmarks/crosscheck/tiresias.py`.
 """
@@ -36,19 +38,24 @@ PEER: dict[str, dict[str, float]] = {
                                 "makespan": 3271.0},
     "dlas-gpu, x10, GPUs<=2": {"jct_mean": 263987 / 60, "makespan": 23027.0,
                                "preemptions": 7.0},
-    "same, demotion_timer=crossing": {"jct_mean": 263987 / 60, "makespan": 23027.0,
-                                      "preemptions": 7.0},
+    "dlas-gpu, x10, GPUs<=2, defaults": {"jct_mean": 263987 / 60, "makespan": 23027.0,
+                                    "preemptions": 7.0},
     "dlas-gpu, durations x10": {"jct_mean": 402015 / 60, "makespan": 26665.0,
                                 "preemptions": 33.0},
+    "dlas-gpu, x10, schedlab defaults": {"jct_mean": 402015 / 60, "makespan": 26665.0,
+                                     "preemptions": 33.0},
 }
-SIM_TIMER = {"demotion_timer": "simulator"}  # demote when the simulator would
+# demote when the simulator does, and requeue a preempted job ahead of its queue's
+# waiting jobs as the simulator's queues do
+SIM_TIMER = {"demotion_timer": "simulator", "requeue": "front"}
 RUNS: dict[str, tuple[str, dict[str, Any], float, int]] = {
     # check -> (policy, params, duration factor, GPU cap)
     "fifo first-fit": ("fifo", {"placer": "first-fit"}, 1.0, 0),
     "dlas-gpu / tiresias-las": ("tiresias-las", {"placer": "first-fit"}, 1.0, 0),
     "dlas-gpu, x10, GPUs<=2": ("tiresias-las", {"placer": "first-fit", **SIM_TIMER}, 10.0, 2),
-    "same, demotion_timer=crossing": ("tiresias-las", {"placer": "first-fit"}, 10.0, 2),
+    "dlas-gpu, x10, GPUs<=2, defaults": ("tiresias-las", {"placer": "first-fit"}, 10.0, 2),
     "dlas-gpu, durations x10": ("tiresias-las", {"placer": "first-fit", **SIM_TIMER}, 10.0, 0),
+    "dlas-gpu, x10, schedlab defaults": ("tiresias-las", {"placer": "first-fit"}, 10.0, 0),
 }
 ENGINE = {"locality_factors": NO_LOCALITY, "restore_overhead": 0.0}
 

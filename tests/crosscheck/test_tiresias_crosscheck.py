@@ -29,8 +29,10 @@ def _crosscheck(name: str):
 @pytest.mark.parametrize(("check", "peer_file"), [
     ("fifo first-fit", "tiresias_fifo_jobs.csv"),
     ("dlas-gpu / tiresias-las", "tiresias_dlas-gpu_jobs.csv"),
-    # durations x10, GPUs capped at 2: demotions, with demotion_timer=simulator
+    # derived traces with demotions and preemptions, with the simulator's demotion
+    # timing and requeueing (demotion_timer=simulator, requeue=front)
     ("dlas-gpu, x10, GPUs<=2", "tiresias_dlas-gpu_x10_gpus2_jobs.csv"),
+    ("dlas-gpu, durations x10", "tiresias_dlas-gpu_x10_jobs.csv"),
 ])
 def test_every_job_starts_and_ends_as_in_tiresias_simulator(check, peer_file):
     tiresias = _crosscheck("tiresias")

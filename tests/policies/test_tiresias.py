@@ -35,7 +35,7 @@ def ends(result):
     {"thresholds": "300,1200", "promote_knob": 1.0},
     {"thresholds": "100,250,500", "num_queues": 4, "stop": "preempt"},  # no promotion
     {"thresholds": "100,250", "demoted": "running-first"},
-    {"thresholds": "100,250", "demotion_timer": "simulator"},
+    {"thresholds": "100,250", "demotion_timer": "simulator", "requeue": "front"},
     {"thresholds": "300,1200", "promote_knob": 1.0, "demotion_timer": "simulator"},
 ])
 @pytest.mark.parametrize("cls", [TiresiasLasPolicy, TiresiasGittinsPolicy])
@@ -232,3 +232,4 @@ def test_demotion_timer_simulator_demotes_when_tiresias_simulator_does():
     assert log(r, kinds) == [(0.0, "A", "start"), (60.0, "A", "suspend"), (60.0, "C", "start"),
                              (100.0, "C", "finish"), (100.0, "A", "resume"),
                              (340.0, "A", "finish")]
+
