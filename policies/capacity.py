@@ -25,22 +25,27 @@ Rules:
 4. Preemption (`preempt`, on by default). Every `preemption_interval` the ideal share of
    each queue is computed by water-filling the cluster down the tree in proportion to the
    guarantees, each queue capped by its ceiling and its demand (used + pending work its
-   users' limits allow) and a leaf also by max(used, guarantee), so preemption only
-   restores guarantees (YARN's ideal assignment). Leaves above their ideal give back their
+   users' limits allow) and a leaf also by max(used, claim), so preemption only
+   restores guarantees (YARN's ideal assignment). A leaf's claim is its guarantee under
+   the root; below a parent it is the parent's claim water-filled over the children by
+   guarantee, each up to its demand: sub-queues of an organisation share its guarantee
+   before other queues use it (eng = {eng-a, eng-b} at 0.5 with eng-b idle: eng-a
+   claims all of eng's 0.5, not its own 0.25). Leaves above their ideal give back their
    youngest (most recently started) jobs, largest excess first, while above the ideal, at
    most `total_preemption_per_round` of the cluster per round (a job larger than what is
    left of that budget is skipped, as YARN does) and never going below their own
    guarantee (with gangs, a queue pushed below it would take the GPUs straight back). A
    selected job is marked; it is preempted (work since its checkpoint lost) at the first
    round at least `max_wait_before_kill` seconds after its mark in which it is still
-   selected; a mark no longer selected is dropped. While a leaf below its guarantee cannot
-   place its next job, no queue is lent resources beyond its guarantee in that pass: what
-   preemption frees goes to the queue it was freed for.
+   selected; a mark no longer selected is dropped. While a leaf with a queue below its
+   guarantee on its path (itself or an ancestor) cannot place its next job, no queue is
+   lent resources beyond its guarantee in that pass, except inside such a starving
+   ancestor: what preemption frees goes to the queue it was freed for.
 5. Rounds cost events only when they can do something: a round is a timer at the next
-   multiple of `preemption_interval` after a change while some leaf below its guarantee has
-   runnable pending work and some leaf is above its guarantee, or jobs are marked; with no
-   change since the last round, the next is the earliest mark's deadline. A long stretch
-   with nothing over capacity costs no events.
+   multiple of `preemption_interval` after a change while some leaf with runnable pending
+   work has itself or an ancestor below its guarantee and some leaf is above its
+   guarantee, or jobs are marked; with no change since the last round, the next is the
+   earliest mark's deadline. A long stretch with nothing over capacity costs no events.
 Simplifications: YARN's natural_termination_factor and max_ignored_over_capacity are 1 and 0
 (not modelled); a user limit is a hard ceiling (YARN lets a user cross it by one
 container); minimum-user-limit-percent is not modelled; shares use the topology's totals
@@ -191,6 +196,7 @@ class CapacityPolicy(Policy):
         self.next_round: float | None = None
         self.dirty = True  # state changed since the last preemption round
         self.starving = False  # a leaf below its guarantee could not place its next job
+        self.starved: set[int] = set()  # queues below their guarantee on such a leaf's path
         self.healthy = -1  # healthy GPUs at the previous pass
         self.rounds = 0
 
@@ -334,6 +340,7 @@ class CapacityPolicy(Policy):
         failed: set[tuple] = set()  # requests that did not fit (only less is free later)
         if fresh is None:
             self.starving = False  # a leaf below its guarantee could not place its next job
+            self.starved = set()  # the queues below their guarantee on such a leaf's path
         started = 0
         while True:
             got = self._pick(ctx, self.tree.top, done, failed)
@@ -386,20 +393,38 @@ class CapacityPolicy(Policy):
                 add(after, d)
                 if share(after) > self.tree.queues[q].abs_max_capacity + EPS:
                     return None  # the ceiling: the leaf waits (FIFO)
-            mine = self.ushare[qid]
-            grown = list(self.used[qid])
-            add(grown, d)
-            if self.starving and share(grown) > info.abs_capacity + EPS:
+            if self.starving and self._lends(qid, d):
                 return None  # no lending while a queue below its guarantee waits for room
             cls = request_class(job.spec)
             got = None if cls in failed else ctx.place(job)
             if got is None or isinstance(got, Unschedulable):
                 failed.add(cls)
-                if self.p["preempt"] and mine < info.abs_capacity - EPS:
-                    self.starving = True
+                if self.p["preempt"]:
+                    below = {q for q in info.path if self.ushare[q]
+                             < self.tree.queues[q].abs_capacity - EPS}
+                    if below:
+                        self.starving = True
+                        self.starved |= below
                 return None
             return qid, job, got
         return None
+
+    def _lends(self, qid: int, d: Vec) -> bool:
+        """True when starting demand `d` in leaf `qid` lends resources away.
+
+        That is, it takes a queue of the leaf's path beyond its guarantee without a
+        starving ancestor of that queue to receive it, while queues wait for theirs.
+        """
+        queues = self.tree.queues
+        share = self.res.share
+        path = queues[qid].path
+        for i, q in enumerate(path):
+            grown = list(self.used[q])
+            add(grown, d)
+            if share(grown) > queues[q].abs_capacity + EPS \
+                    and not any(a in self.starved for a in path[i + 1:]):
+                return True
+        return False
 
     # --- preemption ---
 
@@ -416,15 +441,43 @@ class CapacityPolicy(Policy):
                 total += min(share(vec), room)
         return total
 
-    def ideal(self) -> list[float]:
-        """Each queue's ideal share of the cluster (YARN's ideal assignment), by queue id."""
+    def claims(self, demand: list[float]) -> list[float]:
+        """Each queue's claimable guarantee, by queue id.
+
+        A top-level queue's own guarantee; below it, the parent's claim water-filled
+        over its children by guarantee, each up to its demand (sub-queues of an
+        organisation share its guarantee first: YARN's hierarchical queues).
+        """
         queues = self.tree.queues
-        cap = [0.0] * len(queues)
+        claim = [0.0] * len(queues)
+        for c in self.tree.top:
+            claim[c] = queues[c].abs_capacity
+        for q in queues:  # a parent comes before its children
+            if not q.leaf:
+                self._fill(q.children, claim[q.id], demand, claim, recurse=False)
+        return claim
+
+    def ideal(self) -> list[float]:
+        """Each queue's ideal share of the cluster (YARN's ideal assignment), by queue id.
+
+        A leaf is capped by its ceiling, its demand and max(used, claim): preemption only
+        restores claimable guarantees, and a leaf may claim its idle siblings' part of its
+        parent's guarantee.
+        """
+        queues = self.tree.queues
+        demand = [0.0] * len(queues)
         for q in reversed(queues):  # children come after their parent
             if q.leaf:
                 used = self.ushare[q.id]
                 want = used + self._pending_share(q.id) if self.pcount[q.id] else used
-                cap[q.id] = min(q.abs_max_capacity, want, max(used, q.abs_capacity))
+                demand[q.id] = min(q.abs_max_capacity, want)
+            else:
+                demand[q.id] = min(q.abs_max_capacity, sum(demand[c] for c in q.children))
+        claim = self.claims(demand)
+        cap = [0.0] * len(queues)
+        for q in reversed(queues):
+            if q.leaf:
+                cap[q.id] = min(demand[q.id], max(self.ushare[q.id], claim[q.id]))
             else:
                 cap[q.id] = min(q.abs_max_capacity, sum(cap[c] for c in q.children))
         ideal = [0.0] * len(queues)
@@ -432,7 +485,7 @@ class CapacityPolicy(Policy):
         return ideal
 
     def _fill(self, kids: tuple[int, ...], amount: float, cap: list[float],
-              ideal: list[float]) -> None:
+              ideal: list[float], recurse: bool = True) -> None:
         """Water-fill `amount` over `kids` in proportion to guarantees, each up to its cap."""
         queues = self.tree.queues
         order = sorted(kids, key=lambda c: (cap[c] / queues[c].abs_capacity, queues[c].name))
@@ -451,9 +504,10 @@ class CapacityPolicy(Policy):
                 break
         for c in order[i:]:
             ideal[c] = left * queues[c].abs_capacity / weight
-        for c in kids:
-            if not queues[c].leaf:
-                self._fill(queues[c].children, ideal[c], cap, ideal)
+        if recurse:
+            for c in kids:
+                if not queues[c].leaf:
+                    self._fill(queues[c].children, ideal[c], cap, ideal)
 
     def _round(self, now: float) -> list[int]:
         """One preemption round: select victims within the budget; return those to kill."""
@@ -511,9 +565,11 @@ class CapacityPolicy(Policy):
             used, cap = ushare[qid], queues[qid].abs_capacity
             if used > cap + EPS:
                 over = True
-            elif (not under and self.pcount[qid] and used < cap - EPS
-                  and self._pending_share(qid) > EPS):
-                under = True
+            if (not under and self.pcount[qid]
+                    and any(ushare[q] < queues[q].abs_capacity - EPS
+                            for q in queues[qid].path)
+                    and self._pending_share(qid) > EPS):
+                under = True  # the leaf or an ancestor is below its guarantee
             if under and over:
                 return True
         return False

@@ -8,7 +8,9 @@ one node goes to, in order: (1) a node labelled k with k free GPUs, least loaded
 (2) an empty (unlabelled) node, the smallest that fits; (3) a node of another label with
 k free GPUs, least loaded first; (4) oversubscription: time-slicing with a running job (or
 group) of the same size, fewest sharers first, at most `max_timeshare` per GPU set;
-otherwise it queues. Inside a node the tightest cell is used. A job larger than any node
+otherwise it queues. A job with `gpu_speeds` on a cluster of several GPU types tries
+(1)-(3) on its fastest types first, then the slower ones (the paper is type-blind).
+Inside a node the tightest cell is used. A job larger than any node
 takes whole free nodes through the run's placer and labels them. Time-slicing is modelled
 analytically by the engine: N jobs on the same GPUs each progress at
 (1 - switch_cost / time_slice) / N, with no event per slice.
@@ -43,7 +45,7 @@ from sortedcontainers import SortedList
 from policies.base import Policy
 from policies.elastic import ElasticRules, bounds, is_elastic
 from policies.fifo_elastic import start_elastic
-from policies.placement.base import take_gpus
+from policies.placement.base import candidate_types, speed_tiers, take_gpus
 from sim.interfaces import ClusterView
 from sim.jobstate import JobState
 from sim.model import Decision, Level, Migrate, Start, Unschedulable
@@ -90,6 +92,7 @@ class GandivaPolicy(Policy):
     def attach(self, ctx: SchedContext) -> None:
         """Build the affinity, time-share and packing indexes for this run."""
         p = self.p
+        self._tier: frozenset[str] | None = None  # GPU types a search is limited to
         ctx.configure_sharing(time_slice=p["time_slice"], switch_cost=p["switch_cost"],
                               pack_penalty=p["pack_penalty"])
         topo = ctx.topology
@@ -259,6 +262,8 @@ class GandivaPolicy(Policy):
         node = ctx.topology.nodes[nd]
         if t and node.gpu_type != t:
             return False
+        if self._tier is not None and node.gpu_type not in self._tier:
+            return False
         view = ctx.cluster if cluster is None else cluster
         s = job.spec
         return view.node_fits_host(nd, s.num_cpus, s.mem_gb, s.disk_gb * s.num_tasks)
@@ -286,6 +291,25 @@ class GandivaPolicy(Policy):
             if start is not None or k == 0 or job.spec.gpu_share < 1 or is_elastic(job):
                 return start
             return self._timeshare(ctx, job)
+        got = None
+        for tier in speed_tiers(job.spec, candidate_types(job.spec, ctx.cluster)):
+            # a job with gpu_speeds: the fastest types that hold it first
+            self._tier = frozenset(tier)
+            got = self._free_spot(ctx, job, k)
+            if got is not None:
+                break
+        self._tier = None
+        if got is not None:
+            return Start(job.job_id, got)
+        if self.p["introspective"] and self.p["packing"]:  # (4a) pack when it pays
+            pack = self._pack_partner(ctx, job)
+            if pack is not None:
+                return pack
+        return self._timeshare(ctx, job)  # (4) oversubscribe by time-slicing
+
+    def _free_spot(self, ctx: SchedContext, job: JobState, k: int
+                   ) -> tuple[int, ...] | None:
+        """Steps (1) to (3): free GPUs by affinity, then an empty node, then another label."""
         got = self._labelled(ctx, job, k, k)  # (1) same affinity
         if got is None:  # (2) an empty node, the smallest that fits
             for cap in self.empty_caps:
@@ -312,13 +336,7 @@ class GandivaPolicy(Policy):
                         break
             if best is not None:
                 got = self._in_node(ctx, best[1], k)
-        if got is not None:
-            return Start(job.job_id, got)
-        if self.p["introspective"] and self.p["packing"]:  # (4a) pack when it pays
-            pack = self._pack_partner(ctx, job)
-            if pack is not None:
-                return pack
-        return self._timeshare(ctx, job)  # (4) oversubscribe by time-slicing
+        return got
 
     def _timeshare(self, ctx: SchedContext, job: JobState) -> Start | None:
         lst = self.ts.get(job.spec.num_gpus)

@@ -21,7 +21,11 @@ Rules, as the open-source scheduler (`scheduler/modules/assigners/simple_fifo.py
    highest level with room, re-chosen at every plan; it is rejected if larger than the
    user's largest quota at any level.
 4. Plan, per node group: in-quota jobs by level (high first) then first submission;
-   admitted while the running total of nodes fits the group's healthy nodes. Without
+   admitted while the running total of nodes fits the group's healthy nodes. A running
+   job is never interrupted to run another job of the same user at the same priority
+   (seeds/000): a running job submitted after its user's first waiting job at its level
+   is moved just ahead of that job (`running_first`), so a job demoted to the level of
+   its user's earlier job, or backfilled ahead of its user's blocked job, keeps running. Without
    `backfill` the plan stops at the first job that does not fit (the open-source
    scheduler's cumulative sum); with it, smaller jobs behind still get in.
 5. A running job outside the plan gets the suspend command and stops `suspend_grace`
@@ -190,10 +194,43 @@ def assign_levels(user: str, jobs: Sequence[PlanJob], quota: Mapping[int, int] |
     return out
 
 
-def plan_key(level: int, job: PlanJob | JobState) -> tuple[int, float, int]:
-    """Place in the plan: level (high first), then first submission, then trace order."""
+PlanKey = tuple[int, float, int, int, int]
+
+
+def plan_key(level: int, job: PlanJob | JobState) -> PlanKey:
+    """Place in the plan: level (high first), then first submission, then trace order.
+
+    The fields are (-level, submit, idx, 1, idx); the last is always the job's index.
+    `running_first` may move a running job just ahead of a waiting job of its user.
+    """
     submit = job.submit if isinstance(job, PlanJob) else job.spec.submit_time
-    return (-level, submit, job.idx)
+    return (-level, submit, job.idx, 1, job.idx)
+
+
+def pinned_key(level: int, first: tuple[float, int], idx: int) -> PlanKey:
+    """The key of a running job moved just ahead of its user's first waiting job."""
+    return (-level, first[0], first[1], 0, idx)
+
+
+def running_first(level: int, members: Sequence[tuple[float, int, bool]]
+                  ) -> dict[int, PlanKey]:
+    """The plan keys of one user's jobs at one level in one node group.
+
+    `members` are (submit, idx, running). The platform never interrupts a running job
+    to run another job of the same user at the same priority (seeds/000): a running job
+    submitted after the user's first waiting job at that level is moved just ahead of
+    it (in submission order among such jobs); every other job keeps its own place, so
+    other users' places are untouched.
+    """
+    pend = [(m[0], m[1]) for m in members if not m[2]]
+    first = min(pend) if pend else None
+    out = {}
+    for t, i, running in members:
+        if running and first is not None and (t, i) > first:
+            out[i] = pinned_key(level, first, i)
+        else:
+            out[i] = (-level, t, i, 1, i)
+    return out
 
 
 def admit(entries: Sequence[tuple[int, int]], cap: int, backfill: bool) -> list[int]:
@@ -347,6 +384,14 @@ class HaiPolicy(Policy):
         self.level_req: dict[int, int] = {}  # requested level, after demotion
         self.status: dict[int, int | None] = {}  # idx -> level in quota, or OUT
         self.key: dict[int, tuple] = {}  # idx -> plan key while in a group plan
+        # (user, level, group) -> (submit, idx) of its running / waiting in-plan jobs, for
+        # `running_first`: running jobs submitted after the bucket's first waiting job
+        # are moved just ahead of it (`pinned`, re-keyed when that changes)
+        self.bucket_run: dict[tuple[str, int, int], SortedList] = {}
+        self.bucket_pend: dict[tuple[str, int, int], SortedList] = {}
+        self.bucket_of: dict[int, tuple[str, int, int]] = {}
+        self.dirty_buckets: set[tuple[str, int, int]] = set()
+        self.pinned: dict[tuple[str, int, int], tuple[tuple[float, int], set[int]]] = {}
         self.exceeded: dict[int, str] = {}  # idx -> QUOTA_EXCEEDED reason
         self.user_jobs: dict[str, SortedList] = {}  # user -> (submit, idx) of live jobs
         self.dirty_users: set[str] = set()
@@ -458,9 +503,14 @@ class HaiPolicy(Policy):
         old = self.key.pop(idx, None)
         if old is not None:
             plan.remove(old)
+        bk = self.bucket_of.pop(idx, None)
+        if bk is not None:
+            self._bucket_move(bk, job, None)
         if level is not None:
             k = self.key[idx] = plan_key(level, job)
             plan.add(k, nodes)
+            bk = self.bucket_of[idx] = (job.spec.user, level, group)
+            self._bucket_move(bk, job, job.status == RUNNING)
         if idx in self.status:
             self.status[idx] = level
         self.dirty_groups.add(group)
@@ -527,6 +577,8 @@ class HaiPolicy(Policy):
 
     def _started(self, ctx: SchedContext, job: JobState) -> None:
         self.live.started(job)
+        if self.event:
+            self._status_changed(ctx, job)
         k = self.start_key.pop(job.idx, None)
         if k is not None:
             self.to_start.discard(k)
@@ -568,6 +620,8 @@ class HaiPolicy(Policy):
             self.live.stopped_by_policy(job)
             self.touched.add(idx)
             self.changed = True
+            if self.event:
+                self._status_changed(ctx, job)
 
     # --- incremental plan ---
 
@@ -605,6 +659,9 @@ class HaiPolicy(Policy):
             for user in sorted(self.dirty_users):
                 self._requota(ctx, user)
             self.dirty_users.clear()
+        for bk in sorted(self.dirty_buckets):
+            self._rekey_bucket(ctx, bk)
+        self.dirty_buckets.clear()
         for g in sorted(self.dirty_groups):
             self.touched.update(self.plans[g].settle())
         self.dirty_groups.clear()
@@ -631,6 +688,75 @@ class HaiPolicy(Policy):
             rejects += [(i, why) for i, why in sorted(self.exceeded.items())
                         if ctx.job_at(i).status == PENDING]
         return commands, rejects
+
+    def _bucket_move(self, bk: tuple[str, int, int], job: JobState,
+                     running: bool | None) -> bool:
+        """Put a job among its bucket's running or waiting jobs (None: out of it).
+
+        Returns True when the bucket's places must be recomputed (marked dirty).
+        """
+        item = (job.spec.submit_time, job.idx)
+        for table in (self.bucket_run, self.bucket_pend):
+            lst = table.get(bk)
+            if lst is not None and item in lst:
+                lst.remove(item)
+                if not lst:
+                    del table[bk]
+        if running is not None:
+            table = self.bucket_run if running else self.bucket_pend
+            table.setdefault(bk, SortedList()).add(item)
+        if self._inverted(bk) or bk in self.pinned:
+            self.dirty_buckets.add(bk)
+            return True
+        return False
+
+    def _inverted(self, bk: tuple[str, int, int]) -> bool:
+        """True while a waiting job of the bucket was submitted before a running one."""
+        run, pend = self.bucket_run.get(bk), self.bucket_pend.get(bk)
+        return bool(run and pend and pend[0] < run[-1])
+
+    def _rekey(self, idx: int, k: PlanKey, group: int) -> None:
+        old = self.key.get(idx)
+        if old is not None and old != k:
+            plan = self.plans[group]
+            plan.remove(old)
+            plan.add(k, self.size[idx][1])
+            self.key[idx] = k
+            self.touched.add(idx)
+            self.dirty_groups.add(group)
+
+    def _rekey_bucket(self, ctx: SchedContext, bk: tuple[str, int, int]) -> None:
+        """Pin the bucket's running jobs submitted after its first waiting job.
+
+        Only those are re-keyed: the cost is the user's running jobs, not its backlog.
+        """
+        _, level, group = bk
+        for _, i in list(self.bucket_run.get(bk, ())):
+            # stopped by the engine (a node failure), not by the plan: waiting now
+            if ctx.job_at(i).status != RUNNING:
+                self._bucket_move(bk, ctx.job_at(i), False)
+        old_first, old = self.pinned.pop(bk, (None, set()))
+        run, pend = self.bucket_run.get(bk), self.bucket_pend.get(bk)
+        first = pend[0] if pend else None
+        now: set[int] = set()
+        if first is not None and run:
+            now = {i for _, i in run.irange(first, inclusive=(False, True))}
+        for i in old - now:  # back to its own place
+            if i in self.key:
+                self._rekey(i, plan_key(level, ctx.job_at(i)), group)
+        for i in now:
+            assert first is not None
+            if i not in old or first != old_first:
+                self._rekey(i, pinned_key(level, first, i), group)
+        if now:
+            assert first is not None
+            self.pinned[bk] = (first, now)
+
+    def _status_changed(self, ctx: SchedContext, job: JobState) -> None:
+        """A job started or stopped: its user's places at its level may swap."""
+        bk = self.bucket_of.get(job.idx)
+        if bk is not None and self._bucket_move(bk, job, job.status == RUNNING):
+            self.changed = True
 
     def _why(self, idx: int) -> str:
         if self.status.get(idx) is OUT or idx not in self.status:
@@ -686,8 +812,14 @@ class HaiPolicy(Policy):
         keys: dict[int, tuple] = {}
         for g in self.groups:
             caps = sum(1 for n in g.nodes if ctx.cluster.node_up[n])
-            mine = sorted((plan_key(lv, ctx.job_at(i)), i) for i, lv in level.items()
-                          if lv is not None and self.size[i][0] == g.index)
+            bucket: dict[tuple[str, int], list[tuple[float, int, bool]]] = {}
+            for i, lv in sorted(level.items()):
+                if lv is not None and self.size[i][0] == g.index:
+                    j = ctx.job_at(i)
+                    bucket.setdefault((j.spec.user, lv), []).append(
+                        (j.spec.submit_time, i, j.status == RUNNING))
+            mine = sorted((k, i) for (_, lv), members in bucket.items()
+                          for i, k in running_first(lv, members).items())
             for k, i in mine:
                 keys[i] = k
             inside.update(admit([(i, self.size[i][1]) for _, i in mine], caps,

@@ -21,6 +21,17 @@ boundaries, GPUs freed by completions are handed out the same way, without preem
 Departures from Themis: leases are synchronized on one clock instead of per allocation,
 an app is a single job, and there are no placement-sensitive bids or hidden payments.
 With `stop=preempt`, jobs that never checkpoint lose their work at each lost lease.
+
+Heterogeneity (`perf=true`, as Gavel's `finish_time_fairness_perf`): rho is computed
+over per-type throughputs (`gpu_speeds`). T_ideal is the job's time on an equal share of
+every type, duration / iso x max(1, g N / G) with iso = sum_t speed_t N_t / G over the
+types it may use; T_shared divides the remaining work by the speed it is getting (its
+placement's type, or iso while it waits). So a job stuck on a slow type looks worse off
+and is served first; at each lease boundary, after the auction, running jobs (worst rho
+first) move (`Migrate`, paying the restore pause) to a faster type whose GPUs are free.
+Placers already put a job with `gpu_speeds` on the fastest type that can hold it. Jobs
+without `gpu_speeds` get exactly the rho of `perf=false`. Departure from Gavel: no LP
+over time fractions; jobs keep whole leases and only move to free faster GPUs.
 """
 
 from __future__ import annotations
@@ -35,9 +46,9 @@ from sortedcontainers import SortedList
 from policies.base import Policy
 from policies.priority import STOP_PARAM, cpu_only_pending, priority_walk, start_cpu_only
 from policies.victims import VictimPool, free_milli
-from sim.jobstate import PENDING, JobState
-from sim.model import Decision, JobSpec, job_milli
-from sim.params import Param, as_float
+from sim.jobstate import PENDING, RUNNING, JobState
+from sim.model import Decision, JobSpec, Migrate, Unschedulable, job_milli
+from sim.params import Param, as_bool, as_float
 
 if TYPE_CHECKING:
     from sim.context import SchedContext
@@ -52,30 +63,67 @@ def _rho(spec: JobSpec, done: float, now: float, n_jobs: int, total: int) -> flo
     return (now - spec.submit_time + remaining) / ideal
 
 
-class JobTable:
-    """Per-job constants of a run as arrays by job index (GPUs x share, duration, submit)."""
+def isolated_speed(spec: JobSpec, gpu_types: dict[str, int]) -> float:
+    """The job's speed on an equal share of every type it may use: sum_t speed_t N_t / N."""
+    if not spec.gpu_speeds:
+        return 1.0
+    types = [spec.gpu_type] if spec.gpu_type in gpu_types else list(gpu_types)
+    total = sum(gpu_types[t] for t in types)
+    if total <= 0:
+        return 1.0
+    return sum(spec.speed_on(t) * gpu_types[t] for t in types) / total
 
-    def __init__(self, ctx: SchedContext) -> None:
+
+class JobTable:
+    """Per-job constants of a run as arrays by job index.
+
+    GPUs x share, duration, submit, and (with `perf`) the speed on an equal share of the
+    types, else 1.
+    """
+
+    def __init__(self, ctx: SchedContext, perf: bool = False) -> None:
         jobs = [ctx.job_at(i).spec for i in range(ctx.num_jobs)]
         self.g = np.array([s.num_gpus * s.gpu_share for s in jobs], dtype=float)
         self.dur = np.array([s.duration for s in jobs], dtype=float)
         self.submit = np.array([s.submit_time for s in jobs], dtype=float)
         self.demand = np.array([s.num_gpus * job_milli(s) for s in jobs], dtype=np.int64)
+        types = dict(ctx.topology.gpu_types)
+        self.iso = np.array([isolated_speed(s, types) if perf else 1.0 for s in jobs],
+                            dtype=float)
 
-    def rho(self, ctx: SchedContext, idx: np.ndarray, done: np.ndarray, n_jobs: int
-            ) -> np.ndarray:
-        """`_rho` of the jobs `idx` with work `done` (the same arithmetic, vectorized)."""
+    def rho(self, ctx: SchedContext, idx: np.ndarray, done: np.ndarray, n_jobs: int,
+            speed: np.ndarray | None = None) -> np.ndarray:
+        """`_rho` of the jobs `idx` with work `done` (the same arithmetic, vectorized).
+
+        With `speed`, over per-type throughputs: remaining work at `speed`, the ideal on
+        an equal share of the types.
+        """
         now, total = ctx.now, ctx.cluster.healthy_gpus
         g, dur, submit = self.g[idx], self.dur[idx], self.submit[idx]
         share = g * n_jobs / total if total > 0 else np.full(len(idx), math.inf)
         ideal = dur * np.where(share > 1.0, share, 1.0)
         remaining = np.where(done < dur, dur - done, 0.0)
+        if speed is not None:
+            ideal = ideal / self.iso[idx]
+            remaining = remaining / speed
         return (now - submit + remaining) / ideal
 
 
 def finish_time_fairness(ctx: SchedContext, job: JobState, n_jobs: int) -> float:
     """Rho of a job with `n_jobs` contending: (elapsed + remaining) / ideal finish time."""
     return _rho(job.spec, ctx.progress(job), ctx.now, n_jobs, ctx.cluster.healthy_gpus)
+
+
+def _faster_free(ctx: SchedContext, job: JobState, now_speed: float
+                 ) -> tuple[int, ...] | None:
+    """Free GPUs of a type faster for the job than `now_speed`, from the placer."""
+    got = ctx.place(job)
+    if isinstance(got, Unschedulable) or not isinstance(got, tuple) or not got:
+        return None
+    topo = ctx.topology
+    speed = min(job.spec.speed_on(t) for t in {topo.nodes[topo.gpu_node[g]].gpu_type
+                                               for g in got})
+    return got if speed > now_speed else None
 
 
 def _something_fits(ctx: SchedContext) -> bool:
@@ -106,6 +154,10 @@ class ThemisFtfPolicy(Policy):
             "f: GPUs are offered first to the 1 - f fraction of jobs with the worst rho",
         ),
         "stop": STOP_PARAM,
+        "perf": Param(False, as_bool,
+                      "heterogeneity-aware: rho over per-type throughputs (gpu_speeds), as "
+                      "Gavel's finish_time_fairness_perf, and moves to faster free GPUs at "
+                      "lease boundaries"),
     }
 
     def attach(self, ctx: SchedContext) -> None:
@@ -114,6 +166,19 @@ class ThemisFtfPolicy(Policy):
         self.next_round = -math.inf
         self.armed = -math.inf
         self.counts = {"lease_auctions": 0, "auctions_between_leases": 0}
+        if self.p["perf"]:
+            self.counts["migrations"] = 0
+
+    def _table(self, ctx: SchedContext) -> JobTable:
+        if self.table is None:
+            self.table = JobTable(ctx, self.p["perf"])
+        return self.table
+
+    def _type_speed(self, ctx: SchedContext, job: JobState) -> float:
+        """The job's speed on the slowest GPU type of its placement."""
+        topo = ctx.topology
+        nodes, gnode = topo.nodes, topo.gpu_node
+        return min(job.spec.speed_on(t) for t in {nodes[gnode[g]].gpu_type for g in job.gpus})
 
     def metrics(self) -> dict[str, float]:
         """Counters of this run: auctions at lease boundaries and of freed GPUs between."""
@@ -127,9 +192,7 @@ class ThemisFtfPolicy(Policy):
             self.next_round = now + self.p["lease"]
         yield from start_cpu_only(ctx, cpu_only_pending(ctx))
         if ctx.pending_count and (boundary or _something_fits(ctx)):
-            if self.table is None:
-                self.table = JobTable(ctx)
-            demand = self.table.demand
+            demand = self._table(ctx).demand
             pending = [ctx.job_at(k[1]) for lst in ctx.pending_classes().values()
                        for k in lst if demand[k[1]] > 0]
             if not boundary and sum(int(demand[j.idx]) for j in pending) <= free_milli(ctx):
@@ -141,16 +204,36 @@ class ThemisFtfPolicy(Policy):
             else:
                 self.counts["lease_auctions" if boundary else "auctions_between_leases"] += 1
                 yield from self._auction(ctx, pending, boundary)
-        # the next boundary matters only if someone waits and leases can be taken back
-        if ctx.pending_count and ctx.running() and self.armed < self.next_round:
+        perf = self.p["perf"]
+        if boundary and perf and free_milli(ctx) > 0:
+            running = [j for j in ctx.running().values() if j.spec.num_gpus]
+            if running:
+                idx, rho = self._rhos(ctx, [], running, ctx.pending_count + len(running))
+                order = np.lexsort((idx, self._table(ctx).submit[idx], -rho))
+                yield from self._move_faster(ctx, [running[k] for k in order.tolist()])
+        # the next boundary matters only if someone waits and leases can be taken back,
+        # or (perf) a running job could move to a faster type
+        if self.armed < self.next_round and ctx.running() and (
+                ctx.pending_count or (perf and self._could_move(ctx))):
             self.armed = self.next_round
             ctx.wake_at(self.next_round)
+
+    def _could_move(self, ctx: SchedContext) -> bool:
+        """True when a running job with gpu_speeds is not on its fastest allowed type."""
+        types = ctx.topology.gpu_types
+        if len(types) < 2:
+            return False
+        for job in ctx.running().values():
+            s = job.spec
+            if s.gpu_speeds and job.gpus and self._type_speed(ctx, job) < max(
+                    s.speed_on(t) for t in types if not s.gpu_type or t == s.gpu_type):
+                return True
+        return False
 
     def _rhos(self, ctx: SchedContext, pending: list[JobState], running: list[JobState],
               n: int) -> tuple[np.ndarray, np.ndarray]:
         """(job indices, rho) of the pending then the running jobs, `n` contending."""
-        if self.table is None:
-            self.table = JobTable(ctx)
+        table = self._table(ctx)
         now = ctx.now
         idx = np.fromiter((j.idx for j in pending), np.int64, len(pending))
         done = np.fromiter((j.work for j in pending), float, len(pending))  # static
@@ -159,13 +242,34 @@ class ThemisFtfPolicy(Policy):
                                                    len(running))])
             done = np.concatenate([done, np.fromiter((j.progress_at(now) for j in running),
                                                      float, len(running))])
-        return idx, self.table.rho(ctx, idx, done, n)
+        speed = None
+        if self.p["perf"]:  # waiting: an equal share of the types; running: its type
+            speed = np.concatenate([table.iso[idx[:len(pending)]], np.fromiter(
+                (self._type_speed(ctx, j) for j in running), float, len(running))])
+        return idx, table.rho(ctx, idx, done, n, speed)
 
     def _keys(self, ctx: SchedContext, jobs: list[JobState], n: int) -> dict[int, tuple]:
         """Priority keys (-rho, submit time) of these waiting jobs with `n` contending."""
         idx, rho = self._rhos(ctx, jobs, [], n)
         return {int(i): (-float(r), j.spec.submit_time)
                 for i, r, j in zip(idx, rho, jobs, strict=True)}
+
+    def _move_faster(self, ctx: SchedContext, jobs: list[JobState]) -> Iterator[Decision]:
+        """Move running jobs (in this order) to free GPUs of a faster type for them."""
+        types = ctx.topology.gpu_types
+        for job in jobs:
+            if free_milli(ctx) <= 0:
+                return
+            s = job.spec
+            if job.status != RUNNING or not s.gpu_speeds or not job.gpus:
+                continue
+            here = self._type_speed(ctx, job)
+            if here >= max(s.speed_on(t) for t in types if not s.gpu_type or t == s.gpu_type):
+                continue
+            got = _faster_free(ctx, job, here)
+            if got is not None:
+                yield Migrate(job.job_id, got)
+                self.counts["migrations"] += 1
 
     def _auction(self, ctx: SchedContext, pending: list[JobState], boundary: bool
                  ) -> Iterator[Decision]:

@@ -8,11 +8,25 @@ Rules, as the Tiresias simulator (SymbioticLab/Tiresias, `dlas-gpu` and
    `thresholds` (3250,7200,18000 GPU-s, as the simulator ships them; with K queues the
    first K-1 apply, so the default splits at 3250 and 7200). A new job enters queue 0.
 2. A running job that crosses its queue's threshold is demoted to the next queue at that
-   instant and joins its end.
+   instant and joins its end, behind the jobs already waiting there: in the pass of its
+   demotion those waiting jobs come first, and it is preempted at once if they take its
+   GPUs (`demoted=behind`, the simulator's append to the lower queue;
+   `demoted=running-first` keeps it ahead of them, the behaviour before issue 15). The
+   simulator only looks for demotions at its events (arrivals, ends) and at a
+   "queue jump" timer it re-arms at each event at (threshold - run seconds) // GPUs,
+   which for a job of g > 1 GPUs comes later than the crossing (run seconds are not
+   GPU-seconds); it demotes one queue a time. `demotion_timer=simulator` reproduces
+   that (its events: arrivals and ends), `crossing` (default) demotes at the crossing.
 3. Queues are served in order. Inside a queue running jobs come first (a waiting job
-   never preempts a running one of its own queue), then waiting jobs: first-come
-   first-served by the time they entered the queue (`tiresias-las`), or by the Gittins
-   index of their service, highest first, ties by entry time (`tiresias-gittins`). The
+   never preempts a running one of its own queue, except in the pass of a demotion,
+   rule 2), then waiting jobs: first-come first-served by the time they entered the
+   queue (`tiresias-las`; with `requeue=front` a preempted job waits ahead of the jobs
+   already waiting in its queue, as the simulator's queues keep it: each pass moves the
+   waiting jobs behind the running ones, so a job running until now is ahead of them),
+   or by the Gittins index of their service, highest first
+   (`tiresias-gittins`; equal indices by the time they entered the queue, where the
+   simulator takes the earliest submission first: it sorts by (index, -submit time)
+   descending, the same order for jobs that entered in submission order). The
    simulator re-sorts running and waiting jobs of a queue together at every event for
    Gittins; with the engine's checkpoint and restore costs that made jobs of one queue
    preempt each other at every event (38,623 preemptions on the bundled default trace),
@@ -43,7 +57,6 @@ Gittins index of service a with quantum D (`gittins_delta`, the simulator's 3250
 P(S - a <= D | S > a) / E[min(S - a, D) | S > a] over a sample of job GPU times S: the
 GPU times of the jobs completed so far in this run (`gittins_samples=history`, refreshed
 each time the sample grows by 10%), or a file of samples. A job past every sample gets 0.
-Where the simulator orders equal indices by latest submission first, we keep FIFO.
 """
 
 from __future__ import annotations
@@ -61,7 +74,7 @@ from policies.priority import STOP_PARAM, Key, PriorityPolicy
 from sim.errors import InvalidParameter
 from sim.jobstate import PENDING, RUNNING, JobState
 from sim.model import MILLI
-from sim.params import Param, as_float, as_int
+from sim.params import Param, as_choice, as_float, as_int
 
 if TYPE_CHECKING:
     from sim.context import SchedContext
@@ -107,6 +120,25 @@ LAS_PARAMS: dict[str, Param] = {
         "its last promotion (0: never)",
     ),
     "stop": STOP_PARAM,
+    "demoted": Param(
+        "behind", as_choice("behind", "running-first"),
+        "a job demoted while running: behind (joins the lower queue behind its waiting "
+        "jobs and is preempted at once if they take its GPUs, as Tiresias) or "
+        "running-first (stays ahead of them, as running jobs of a queue do)",
+    ),
+    "requeue": Param(
+        "entry", as_choice("entry", "front"),
+        "where a preempted job waits in its queue: entry (by the time it entered the "
+        "queue) or front (ahead of the jobs already waiting there, as in Tiresias' "
+        "simulator, whose queues keep running jobs ahead of waiting ones)",
+    ),
+    "demotion_timer": Param(
+        "crossing", as_choice("crossing", "simulator"),
+        "when a running job is demoted: crossing (the instant its service crosses the "
+        "threshold) or simulator (as Tiresias' simulator: at the first scheduling event "
+        "after the crossing, one queue a time, with its queue-jump timer at "
+        "(threshold - run seconds) // GPUs)",
+    ),
 }
 
 
@@ -151,6 +183,11 @@ class TiresiasLasPolicy(PriorityPolicy):
         self.st: dict[int, _State] = {}
         self.timers: list[tuple[float, int, int, int]] = []  # (t, kind, idx, seg)
         self.counts = {"demotions": 0, "promotions": 0}
+        self.demoted_now: set[int] = set()  # demoted in this pass, behind the waiting jobs
+        self.sim_event = False  # demotion_timer=simulator: an arrival or an end since
+        self.sim_jump = math.inf  # ... and the simulator's next queue jump
+        self.sim_pass = False  # this pass is one of the simulator's events
+        self.front = -1.0  # requeue=front: entry "times" ahead of every waiting job
 
     def metrics(self) -> dict[str, float]:
         """Counters of this run: queue demotions and starvation promotions."""
@@ -171,9 +208,21 @@ class TiresiasLasPolicy(PriorityPolicy):
         return (s.queue, 1, s.entered)
 
     def running_key(self, ctx: SchedContext, job: JobState) -> Key:
-        """(queue, 0, entry time)."""
+        """(queue, 0, entry time); (queue, 1, entry time) in the pass of its demotion."""
         s = self.st[job.idx]
-        return (s.queue, 0, s.entered)
+        return (s.queue, 1 if job.idx in self.demoted_now else 0, s.entered)
+
+    def after_walk(self, ctx: SchedContext) -> None:
+        """A demoted job that kept its GPUs is ahead of the waiting jobs from now on."""
+        if self.p["demotion_timer"] == "simulator" and self.sim_pass:
+            self._simulator_jump(ctx)
+        if self.demoted_now:
+            done = sorted(self.demoted_now)
+            self.demoted_now.clear()
+            for idx in done:
+                job = ctx.job_at(idx)
+                if job.status == RUNNING and idx in self.st:
+                    self.rekey_running(ctx, job)
 
     # --- status changes ---
 
@@ -182,6 +231,8 @@ class TiresiasLasPolicy(PriorityPolicy):
         now = ctx.now
         s = self.st.get(job.idx)
         new = job.status
+        if old is None or new not in (PENDING, RUNNING, "retrying"):
+            self.sim_event = True  # the simulator's events: arrivals and ends
         if s is None:
             if new not in (PENDING, RUNNING):
                 return
@@ -195,6 +246,12 @@ class TiresiasLasPolicy(PriorityPolicy):
         elif old == RUNNING:  # preempted, failed (retrying) or ended
             s.seg += 1
             s.pend_since = now
+            if (new == PENDING and self.p["requeue"] == "front"
+                    and job.idx not in self.demoted_now):
+                # ahead of its queue's waiting jobs; victims are stopped lowest first,
+                # so each later one (higher in the queue) goes ahead of the earlier ones
+                s.entered = self.front
+                self.front -= 1.0
             if new == PENDING:
                 self._arm_promotion(ctx, job, s)
         elif new == PENDING and s.pend_since is not None:  # back after a retry delay
@@ -204,7 +261,7 @@ class TiresiasLasPolicy(PriorityPolicy):
             del self.st[job.idx]
 
     def _arm_demotion(self, ctx: SchedContext, job: JobState, s: _State) -> None:
-        if s.queue >= len(self.limits):
+        if s.queue >= len(self.limits) or self.p["demotion_timer"] == "simulator":
             return
         rate = len(job.gpus) * job.milli / MILLI
         if rate <= 0:
@@ -232,6 +289,43 @@ class TiresiasLasPolicy(PriorityPolicy):
         heapq.heappush(self.timers, (t, 1, job.idx, s.seg))
         ctx.wake_at(t)
 
+    # --- the simulator's demotion timing (demotion_timer=simulator) ---
+
+    def _demote(self, ctx: SchedContext, job: JobState, s: _State, q: int) -> None:
+        s.queue = q
+        s.entered = ctx.now
+        self.counts["demotions"] += 1
+        if self.p["demoted"] == "behind":
+            self.demoted_now.add(job.idx)
+        self.rekey_running(ctx, job)
+
+    def _simulator_demotions(self, ctx: SchedContext) -> None:
+        """At every pass, each running job past its queue's threshold drops one queue."""
+        last = len(self.limits)
+        for idx in sorted(ctx.running()):
+            s = self.st.get(idx)
+            if s is None or s.queue >= last:
+                continue
+            job = ctx.job_at(idx)
+            if self.service(ctx, job) >= self.limits[s.queue] - EPS:
+                self._demote(ctx, job, s, s.queue + 1)
+
+    def _simulator_jump(self, ctx: SchedContext) -> None:
+        """Wake at the simulator's next queue jump: now + (threshold - run s) // GPUs."""
+        now = ctx.now
+        best = math.inf
+        for idx, job in ctx.running().items():
+            s = self.st.get(idx)
+            if s is None or s.queue >= len(self.limits) or not job.gpus:
+                continue
+            executed = ctx.run_time(job) - s.exec_base
+            # the simulator's ceil of a Python 2 integer division: the quotient's floor
+            t = now + math.floor((self.limits[s.queue] - executed) / len(job.gpus) + EPS)
+            best = min(best, t)
+        self.sim_jump = best  # replaces the previous one, as in the simulator
+        if now < best < math.inf:
+            ctx.wake_at(best)
+
     # --- timers ---
 
     def before_walk(self, ctx: SchedContext) -> None:
@@ -247,10 +341,7 @@ class TiresiasLasPolicy(PriorityPolicy):
             if kind == 0 and job.status == RUNNING:
                 q = self._queue_for(self.service(ctx, job))
                 if q > s.queue:
-                    s.queue = q
-                    s.entered = now
-                    self.counts["demotions"] += 1
-                    self.rekey_running(ctx, job)
+                    self._demote(ctx, job, s, q)
                 self._arm_demotion(ctx, job, s)
             elif kind == 1 and job.status == PENDING and s.pend_since is not None:
                 self.counts["promotions"] += 1
@@ -261,6 +352,12 @@ class TiresiasLasPolicy(PriorityPolicy):
                 s.waited = 0.0
                 s.pend_since = None
                 self.rekey(ctx, job)
+        if self.p["demotion_timer"] == "simulator":
+            # only at the simulator's events: other passes (stale wake-ups) do nothing
+            self.sim_pass = self.sim_event or abs(now - self.sim_jump) <= EPS
+            if self.sim_pass:
+                self._simulator_demotions(ctx)
+            self.sim_event = False
 
 
 def read_samples(path: str) -> np.ndarray:

@@ -30,7 +30,8 @@ from sim.model import (
     job_milli,
 )
 
-__all__ = ["BasePlacer", "candidate_types", "host_need", "place_host", "take_gpus"]
+__all__ = ["BasePlacer", "candidate_types", "host_need", "place_host", "speed_tiers",
+           "take_gpus"]
 
 
 def candidate_types(job: JobSpec, cluster: ClusterView) -> list[str]:
@@ -38,6 +39,21 @@ def candidate_types(job: JobSpec, cluster: ClusterView) -> list[str]:
     if job.gpu_type:
         return [job.gpu_type] if job.gpu_type in cluster.topo.gpu_types else []
     return list(cluster.topo.gpu_types)
+
+
+def speed_tiers(job: JobSpec, types: list[str]) -> list[list[str]]:
+    """The job's allowed types grouped by its speed on them, fastest first.
+
+    Every placer tries the tiers in turn, so a job with `gpu_speeds` goes on the fastest
+    type that can hold it now, even under a type-blind policy; a job without them (or
+    with one type to choose from) has one tier, the search of a single-type cluster.
+    """
+    if not job.gpu_speeds or len(types) < 2:
+        return [types]
+    tiers: dict[float, list[str]] = {}
+    for t in types:
+        tiers.setdefault(job.speed_on(t), []).append(t)
+    return [tiers[v] for v in sorted(tiers, reverse=True)]
 
 
 def take_gpus(cluster: ClusterView, cell: int, n: int) -> list[int]:
@@ -146,12 +162,16 @@ class BasePlacer:
         if early is not None:
             return early
         milli = job_milli(job)
-        if milli < MILLI:
-            got = self._place_fraction(job, cluster, types, milli)
-        elif job.num_tasks == 1:
-            got = self._place_task(job, cluster, types, job.num_gpus)
-        else:
-            got = self._place_gang(job, cluster, types)
+        got = None
+        for tier in speed_tiers(job, types):  # the fastest types that can hold it
+            if milli < MILLI:
+                got = self._place_fraction(job, cluster, tier, milli)
+            elif job.num_tasks == 1:
+                got = self._place_task(job, cluster, tier, job.num_gpus)
+            else:
+                got = self._place_gang(job, cluster, tier)
+            if got is not None:
+                break
         if got is None:
             return Unschedulable(
                 f"no placement for {job.num_gpus} GPUs{host_text(job)} now "

@@ -57,6 +57,7 @@ from policies.placement.base import (
     host_text,
     place_host,
     reject_early,
+    speed_tiers,
 )
 from policies.placement.consolidated import ConsolidatedPlacer
 from sim.fragmentation import unusable_gpus
@@ -305,8 +306,14 @@ class FgdPlacer:
         if n > max(cluster.max_node_gpus.get(t, 0) for t in types):
             return self.fallback.place(job, cluster)
         self._refresh()
-        got = self._task(job, cluster, types, n, job_milli(job)) if job.num_tasks == 1 \
-            else self._gang(job, cluster, types, n)
+        got = None
+        for tier in speed_tiers(job, types):  # the fastest types that can hold it
+            if n > max(cluster.max_node_gpus.get(t, 0) for t in tier):
+                continue
+            got = self._task(job, cluster, tier, n, job_milli(job)) \
+                if job.num_tasks == 1 else self._gang(job, cluster, tier, n)
+            if got is not None:
+                break
         if got is None:
             return Unschedulable(
                 f"no node fits {job.num_gpus} GPUs{host_text(job)} now "

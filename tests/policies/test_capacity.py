@@ -197,23 +197,37 @@ def test_hierarchy_absolute_capacities(tmp_path):
     assert q["eng-a"].path == (q["eng-a"].id, q["eng"].id)
 
 
-def test_hierarchy_preemption_restores_leaf_guarantee(tmp_path):
-    """research fills the cluster; eng-a (guarantee 0.25 of 16 GPUs) gets its 4 back, not
-    its parent's 8: preemption only restores a leaf's own guarantee (YARN)."""
-    text = """queues:
+HIER = """queues:
   - name: eng
     capacity: 0.5
     queues:
       - {name: eng-a, capacity: 0.5, user_limit_factor: 4}
-      - {name: eng-b, capacity: 0.5}
+      - {name: eng-b, capacity: 0.5, user_limit_factor: 4}
   - {name: research, capacity: 0.5, user_limit_factor: 2}
 """
+
+
+def test_hierarchy_sub_queue_takes_its_idle_siblings_part_of_the_parent(tmp_path):
+    """research fills the 16 GPUs; eng-a asks for 16 at t=10 with eng-b idle: YARN's
+    hierarchical queues share eng's guarantee among its sub-queues before other queues use
+    it (seeds/004), so eng-a gets eng's whole 8 back, research keeps its own 8."""
     topo = uniform_topology(4, switches_per_socket=2, gpus_per_switch=2)  # 16 GPUs
     jobs = [JobSpec(f"r{i}", 0.0, 1, 10000.0, user="r", vc="research") for i in range(16)]
     jobs += [JobSpec(f"e{i}", 10.0, 1, 10000.0, user="e", vc="eng-a") for i in range(16)]
-    pol = CapacityPolicy(queues=_queues(tmp_path, text), total_preemption_per_round=1.0)
+    pol = CapacityPolicy(queues=_queues(tmp_path, HIER), total_preemption_per_round=1.0)
     result = Simulation(make_trace(*jobs), topo, pol).run(until=200)
-    assert _gpus_by(result, 199.0) == {"research": 12, "eng-a": 4}
+    assert _gpus_by(result, 199.0) == {"research": 8, "eng-a": 8}
+
+
+def test_hierarchy_busy_siblings_each_get_their_own_guarantee(tmp_path):
+    """Same, but eng-b also asks for 16 at t=10: eng's 8 split 4/4, research keeps 8."""
+    topo = uniform_topology(4, switches_per_socket=2, gpus_per_switch=2)
+    jobs = [JobSpec(f"r{i}", 0.0, 1, 10000.0, user="r", vc="research") for i in range(16)]
+    jobs += [JobSpec(f"a{i}", 10.0, 1, 10000.0, user="a", vc="eng-a") for i in range(16)]
+    jobs += [JobSpec(f"b{i}", 10.0, 1, 10000.0, user="b", vc="eng-b") for i in range(16)]
+    pol = CapacityPolicy(queues=_queues(tmp_path, HIER), total_preemption_per_round=1.0)
+    result = Simulation(make_trace(*jobs), topo, pol).run(until=200)
+    assert _gpus_by(result, 199.0) == {"research": 8, "eng-a": 4, "eng-b": 4}
 
 
 def test_topology_queues_are_the_default():

@@ -182,3 +182,20 @@ def test_a_fractional_job_is_no_packing_partner():
     check_invariants(r, topo, trace)
     assert set(r.jobs.status) == {"completed"}
     assert not r.events.detail.astype(str).str.startswith("pack").any()
+
+
+def test_a_job_with_gpu_speeds_starts_on_the_faster_free_type():
+    # the placer prefers the fastest type that can hold a job with gpu_speeds, so the
+    # type-blind gandiva no longer leaves it on the K80 (node 0) with the V100 free
+    from policies.gandiva import GandivaPolicy
+    from sim.model import Level
+    from topologies.native import node_cell
+    from topologies.tree import CellSpec, Topology
+    nodes = [node_cell("k0", {"gpu_type": "K80"}, 1, 1, 1),
+             node_cell("v0", {"gpu_type": "V100"}, 1, 1, 1)]
+    het = Topology("het", CellSpec(Level.CLUSTER, "het", nodes))
+    sp = (("V100", 1.0), ("K80", 0.25))
+    trace = make_trace(JobSpec("A", 0.0, 1, 1000.0, gpu_speeds=sp))
+    r = Simulation(trace, het, GandivaPolicy()).run()
+    starts = r.events[r.events.kind == "start"]
+    assert list(starts.cells) == ["v0:1"] and r.jobs.end_time.iloc[0] == 1000.0

@@ -47,6 +47,7 @@ def log(result):
     {"round": 40.0, "reset_interval": 0.0},
     # preempting loses uncheckpointed work: rounds must outlast such jobs (300 s here)
     {"stop": "preempt"},
+    {"round": 60.0, "unallocated": "wait"},
 ])
 @pytest.mark.parametrize("cls", [GavelPolicy, GavelAgnosticPolicy])
 def test_conformance_other_settings(cls, params):
@@ -161,3 +162,25 @@ def test_identical_jobs_are_one_lp_class_at_the_same_optimum(rows, copies):
     assert (x.sum(axis=1) <= 1 + 1e-5).all() and (scale @ x <= cap + 1e-4).all()
     assert _min_normalized(x, tput, scale, cap) == pytest.approx(
         _min_normalized(raw, tput, scale, cap), rel=1e-4, abs=1e-5)
+
+
+def test_a_job_arriving_after_the_allocation_waits_for_the_next_one_with_unallocated_wait(het):
+    # A alone at 0 gets the allocation (the V100). B arrives at 100; the allocation is
+    # not recomputed before reset_interval (1920 s) has passed since it was made. By
+    # default B takes the K80 nobody is allocated at the 360 s round; with
+    # unallocated=wait (Gavel's simulator) it gets nothing until the round at 2160, the
+    # first >= 1920, when the allocation is recomputed, though the cluster is idle from
+    # A's end at 1000.
+    sp = (("V100", 1.0), ("K80", 0.5))
+    trace = make_trace(JobSpec("A", 0.0, 1, 1000.0, gpu_speeds=sp),
+                       JobSpec("B", 100.0, 1, 1000.0, gpu_speeds=sp))
+    spare = Simulation(trace, het, GavelPolicy()).run()
+    assert log(spare) == [
+        (0.0, "A", "start", "v0:1"), (360.0, "B", "start", "k0:1"),
+        (1000.0, "A", "finish", ""), (1080.0, "B", "suspend", "k0:1"),
+        (1080.0, "B", "resume", "v0:1"),  # the faster type, free: 360 s done at 0.5
+        (1750.0, "B", "finish", "")]  # 1080 + 30 restore + 640 left
+    wait = Simulation(trace, het, GavelPolicy(unallocated="wait")).run()
+    assert log(wait) == [(0.0, "A", "start", "v0:1"), (1000.0, "A", "finish", ""),
+                         (2160.0, "B", "start", "v0:1"), (3160.0, "B", "finish", "")]
+    assert wait.summary["policy_allocations"] == 2

@@ -272,6 +272,40 @@ def test_never_interrupted_for_a_later_job_of_the_same_priority():
     assert res.jobs.preemptions.sum() == 0 and pol.metrics()["suspend_commands"] == 0
 
 
+def test_demoted_job_is_not_interrupted_for_its_users_earlier_job_of_the_same_level():
+    """u1's NORMAL b runs; u1's ABOVE_NORMAL a suspends it (a higher level may). After
+    1800 s of running a is NORMAL like b, submitted earlier: a keeps running (same user,
+    same priority: never interrupted for the other), b resumes when a ends."""
+    jobs = [job("b", 0, 8, 5000, "u1"), job("a", 10, 8, 5000, "u1", "ABOVE_NORMAL")]
+    res, pol = run(jobs, n=1)
+    assert log(res) == [
+        (0.0, "b", "start"), (15.0, "b", "suspend"), (15.0, "a", "start"),
+        (5015.0, "a", "finish"), (5015.0, "b", "resume"),
+        (10030.0, "b", "finish")]  # 5015 + 30 restore + 4985 left
+    assert pol.metrics()["demotions"] == 1 and pol.metrics()["suspend_commands"] == 1
+    # another user's earlier NORMAL job does take the GPUs back after the demotion
+    res, _ = run([job("b", 0, 8, 5000, "u2"), job("a", 10, 8, 5000, "u1", "ABOVE_NORMAL")],
+                 n=1)
+    assert log(res, ("suspend",)) == [(15.0, "b", "suspend"), (1820.0, "a", "suspend")]
+
+
+def test_backfilled_job_is_not_interrupted_for_its_users_blocked_job():
+    """With backfill, u1's 1-node job backfilled behind u1's blocked 2-node job keeps its
+    node when a node frees up: the 2-node job waits for it to end."""
+    jobs = [job("x", 0, 8, 100, "u2"), job("big", 1, 16, 100, "u1"),
+            job("small", 2, 8, 1000, "u1")]
+    res, pol = run(jobs, n=2, backfill=True)
+    assert log(res) == [
+        (0.0, "x", "start"), (2.0, "small", "start"), (100.0, "x", "finish"),
+        (1002.0, "small", "finish"), (1002.0, "big", "start"), (1102.0, "big", "finish")]
+    assert pol.metrics()["suspend_commands"] == 0
+    # another user's backfilled job is suspended for the blocked job ahead of it
+    res, _ = run([*jobs[:2], job("small", 2, 8, 1000, "u3")], n=2, backfill=True)
+    assert log(res, ("suspend", "start")) == [
+        (0.0, "x", "start"), (2.0, "small", "start"), (105.0, "small", "suspend"),
+        (105.0, "big", "start")]
+
+
 # --- plan order without and with backfill ---
 
 

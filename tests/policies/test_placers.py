@@ -192,3 +192,31 @@ def test_the_package_reexports_the_registered_placers():
 
     assert placement.FirstFitPlacer is FirstFitPlacer is PLACERS["first-fit"]
     assert {PLACERS[n]().name for n in PLACERS} >= {"pack", "consolidated", "first-fit", "fgd"}
+
+
+def _k80_then_v100():
+    """Two 4-GPU K80 nodes (indices 0, 1) before one 4-GPU V100 node (index 2)."""
+    return native_from_dict({"name": "het", "nodes": [
+        {"count": 2, "gpu_type": "K80", "sockets": 1, "switches_per_socket": 1,
+         "gpus_per_switch": 4},
+        {"count": 1, "gpu_type": "V100", "sockets": 1, "switches_per_socket": 1,
+         "gpus_per_switch": 4}]}, "het.yaml")
+
+
+def test_every_placer_puts_a_job_with_gpu_speeds_on_the_fastest_type_that_holds_it():
+    topo = _k80_then_v100()
+    speeds = (("V100", 1.0), ("K80", 0.2))
+    for name in ("consolidated", "pack", "first-fit", "fgd"):
+        state = ClusterState(topo)
+        got = place(name, J(2, gpu_speeds=speeds), state)
+        assert {topo.node_of_gpu(g).gpu_type for g in got} == {"V100"}, name
+        # a job without speeds keeps the type-blind search (first-fit: node 0, a K80)
+        if name == "first-fit":
+            assert topo.node_of_gpu(place(name, J(2), state)[0]).gpu_type == "K80"
+        # the V100 node busy: the slower type rather than waiting
+        v100 = [g for g in range(topo.num_gpus) if topo.node_of_gpu(g).gpu_type == "V100"]
+        state.allocate(0, tuple(v100), 1000)
+        got = place(name, J(2, gpu_speeds=speeds), state)
+        assert {topo.node_of_gpu(g).gpu_type for g in got} == {"K80"}, name
+        # too large for the V100 node: the K80s hold it
+        assert len(place(name, J(8, gpu_speeds=speeds), ClusterState(topo))) == 8

@@ -77,3 +77,51 @@ def test_freed_gpus_are_handed_out_between_leases(two):
     trace = make_trace(("A", 0.0, 1, 30.0), ("B", 0.0, 1, 1000.0), ("C", 5.0, 1, 50.0))
     r = Simulation(trace, two, ThemisFtfPolicy(lease=600.0)).run()
     assert (30.0, "C", "start") in log(r, ("start",))
+
+
+def _v100_and_k80():
+    from sim.model import Level
+    from topologies.native import node_cell
+    from topologies.tree import CellSpec, Topology
+    nodes = [node_cell("v0", {"gpu_type": "V100"}, 1, 1, 1),
+             node_cell("k0", {"gpu_type": "K80"}, 1, 1, 1)]
+    return Topology("het", CellSpec(Level.CLUSTER, "het", nodes))
+
+
+def test_perf_moves_a_job_stuck_on_a_slow_type_to_the_freed_fast_one():
+    # A and B run 4x slower on the K80. The placer gives A the V100, B the K80. Type-blind
+    # themis-ftf leaves B on the K80 for its whole run (4000 s); with perf, at the lease
+    # boundary after A ends (1200) B moves to the V100: 300 s of work done, 30 s restore,
+    # 700 s left.
+    sp = (("V100", 1.0), ("K80", 0.25))
+    trace = make_trace(JobSpec("A", 0.0, 1, 1000.0, gpu_speeds=sp),
+                       JobSpec("B", 0.0, 1, 1000.0, gpu_speeds=sp))
+    blind = Simulation(trace, _v100_and_k80(), ThemisFtfPolicy()).run()
+    assert log(blind) == [(0.0, "A", "start"), (0.0, "B", "start"), (1000.0, "A", "finish"),
+                          (4000.0, "B", "finish")]
+    perf = Simulation(trace, _v100_and_k80(), ThemisFtfPolicy(perf=True)).run()
+    assert log(perf, ("start", "migrate", "finish")) == [
+        (0.0, "A", "start"), (0.0, "B", "start"), (1000.0, "A", "finish"),
+        (1200.0, "B", "migrate"), (1930.0, "B", "finish")]
+    assert perf.summary["policy_migrations"] == 1
+
+
+def test_perf_rho_is_over_per_type_throughputs():
+    from policies.themis import isolated_speed
+    sp = (("V100", 1.0), ("K80", 0.25))
+    # an equal share of 1 V100 + 1 K80 runs at (1 + 0.25) / 2
+    assert isolated_speed(JobSpec("a", 0.0, 1, 10.0, gpu_speeds=sp),
+                          {"V100": 1, "K80": 1}) == pytest.approx(0.625)
+    assert isolated_speed(JobSpec("a", 0.0, 1, 10.0), {"V100": 1, "K80": 1}) == 1.0
+
+
+def test_perf_without_gpu_speeds_is_themis_ftf(two):
+    trace = make_trace(*(JobSpec(f"j{i}", 10.0 * i, 1 + i % 2, 300.0 + 50 * i)
+                         for i in range(6)))
+    a = Simulation(trace, two, ThemisFtfPolicy(lease=100.0)).run()
+    b = Simulation(trace, two, ThemisFtfPolicy(lease=100.0, perf=True)).run()
+    assert log(a) == log(b)
+
+
+def test_conformance_with_perf():
+    check_policy(lambda: ThemisFtfPolicy(perf=True, lease=60.0))

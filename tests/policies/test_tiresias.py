@@ -34,6 +34,9 @@ def ends(result):
 @pytest.mark.parametrize("params", [
     {"thresholds": "300,1200", "promote_knob": 1.0},
     {"thresholds": "100,250,500", "num_queues": 4, "stop": "preempt"},  # no promotion
+    {"thresholds": "100,250", "demoted": "running-first"},
+    {"thresholds": "100,250", "demotion_timer": "simulator", "requeue": "front"},
+    {"thresholds": "300,1200", "promote_knob": 1.0, "demotion_timer": "simulator"},
 ])
 @pytest.mark.parametrize("cls", [TiresiasLasPolicy, TiresiasGittinsPolicy])
 def test_conformance_with_queue_changes(cls, params):
@@ -116,10 +119,34 @@ def test_promote_knob_brings_a_starved_job_back_to_queue_zero(one_gpu):
     # demoted: A at 100 and 300, B at 200, 400 and 600; promoted: A at 200 and 400, B at
     # 300 and 500 (it waited 100 s after its 100 s run; back in Q0 it resumes at once)
     assert r.summary["policy_demotions"] == 5 and r.summary["policy_promotions"] == 4
-    # without promotion, B (running in Q1 since 200) keeps the GPU: A starves to 1300
+    # without promotion, B demoted at 200 joins Q1 behind A (waiting there since 100) and
+    # A takes the GPU back at once (Tiresias); with demoted=running-first B keeps it and A
+    # starves to 1300
     plain = TiresiasLasPolicy(num_queues=2, thresholds="100", stop="suspend")
     r0 = Simulation(trace, one_gpu, plain, params=params).run()
-    assert ends(r0) == {"A": 1300.0, "B": 1100.0}
+    assert ends(r0) == {"A": 400.0, "B": 1300.0}
+    first = TiresiasLasPolicy(num_queues=2, thresholds="100", stop="suspend",
+                              demoted="running-first")
+    r1 = Simulation(trace, one_gpu, first, params=params).run()
+    assert ends(r1) == {"A": 1300.0, "B": 1100.0}
+
+
+def test_demoted_job_joins_behind_the_waiting_jobs_of_its_new_queue(one_gpu):
+    # Tiresias' simulator appends a demoted job to the lower queue, behind the jobs
+    # waiting there. Q0 < 100 GPU-s <= Q1 < 300 <= Q2. A (0) is demoted to Q1 at 100; B
+    # (arrived 50) runs from 100 and is demoted to Q1 at 200: behind A, which resumes at
+    # once. A reaches 300 GPU-s at 400 and drops to Q2 (alone there); B, waiting in Q1,
+    # preempts it and runs its last 150 s to 550; A then ends at 750.
+    trace = make_trace(("A", 0.0, 1, 500.0), ("B", 50.0, 1, 250.0))
+    las = TiresiasLasPolicy(num_queues=3, thresholds="100,300", stop="suspend")
+    r = Simulation(trace, one_gpu, las, params={"restore_overhead": 0.0}).run()
+    assert log(r, ("start", "suspend", "resume", "finish")) == [
+        (0.0, "A", "start"), (100.0, "A", "suspend"), (100.0, "B", "start"),
+        (200.0, "B", "suspend"), (200.0, "A", "resume"), (400.0, "A", "suspend"),
+        (400.0, "B", "resume"), (550.0, "B", "finish"), (550.0, "A", "resume"),
+        (750.0, "A", "finish"),
+    ]
+    assert r.summary["policy_demotions"] == 3
 
 
 def test_gittins_index_formula():
@@ -138,7 +165,8 @@ def test_gittins_orders_a_queue_by_index_where_las_keeps_fifo(one_gpu, tmp_path)
     samples = tmp_path / "gput.csv"
     samples.write_text("duration\n200\n200\n200\n1000\n")
     trace = make_trace(("X", 0.0, 1, 400.0), ("Y", 0.0, 1, 400.0), ("Z", 250.0, 1, 50.0))
-    common = {"num_queues": 2, "thresholds": "100", "stop": "suspend"}
+    common = {"num_queues": 2, "thresholds": "100", "stop": "suspend",
+              "demoted": "running-first"}  # Y keeps the GPU when demoted at 200
     params = {"restore_overhead": 0.0}
     las = Simulation(trace, one_gpu, TiresiasLasPolicy(**common), params=params).run()
     git = Simulation(trace, one_gpu, TiresiasGittinsPolicy(
@@ -183,3 +211,25 @@ def test_promotions_cannot_livelock_on_restore_overhead(name):
                    params={"thresholds": "40,4000", "promote_knob": 2.0}).run(until=20000)
     assert list(r.jobs.status) == ["completed"] * 3
     assert r.summary["preemptions"] < 100
+
+
+def test_demotion_timer_simulator_demotes_when_tiresias_simulator_does():
+    # 2 GPUs, Q0 < 100 GPU-s. A (2 GPUs) crosses 100 GPU-s at 50 s. C arrives at 20 and
+    # waits in Q0 (80 GPU-s: it stays there). At the crossing A drops to Q1 and C takes
+    # the GPUs. Tiresias' simulator re-arms its queue-jump timer at C's arrival:
+    # 20 + (100 - 20 run s) // 2 = 60, so A is demoted and preempted at 60.
+    topo = uniform_topology(1, gpus_per_switch=2)
+    trace = make_trace(JobSpec("A", 0.0, 2, 300.0), JobSpec("C", 20.0, 2, 40.0))
+    kinds = ("start", "suspend", "resume", "finish")
+    params = {"restore_overhead": 0.0}
+    exact = TiresiasLasPolicy(num_queues=2, thresholds="100")
+    r = Simulation(trace, topo, exact, params=params).run()
+    assert log(r, kinds) == [(0.0, "A", "start"), (50.0, "A", "suspend"), (50.0, "C", "start"),
+                             (90.0, "C", "finish"), (90.0, "A", "resume"),
+                             (340.0, "A", "finish")]
+    sim = TiresiasLasPolicy(num_queues=2, thresholds="100", demotion_timer="simulator")
+    r = Simulation(trace, topo, sim, params=params).run()
+    assert log(r, kinds) == [(0.0, "A", "start"), (60.0, "A", "suspend"), (60.0, "C", "start"),
+                             (100.0, "C", "finish"), (100.0, "A", "resume"),
+                             (340.0, "A", "finish")]
+

@@ -1,0 +1,97 @@
+"""Tiresias' 60-job trace on 16 GPUs: schedlab beside Tiresias' own simulator.
+
+Input: `traces/tiresias/60_job.csv` of the shared folder (SymbioticLab/Tiresias, Apache
+2.0). Cluster: 4 nodes of 4 GPUs on one switch (16 GPUs; the simulator's
+`--cluster_spec` with 1 switch, 4 nodes, 4 GPUs a node). Tiresias' simulator models no
+placement slowdown and no restore pause, so neither does schedlab here
+(`locality_factors` all 1, `restore_overhead` 0, first-fit placement: its `count`
+scheme only counts free GPUs). Peer numbers: Tiresias' simulator @959f9b0 run
+unmodified (`run_sim.py --scheme=count --schedule=fifo|dlas-gpu`, Python 2.7, with
+stand-ins for its two unused imports: `numpy.mean` and `cplex`), sums over its
+`job.csv` divided by 60. `fifo` and `dlas-gpu` (2D-LAS over GPU time, thresholds
+3250/7200/18000 GPU-s: `tiresias-las`' defaults) agree job by job
+(tests/crosscheck/test_tiresias_crosscheck.py); no job reaches a threshold in that
+trace, so two derived traces (durations x10 with GPUs capped at 2; durations x10)
+exercise the demotions and preemptions. With `demotion_timer=simulator` (demotions
+when the simulator makes them) and `requeue=front` (a preempted job waits ahead of its
+queue's waiting jobs, as the simulator's queues keep it) both agree job by job too;
+README.md says what the defaults differ by, and why.
+
+Run: `python benchmarks/crosscheck/tiresias.py`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from _common import NO_LOCALITY, main, need, row, shared_dir
+
+SOURCE = "Tiresias simulator @959f9b0 run on the same input"
+# check -> {metric: Tiresias' number}; exact: sums of its job.csv over the 60 jobs
+PEER: dict[str, dict[str, float]] = {
+    "fifo first-fit": {"jct_mean": 12049 / 60, "queueing_delay_mean": 1344 / 60,
+                       "makespan": 3335.0},
+    "dlas-gpu / tiresias-las": {"jct_mean": 11441 / 60, "queueing_delay_mean": 736 / 60,
+                                "makespan": 3271.0},
+    "dlas-gpu, x10, GPUs<=2": {"jct_mean": 263987 / 60, "makespan": 23027.0,
+                               "preemptions": 7.0},
+    "dlas-gpu, x10, GPUs<=2, defaults": {"jct_mean": 263987 / 60, "makespan": 23027.0,
+                                    "preemptions": 7.0},
+    "dlas-gpu, durations x10": {"jct_mean": 402015 / 60, "makespan": 26665.0,
+                                "preemptions": 33.0},
+    "dlas-gpu, x10, schedlab defaults": {"jct_mean": 402015 / 60, "makespan": 26665.0,
+                                     "preemptions": 33.0},
+}
+# demote when the simulator does, and requeue a preempted job ahead of its queue's
+# waiting jobs as the simulator's queues do
+SIM_TIMER = {"demotion_timer": "simulator", "requeue": "front"}
+RUNS: dict[str, tuple[str, dict[str, Any], float, int]] = {
+    # check -> (policy, params, duration factor, GPU cap)
+    "fifo first-fit": ("fifo", {"placer": "first-fit"}, 1.0, 0),
+    "dlas-gpu / tiresias-las": ("tiresias-las", {"placer": "first-fit"}, 1.0, 0),
+    "dlas-gpu, x10, GPUs<=2": ("tiresias-las", {"placer": "first-fit", **SIM_TIMER}, 10.0, 2),
+    "dlas-gpu, x10, GPUs<=2, defaults": ("tiresias-las", {"placer": "first-fit"}, 10.0, 2),
+    "dlas-gpu, durations x10": ("tiresias-las", {"placer": "first-fit", **SIM_TIMER}, 10.0, 0),
+    "dlas-gpu, x10, schedlab defaults": ("tiresias-las", {"placer": "first-fit"}, 10.0, 0),
+}
+ENGINE = {"locality_factors": NO_LOCALITY, "restore_overhead": 0.0}
+
+
+def trace_path() -> Path:
+    """The 60-job trace in the shared folder."""
+    return need(shared_dir() / "traces/tiresias/60_job.csv")
+
+
+@cache
+def run(check: str, path: Path | None = None) -> Any:
+    """schedlab's result of one check (cached: the tests read the per-job times too)."""
+    from sim import Simulation, load_trace
+    from topologies.build import uniform_topology
+    from traces.base import Trace
+
+    trace = load_trace(path or trace_path())
+    policy, params, factor, cap = RUNS[check]
+    if factor != 1.0 or cap:
+        jobs = tuple(dataclasses.replace(
+            j, duration=j.duration * factor,
+            num_gpus=min(j.num_gpus, cap) if cap else j.num_gpus) for j in trace.jobs)
+        trace = Trace(f"{trace.name}-x{factor:g}", jobs)
+    topo = uniform_topology(4, gpus_per_switch=4, name="tiresias16")
+    return Simulation(trace, topo, policy, seed=0, params={**ENGINE, **params}).run()
+
+
+def rows() -> list[dict[str, Any]]:
+    """schedlab beside Tiresias on each check and metric."""
+    out = []
+    for check, metrics in PEER.items():
+        summary = run(check).summary
+        for metric, peer in metrics.items():
+            out.append(row("tiresias", check, metric, peer, summary[metric], SOURCE))
+    return out
+
+
+if __name__ == "__main__":
+    main(rows)
