@@ -7,12 +7,14 @@ express: node and leaf addresses, waits, victims, lazy preemption per gang, pree
 gangs that reserve their cells while their victims are being preempted, cancelled
 preemptions. Left out: pods 8/9 (a 7-GPU + 5-GPU gang needs task roles), pods 10-15
 (request validation, rejected by the policy instead), pod27 and 36-41 (suggested nodes,
-a Kubernetes notion), pod35 as HiveD has it (see the row), bad-node and reconfiguration
-tests (tests/policies/test_hived_failures.py covers doomed cells). The other tables are
-our own, computed by hand on HiveD's free-list order after its boot.
+a Kubernetes notion), the bad-node and reconfiguration tests (test_hived_failures.py
+covers doomed cells). The other tables are our own, computed by hand on HiveD's
+free-list order after its boot.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -122,9 +124,7 @@ HIVED_STATEFUL = [
     (33, "VC1", 3, V, 16, 2, PIN, True, PREEMPTING, [28], [29, 31]),
     ("release", 28),  # pod28 deleted: pod33's cells are reserved and free
     (34, "VC1", 4, V, 16, 1, PIN, False, [("0.0.3.0", ALL16)], [], [33]),  # at once
-    # HiveD's pod35 (1 x 16, priority 5) preempts pod34 although 0.0.3.1 is free; we
-    # place it on the free node. Our own row: a gang of both nodes preempts pod34
-    (35, "VC1", 5, V, 16, 2, PIN, True, PREEMPTING, [34], []),
+    (35, "VC1", 5, V, 16, 2, PIN, True, PREEMPTING, [34], []),  # a gang of both nodes
     ("cancel", 35),  # pod35 deleted before its preemption is done
 ]
 
@@ -290,3 +290,18 @@ def test_invalid_initial_assignment_names_vc_and_level(shared_dir):
     with pytest.raises(InvalidTopology, match=r"VC 'VC1' cannot be backed .*chain 'CT1-NODE' "
                        r"level 1 \(cell type 'CT1', gpu\): the VCs need 3 cells there"):
         HivedAlgorithm(pc, vcs)
+
+
+def test_crosscheck_script_agrees_with_hived_on_every_expressible_pod():
+    """benchmarks/crosscheck/hived.py: rows() for run_all, HiveD's answer beside ours."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "crosscheck" / "hived.py"
+    spec = importlib.util.spec_from_file_location("crosscheck_hived", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    rows = mod.rows()
+    assert {tuple(sorted(r)) for r in rows} == {
+        ("case", "metric", "peer", "peer_value", "schedlab_value", "source")}
+    differ = [r["case"] for r in rows if r["peer_value"] != r["schedlab_value"]]
+    assert differ == ["normal operations: pod8"]  # a gang of unequal pods: task roles
