@@ -16,6 +16,12 @@ HiveD's placement (and whose preemption what-ifs always say no: victims are Hive
 choice). When the ordering starts a job, HiveD binds its cells, preempts the victims
 (opportunistic gangs, or lower-priority gangs of the same VC) and starts it.
 
+Preemption follows HiveD: a victim's own `lazy_preemption` (the trace column; empty: the
+run's parameter) decides whether it is downgraded to opportunistic or preempted; a
+preemptor's cells are reserved for it at once while its victims keep running (being
+preempted) until they end or `preemption_delay` s have passed, then it starts; a higher
+priority may cancel a preemption under way (the victims get their cells back).
+
 A job of a VC that can never hold it (more GPUs than its cells, a pod larger than its
 node-level cells) waits, as in HiveD, and blocks its VC under a strict `fifo` order.
 Fractional jobs (`gpu_share` < 1) take a whole leaf cell; elastic jobs run at `num_gpus`.
