@@ -287,6 +287,8 @@ def _fuzz_records(rng: np.random.Generator, topo: Topology,
             rec["depends_on"] = [f"j{int(d)}" for d in sorted(deps.tolist())]
         if rng.random() < 0.5:
             rec["priority"] = int(rng.choice([-1, 0, 0, 5, 10, 20, 30, 50]))
+            if i % 3:  # HiveD's per-job flag, from the index (the draws stay as they were)
+                rec["lazy_preemption"] = bool(i % 2)
         rec["vc"] = str(rng.choice(tenants)) if rng.random() > 0.05 else "vc-unknown"
         if rng.random() < 0.05 and "parent" in _queue_names(data.get("queues") or []):
             rec["vc"] = "parent"  # a parent queue: capacity rejects it with the reason
@@ -411,7 +413,7 @@ POLICY_CHOICES: dict[str, dict[str, Sequence[Any]]] = {
     "hai": {"backfill": (False, True), "suspend_grace": (0.0, 5.0),
             "suspend_at_checkpoint": (True, False), "demote_after": (60.0, 1800.0),
             "plan_period": (0.0, 1.0, 10.0), "replan": ("event",)},
-    "hived": {"lazy_preemption": (False, True)},
+    "hived": {"lazy_preemption": (False, True), "preemption_delay": (0.0, 30.0)},
     "quota-priority": {"resume_weight": ("priority-wait", "wait", "suspensions")},
     "sjf": {"weight": ("none", "gpus")},
     "srtf": {"weight": ("none", "gpus"), "stop": _STOP},

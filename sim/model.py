@@ -77,6 +77,7 @@ class JobSpec:
     max_wait_hours: float = 0.0
     deadline: float | None = None  # s from trace start by which it should finish (SLA)
     disk_gb: float = 0.0  # local disk per task
+    lazy_preemption: bool | None = None  # HiveD: may be downgraded, not preempted (None: run's)
     extra: tuple[tuple[str, Any], ...] = field(default=(), compare=False)
 
     @property

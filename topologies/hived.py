@@ -318,8 +318,9 @@ def _virtual_clusters(
             check_keys(file, cell, VCELL_KEYS, ckey)
             dotted = require_name(file, cell.get("cellType"), f"{ckey}.cellType")
             _check_dotted(file, dotted, f"{ckey}.cellType", types, top_types)
+            # HiveD accepts 0 (no cells of that type; its own tests use it)
             cells.append((dotted, require_int(file, cell.get("cellNumber"),
-                                              f"{ckey}.cellNumber")))
+                                              f"{ckey}.cellNumber", minimum=0)))
         pins = []
         plist = spec.get("pinnedCells")
         for i, pin in enumerate([] if plist is None else require_list(

@@ -21,7 +21,8 @@ from sim.model import PRIORITY_NAMES
 __all__ = [
     "CANONICAL_COLUMNS", "CHECKED_PASS_THROUGH", "MAX_COUNT", "MAX_GB", "MAX_HOURS",
     "MAX_PRIORITY", "MAX_SECONDS", "NUM_COLS", "OPTIONAL_COLUMNS", "REQUIRED_COLUMNS",
-    "TEXT_DEFAULTS", "NumCol", "missing_columns_error", "parse_deps", "parse_speeds",
+    "TEXT_DEFAULTS", "BOOL_RULE", "NumCol", "missing_columns_error", "parse_bool",
+    "parse_deps", "parse_speeds",
 ]
 
 REQUIRED_COLUMNS: tuple[str, ...] = ("job_id", "submit_time", "num_gpus", "duration")
@@ -31,7 +32,7 @@ OPTIONAL_COLUMNS: tuple[str, ...] = (
     "user", "vc", "priority", "gpu_type", "num_cpus", "mem_gb", "gpus_per_task",
     "checkpoint_interval", "max_retries", "fail_at", "max_lifetime", "min_gpus",
     "max_gpus", "depends_on", "locality_sensitivity", "gpu_speeds", "gpu_share",
-    "gpu_util", "gpu_mem_gb", "max_wait_hours", "deadline", "disk_gb",
+    "gpu_util", "gpu_mem_gb", "max_wait_hours", "deadline", "lazy_preemption", "disk_gb",
 )
 """Optional columns of SPEC sec. 2, in their documented order."""
 
@@ -180,6 +181,24 @@ def parse_speeds(text: str) -> tuple[tuple[tuple[str, float], ...] | None, str]:
             return None, f"{name} is given twice"
         pairs[name] = speed
     return tuple(sorted(pairs.items())), ""
+
+
+BOOL_RULE = ("true or false (also yes/no, 1/0), or empty for the run's "
+             "lazy_preemption parameter")
+"""The rule of the boolean column `lazy_preemption`."""
+
+_TRUE = frozenset({"true", "yes", "1", "1.0", "t", "y"})
+_FALSE = frozenset({"false", "no", "0", "0.0", "f", "n"})
+
+
+def parse_bool(text: str) -> bool | None:
+    """'true'/'false' (any case; yes/no, 1/0) as a bool; raises ValueError otherwise."""
+    t = text.strip().lower()
+    if t in _TRUE:
+        return True
+    if t in _FALSE:
+        return False
+    raise ValueError(text)
 
 
 def parse_deps(text: str) -> tuple[str, ...]:

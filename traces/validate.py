@@ -27,6 +27,7 @@ from traces.base import Trace
 from traces.dependencies import check_dependencies, check_duplicates
 from traces.rows import NA_TOKENS, FrameErrors, as_number, as_text
 from traces.schema import (
+    BOOL_RULE,
     CANONICAL_COLUMNS,
     CHECKED_PASS_THROUGH,
     NUM_COLS,
@@ -34,6 +35,7 @@ from traces.schema import (
     TEXT_DEFAULTS,
     NumCol,
     missing_columns_error,
+    parse_bool,
     parse_deps,
     parse_speeds,
 )
@@ -147,6 +149,8 @@ def _parse_columns(df: pd.DataFrame, check: FrameErrors) -> _Parsed:
             parsed.out[col] = _parse_depends_on(raw, check, parsed.out.get("job_id"))
         elif col == "gpu_speeds":
             parsed.out[col] = _parse_gpu_speeds(raw, check)
+        elif col == "lazy_preemption":
+            parsed.out[col] = _parse_bools(raw, col, check)
     for col, spec in CHECKED_PASS_THROUGH.items():
         if col in present:
             raw = df[col]
@@ -208,6 +212,19 @@ def _parse_gpu_speeds(raw: pd.Series, check: FrameErrors) -> list[Any]:
             continue
         speeds[pos] = parsed
     return speeds
+
+
+def _parse_bools(raw: pd.Series, col: str, check: FrameErrors) -> list[bool | None]:
+    """A boolean column: true/false (yes/no, 1/0) per cell, None where empty."""
+    text = as_text(raw)
+    nonempty = ~text.str.lower().isin(NA_TOKENS).to_numpy(dtype=bool)
+    out: list[bool | None] = [None] * len(raw)
+    for pos in np.flatnonzero(nonempty).tolist():
+        try:
+            out[pos] = parse_bool(text.iat[pos])
+        except ValueError:
+            check.cell(pos, col, raw.iat[pos], f"is not {BOOL_RULE}")
+    return out
 
 
 def _fill(values: np.ndarray, unusable: np.ndarray, spec: NumCol) -> list[Any]:

@@ -26,12 +26,12 @@ from policies.hived.cells import (
     FREE,
     MIN_GUARANTEED,
     OPP,
-    Cell,
     FreeList,
     PCell,
     VCell,
     add_used,
     in_free_list,
+    swap_remove,
 )
 from policies.hived.config import (
     ChainInfo,
@@ -56,6 +56,7 @@ class Request:
     task_gpus: int
     tasks: int
     pinned: str = ""
+    lazy: bool | None = None  # may be lazily preempted (HiveD's per-pod flag); None: run's
 
 
 @dataclass(slots=True)
@@ -70,6 +71,9 @@ class Group:
     leaves: list[PCell]
     vleaves: list[VCell] | None  # None for opportunistic (and lazily preempted) gangs
     lazy_preempted: bool = False
+    lazy: bool = False  # a preemptor downgrades it instead of preempting it
+    preempting: bool = False  # holds its cells reserved until its victims are gone
+    being_preempted: bool = False  # a victim of some preempting gang, still running
 
 
 @dataclass(slots=True)
@@ -82,6 +86,7 @@ class Plan:
     vleaves: list[VCell] | None
     victims: list[int] = field(default_factory=list)
     lazy: list[int] = field(default_factory=list)  # gangs downgraded to opportunistic
+    cancels: list[int] = field(default_factory=list)  # preempting gangs it overrides
 
     @property
     def gpus(self) -> tuple[int, ...]:
@@ -187,6 +192,7 @@ class HivedAlgorithm:
             self.bad_free[name] = {lv: [] for lv in range(1, info.top_level + 1)}
             self.all_vc_doomed[name] = {lv: 0 for lv in range(1, info.top_level + 1)}
         self.groups: dict[int, Group] = {}
+        self.cancelled: list[int] = []  # preempting gangs cancelled (the caller drains it)
         self.version = 0  # grows with every change of cell state (plans older are stale)
         self.touched_vcs: set[str] = set()  # VCs whose doomed cells were unbound
         self._defer = 0  # >0 inside a compound change: doomed-cell checks wait for its end
@@ -197,6 +203,25 @@ class HivedAlgorithm:
                 phys.pinned = True
                 self._allocate_preassigned(phys, name, False)
                 _bind(phys, self.vcs[name].pinned[pid])
+        self._boot()
+
+    def _boot(self) -> None:
+        """Start as HiveD does: every node bad, then reported healthy one by one.
+
+        HiveD marks every configured node bad at start and waits for Kubernetes to add
+        the healthy ones. The VCs' cells are bound to the bad cells as doomed and
+        released again as nodes come up, which leaves each chain's free lists in the
+        order HiveD's buddy allocation then searches (HiveD's pod24 lands on 0.0.0.1,
+        not 0.0.0.0). Per chain, nodes in topology order, leaf by leaf, checks at once.
+        """
+        for up in (False, True):
+            for chain in self.chain_order:
+                for top in self.pc.tops[chain]:
+                    for leaf in top.leaves():
+                        if up:
+                            self._set_healthy(leaf)
+                        else:
+                            self._set_bad(leaf)
 
     # --- views ---
 
@@ -286,7 +311,7 @@ class HivedAlgorithm:
         if isinstance(vplace, str):
             return f"{vplace} when scheduling in VC {req.vc!r}"
         vleaves: list[VCell] = [c for pod in vplace for c in pod]
-        lazy = self._try_lazy_preempt(vleaves) if self.lazy else []
+        lazy = self._try_lazy_preempt(vleaves)
         bindings = self._map_to_physical(vleaves, chain)
         if bindings is not None and not all(p.healthy for p in bindings.values()):
             bindings = None  # never place on bad hardware
@@ -303,10 +328,14 @@ class HivedAlgorithm:
             pods_phys.append([p for p, _ in pairs])
             vleaves.extend(v for _, v in pairs)
         victims: list[int] = []
+        cancels: list[int] = []
         for leaf in (c for pod in pods_phys for c in pod):
             if leaf.group >= 0 and leaf.group not in victims:
                 victims.append(leaf.group)
-        return Plan(req, chain, pods_phys, vleaves, victims, [g.idx for g, _ in lazy])
+            if leaf.reserver >= 0 and leaf.reserver not in cancels:
+                cancels.append(leaf.reserver)
+        return Plan(req, chain, pods_phys, vleaves, victims, [g.idx for g, _ in lazy],
+                    cancels)
 
     # --- lazy preemption ---
 
@@ -315,10 +344,10 @@ class HivedAlgorithm:
         seen: set[int] = set()
         for v in vleaves:
             p = v.pcell
-            if p is None or p.group < 0 or p.group in seen:
-                continue
+            if p is None or p.group < 0 or p.reserver >= 0 or p.group in seen:
+                continue  # free, or reserved by a preemptor (HiveD: only Used cells)
             g = self.groups[p.group]
-            if g.vleaves is None:
+            if g.vleaves is None or not g.lazy:
                 continue
             seen.add(g.idx)
             out.append((g, self._lazy_preempt(g)))
@@ -329,8 +358,9 @@ class HivedAlgorithm:
         self.version += 1
         saved = g.vleaves or []
         for leaf in g.leaves:
-            self._release_leaf(leaf, g.vc)
-            self._allocate_leaf(leaf, None, OPP, g.vc)
+            if leaf.reserver < 0:  # leaves a preemptor reserved already left its VC
+                self._release_leaf(leaf, g.vc)
+                self._allocate_leaf(leaf, None, OPP, g.vc)
         g.vleaves = None
         g.prio = OPP
         g.lazy_preempted = True
@@ -339,8 +369,9 @@ class HivedAlgorithm:
     def _revert_lazy(self, g: Group, saved: list[VCell]) -> None:
         self.version += 1
         for leaf, v in zip(g.leaves, saved, strict=True):
-            self._release_leaf(leaf, g.vc)
-            self._allocate_leaf(leaf, v, g.orig_prio, g.vc)
+            if leaf.reserver < 0:
+                self._release_leaf(leaf, g.vc)
+                self._allocate_leaf(leaf, v, g.orig_prio, g.vc)
         g.vleaves = saved
         g.prio = g.orig_prio
         g.lazy_preempted = False
@@ -348,45 +379,115 @@ class HivedAlgorithm:
     # --- committing and releasing gangs ---
 
     def commit(self, plan: Plan) -> None:
-        """Bind a plan's cells to its gang, releasing its victims first (leaf by leaf)."""
+        """Give a plan's cells to its gang (HiveD createPreemptingAffinityGroup).
+
+        Preempting gangs the plan overlaps are cancelled first (their victims get the
+        cells back). Without victims the gang holds its cells at once; with victims it
+        is *preempting*: its cells are allocated at its priority and reserved for it,
+        while the victims (now being preempted) keep running on them until `release`
+        (HiveD's Reserving cells); `ready` then says it may start (`allocate`).
+        """
         self.version += 1
-        req = plan.req
-        prio = req.prio
-        leaves = plan.leaves
-        vleaves: Sequence[VCell | None] = plan.vleaves or [None] * len(leaves)
-        for leaf, v in zip(leaves, vleaves, strict=True):
-            if leaf.group >= 0:
-                victim = self.groups[leaf.group]
-                if v is not None and leaf.vcell is v and v.prio != FREE:
-                    # same VC, same cell: hand the leaf over without unbinding anything
-                    _move_used(v, v.prio, prio)
-                    _move_used(leaf, leaf.prio, prio)
+        self._defer += 1
+        try:
+            for idx in plan.cancels:
+                self.cancel(idx)
+            req = plan.req
+            prio = req.prio
+            leaves = plan.leaves
+            vleaves: Sequence[VCell | None] = plan.vleaves or [None] * len(leaves)
+            victims = {leaf.group for leaf in leaves if leaf.group >= 0}
+            for leaf, v in zip(leaves, vleaves, strict=True):
+                if leaf.group >= 0:
+                    victim = self.groups[leaf.group]
+                    self._release_leaf(leaf, victim.vc)
+                    victim.being_preempted = True
+                self._allocate_leaf(leaf, v, prio, req.vc)
+                if victims:
+                    leaf.reserver = req.idx
+                else:
                     leaf.group = req.idx
+            lazy = self.lazy if req.lazy is None else req.lazy
+            self.groups[req.idx] = Group(req.idx, req.vc, prio, prio, plan.chain, leaves,
+                                         list(plan.vleaves) if plan.vleaves else None,
+                                         lazy=lazy, preempting=bool(victims))
+        finally:
+            self._end_defer()
+
+    def ready(self, idx: int) -> bool:
+        """True when a preempting gang's victims have all left its cells."""
+        g = self.groups[idx]
+        return not g.preempting or all(leaf.group < 0 for leaf in g.leaves)
+
+    def victims_of(self, idx: int) -> list[int]:
+        """Gangs still running on a preempting gang's cells, in leaf order."""
+        out: list[int] = []
+        for leaf in self.groups[idx].leaves:
+            if leaf.group >= 0 and leaf.group not in out:
+                out.append(leaf.group)
+        return out
+
+    def allocate(self, idx: int) -> None:
+        """A preempting gang whose victims are gone holds its cells (HiveD Reserved -> Used)."""
+        g = self.groups[idx]
+        if not self.ready(idx):
+            raise SimError(f"hived: gang {idx} still has victims on its cells")
+        self.version += 1
+        for leaf in g.leaves:
+            leaf.reserver = -1
+            leaf.group = idx
+        g.preempting = False
+
+    def cancel(self, idx: int) -> Group | None:
+        """Revoke a preemption: the cells go back to the victims still on them, else free.
+
+        HiveD deletePreemptingAffinityGroup: a victim gets its leaf back at its
+        priority, bound to its own virtual leaf again (none once lazily preempted).
+        """
+        g = self.groups.get(idx)
+        if g is None or not g.preempting:
+            return None
+        del self.groups[idx]
+        self.version += 1
+        self.cancelled.append(idx)
+        self._defer += 1
+        try:
+            for leaf in g.leaves:
+                if leaf.reserver != idx:
                     continue
-                self._release_leaf(leaf, victim.vc)
-                leaf.group = -1
-            self._allocate_leaf(leaf, v, prio, req.vc)
-            leaf.group = req.idx
-        for idx in plan.victims:
-            self.release(idx)
-        self.groups[req.idx] = Group(req.idx, req.vc, prio, prio, plan.chain, leaves,
-                                     list(plan.vleaves) if plan.vleaves else None)
+                self._release_leaf(leaf, g.vc)
+                leaf.reserver = -1
+                if leaf.group >= 0:
+                    u = self.groups[leaf.group]
+                    v = u.vleaves[u.leaves.index(leaf)] if u.vleaves is not None else None
+                    self._allocate_leaf(leaf, v, u.prio, u.vc)
+        finally:
+            self._end_defer()
+        return g
 
     def add_empty(self, req: Request) -> None:
         """Record a gang that holds no cells (a job of 0 GPUs)."""
         self.groups[req.idx] = Group(req.idx, req.vc, req.prio, req.prio, "", [], None)
 
     def release(self, idx: int) -> Group | None:
-        """Free the cells of a gang that stopped (finished, preempted, failed)."""
-        g = self.groups.pop(idx, None)
+        """Free the cells of a gang that stopped (finished, preempted, failed).
+
+        A preempting gang that stops (killed while waiting) cancels its preemption. A
+        leaf a preemptor reserved passes to it (HiveD Reserving -> Reserved).
+        """
+        g = self.groups.get(idx)
         if g is None:
             return None
+        if g.preempting:
+            return self.cancel(idx)
+        del self.groups[idx]
         self.version += 1
         self._defer += 1
         try:
             for leaf in g.leaves:
                 if leaf.group == idx:
-                    self._release_leaf(leaf, g.vc)
+                    if leaf.reserver < 0:
+                        self._release_leaf(leaf, g.vc)
                     leaf.group = -1
         finally:
             self._end_defer()
@@ -444,7 +545,7 @@ class HivedAlgorithm:
             left[lv] -= 1
             assert parent is not None  # levels up to `up_to` are ancestors of c
             if not parent.healthy:
-                self.bad_free[chain][lv].remove(parent)
+                swap_remove(self.bad_free[chain][lv], parent)
             else:
                 self._try_bind_doomed(chain, lv)
             parent = parent.parent
@@ -538,7 +639,7 @@ class HivedAlgorithm:
             if v.parent is None:  # a doomed preassigned cell
                 doomed = self.vc_doomed[v.vc][c.chain][c.level]
                 if c in doomed:
-                    doomed.remove(c)
+                    swap_remove(doomed, c)
                     c.doomed = False
                     self.all_vc_doomed[c.chain][c.level] -= 1
                     self._release_preassigned(c, v.vc, True)
@@ -552,7 +653,7 @@ class HivedAlgorithm:
             self._try_bind_doomed(c.chain, c.level)
 
     def _remove_bad_free(self, c: PCell) -> None:
-        self.bad_free[c.chain][c.level].remove(c)
+        swap_remove(self.bad_free[c.chain][c.level], c)
         self._try_unbind_doomed(c.chain, c.level)
 
     def _try_bind_doomed(self, chain: str, level: int) -> None:
@@ -591,7 +692,8 @@ class HivedAlgorithm:
             doomed = self.vc_doomed[vc][chain][level]
             while doomed and free.get(level, 0) < (
                     self.total_left[chain][level] - len(self.bad_free[chain][level])):
-                pc = doomed.pop(0)
+                pc = doomed[0]
+                swap_remove(doomed, pc)
                 v = pc.vcell
                 if v is not None:
                     v.pcell = None
@@ -602,14 +704,14 @@ class HivedAlgorithm:
                 self._release_preassigned(pc, vc, True)
 
     def _undoom(self, pc: PCell, vc: str) -> None:
-        self.vc_doomed[vc][pc.chain][pc.level].remove(pc)
+        swap_remove(self.vc_doomed[vc][pc.chain][pc.level], pc)
         pc.doomed = False
         self.all_vc_doomed[pc.chain][pc.level] -= 1
 
     def _allocate_bad_cell(self, c: PCell) -> None:
         bad = self.bad_free[c.chain][c.level]
         if c in bad:
-            bad.remove(c)
+            swap_remove(bad, c)
         if c.vcell is None and c.parent is not None and c.parent.vcell is not None:
             v = _unbound_child(c.parent.vcell)
             if v is not None:
@@ -659,12 +761,12 @@ class HivedAlgorithm:
             if picked is None:
                 return False
             for c in picked:
-                free[level].remove(c)
+                swap_remove(free[level], c)
             return True
         for c in _Usable(free[level]):
             free[level - 1] = free[level - 1] + list(c.children)
             if self._buddy_alloc(vx, free, level - 1, bindings):
-                free[level].remove(c)
+                swap_remove(free[level], c)
                 return True
             free[level - 1] = []
         return False
@@ -690,8 +792,11 @@ class HivedAlgorithm:
             n = min(len(free[lv]), splittable[lv])
             if n <= 0:
                 continue
-            split = free[lv][:n]
-            free[lv] = free[lv][n:]
+            split = []
+            for _ in range(n):  # HiveD takes the head n times, each by swap-with-last
+                head = free[lv][0]
+                split.append(head)
+                swap_remove(free[lv], head)
             splittable[lv] -= n
             for _ in range(lv, level, -1):
                 split = [ch for c in split for ch in c.children]
@@ -699,7 +804,7 @@ class HivedAlgorithm:
             picked = self._map_cells([vx], free[level], bindings)
             if picked is not None:
                 for c in picked:
-                    free[level].remove(c)
+                    swap_remove(free[level], c)
                 return True
         return False
 
@@ -751,13 +856,6 @@ class HivedAlgorithm:
 
 
 # --- helpers ---
-
-
-def _move_used(leaf: Cell, old: int, new: int) -> None:
-    """A used leaf changes hands from priority `old` to `new` (counts up the tree)."""
-    add_used(leaf, old, -1)
-    add_used(leaf, new, 1)
-    leaf.prio = new
 
 
 def _collect(root: VCell, by_level: dict[int, list[VCell]]) -> None:

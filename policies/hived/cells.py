@@ -6,14 +6,14 @@ cell and its ancestors), as in HiveD's `usedLeafCellNumAtPriorities`. Only leave
 priority of their own (`prio`): FREE, OPP (an opportunistic job) or the guaranteed
 priority 0..1000 of the job using it.
 
-`FreeList` is the buddy free list of one chain: cells per level, kept sorted by their
-position in the topology so every choice is deterministic. Taking a cell splits its free
-ancestor down to it; giving it back merges it with its buddies when all are free.
+`FreeList` is the buddy free list of one chain: cells per level in HiveD's order (a cell
+joins at the end; one leaves by swap-with-last, HiveD's `CellList.remove`), so buddy
+allocation picks the cells HiveD picks. Taking a cell splits its free ancestor down to
+it; giving it back merges it with its buddies when all are free.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left, insort
 from collections.abc import Iterable
 from typing import Any, Self
 
@@ -21,10 +21,6 @@ FREE = -2  # a leaf no job uses
 OPP = -1  # opportunistic (trace priority -1)
 MIN_GUARANTEED = 0
 MAX_GUARANTEED = 1000
-
-
-def _order(cell: Cell) -> int:
-    return cell.order
 
 
 class Cell:
@@ -72,7 +68,7 @@ class PCell(Cell):
     """A cell of the physical cluster (one per topology cell below the root)."""
 
     __slots__ = ("id", "node", "gpu", "vcell", "split", "pinned", "healthy", "group",
-                 "in_free", "multi_node", "doomed")
+                 "reserver", "in_free", "free_pos", "multi_node", "doomed")
 
     def __init__(self, chain: str, level: int, total: int, order: int, name: str,
                  cell_id: int, node: int, gpu: int, multi_node: bool) -> None:
@@ -85,7 +81,9 @@ class PCell(Cell):
         self.pinned = False
         self.healthy = True
         self.group = -1  # index of the job using this leaf
+        self.reserver = -1  # index of the preempting job it is reserved for (HiveD)
         self.in_free = False
+        self.free_pos = -1  # index in its level's free list while in_free
         self.multi_node = multi_node  # above node level (a rack of nodes)
         self.doomed = False  # bound to a VC's free cell because it is bad
 
@@ -123,25 +121,41 @@ def add_used(cell: Cell | None, prio: int, delta: int) -> None:
         cell = cell.parent
 
 
+def swap_remove(cells: list, cell: Cell) -> None:
+    """Remove `cell` from a list as HiveD's `CellList.remove` does: the last takes its place."""
+    for i, c in enumerate(cells):
+        if c is cell:
+            cells[i] = cells[-1]
+            cells.pop()
+            return
+    raise ValueError(f"cell {cell.name} is not in the list")
+
+
 class FreeList:
-    """Buddy free list of one chain: free physical cells per level, in topology order."""
+    """Buddy free list of one chain: free physical cells per level, in HiveD's order."""
 
     def __init__(self, top_level: int) -> None:
         self.levels: dict[int, list[PCell]] = {lv: [] for lv in range(1, top_level + 1)}
 
     def add(self, cell: PCell) -> None:
-        """Put a cell in the list of its level (no merging)."""
-        insort(self.levels[cell.level], cell, key=_order)
+        """Append a cell to the list of its level (no merging)."""
+        lst = self.levels[cell.level]
+        cell.free_pos = len(lst)
+        lst.append(cell)
         cell.in_free = True
 
     def discard(self, cell: PCell) -> None:
-        """Take a cell out of the list of its level (no splitting)."""
+        """Take a cell out of the list of its level by swap-with-last (no splitting)."""
         lst = self.levels[cell.level]
-        i = bisect_left(lst, cell.order, key=_order)
-        if i >= len(lst) or lst[i] is not cell:
+        i = cell.free_pos
+        if not cell.in_free or i >= len(lst) or lst[i] is not cell:
             raise ValueError(f"cell {cell.name} is not in the free list of level {cell.level}")
-        del lst[i]
+        last = lst.pop()
+        if last is not cell:
+            lst[i] = last
+            last.free_pos = i
         cell.in_free = False
+        cell.free_pos = -1
 
     def take(self, cell: PCell) -> int:
         """Remove `cell` (free itself or under a free ancestor), splitting ancestors.
@@ -154,7 +168,7 @@ class FreeList:
             if parent is None or parent.split:
                 self.discard(c)
                 return c.level
-            for ch in parent.children:
+            for ch in parent.children:  # appended in child order, then c leaves
                 self.add(ch)
             parent.split = True
             self.discard(c)

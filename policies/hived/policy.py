@@ -16,6 +16,12 @@ HiveD's placement (and whose preemption what-ifs always say no: victims are Hive
 choice). When the ordering starts a job, HiveD binds its cells, preempts the victims
 (opportunistic gangs, or lower-priority gangs of the same VC) and starts it.
 
+Preemption follows HiveD: a victim's own `lazy_preemption` (the trace column; empty: the
+run's parameter) decides whether it is downgraded to opportunistic or preempted; a
+preemptor's cells are reserved for it at once while its victims keep running (being
+preempted) until they end or `preemption_delay` s have passed, then it starts; a higher
+priority may cancel a preemption under way (the victims get their cells back).
+
 A job of a VC that can never hold it (more GPUs than its cells, a pod larger than its
 node-level cells) waits, as in HiveD, and blocks its VC under a strict `fifo` order.
 Fractional jobs (`gpu_share` < 1) take a whole leaf cell; elastic jobs run at `num_gpus`.
@@ -55,7 +61,7 @@ from sim.model import (
     Unschedulable,
     is_missing,
 )
-from sim.params import Param, as_bool, as_optional, as_path
+from sim.params import Param, as_bool, as_float, as_optional, as_path
 
 if TYPE_CHECKING:
     from sim.context import SchedContext
@@ -218,7 +224,14 @@ class HivedPolicy(Policy):
                        "opportunistic queue); HiveD chooses cells and victims"),
         "lazy_preemption": Param(
             False, as_bool, "a guaranteed gang preempted inside its VC is first downgraded "
-            "to opportunistic and keeps running until its cells are really needed"),
+            "to opportunistic and keeps running until its cells are really needed; the "
+            "default of the trace column lazy_preemption (HiveD's per-job flag)"),
+        "preemption_delay": Param(
+            30.0, as_float(0.0),
+            "s a preemption takes: the preemptor's cells are reserved at once and its "
+            "victims keep running (being preempted) until they stop by themselves or this "
+            "delay ends (Kubernetes' default termination grace period, 30 s); a higher "
+            "priority can cancel the preemption meanwhile; 0 preempts and starts at once"),
         "vcs": Param(
             None, as_optional(as_path),
             "YAML of virtual clusters overriding the topology's: vc -> {level: count} or "
@@ -265,6 +278,7 @@ class HivedPolicy(Policy):
         self.plans: dict[int, tuple[int, Plan]] = {}  # last dry-run plan per job
         self.up = list(ctx.cluster.node_up)
         self.lazy_preemptions = 0
+        self.preempting: dict[int, tuple[float, type]] = {}  # job -> (victims' deadline, kind)
         self.downgraded: set[str] = set()  # ids of jobs ever lazily preempted
         self.preemptions = 0
 
@@ -276,6 +290,7 @@ class HivedPolicy(Policy):
     def schedule(self, ctx: SchedContext) -> Iterator[Decision]:
         """Catch up with the engine, then run the ordering of each queue that changed."""
         yield from self._sync(ctx)
+        yield from self._advance(ctx)
         while self.wakes and self.wakes[0][0] <= ctx.now:  # orderings' own timers
             self.dirty.add(self.wakes.pop(0)[1])
         done = -1
@@ -314,6 +329,8 @@ class HivedPolicy(Policy):
             if job.status != PENDING:
                 self._dequeue(job)
                 return
+            if job.idx in self.preempting:
+                return  # already reserved its cells; starts when its victims are gone
             if self.jobs.pending.get(job.idx) is not q:
                 raise InvalidDecision(f"hived: order policy {q.policy.name!r} started "
                                       f"{job.job_id!r}, which is not in queue {q.name!r}")
@@ -340,16 +357,21 @@ class HivedPolicy(Policy):
                     plan = got
                 self.lazy_preemptions += len(plan.lazy)
                 self.downgraded.update(ctx.job_at(i).job_id for i in plan.lazy)
-                for v in plan.victims:
-                    yield from self._preempt_victim(ctx, v, job)
+                self._drain_cancelled(ctx)
+                if plan.victims:
+                    delay = self.p["preemption_delay"]
+                    if delay > 0:  # its cells are reserved; the victims stop later
+                        self.preempting[job.idx] = (ctx.now + delay, type(d))
+                        self._unlist(job, q)
+                        ctx.wake_at(ctx.now + delay)
+                        return
+                    for v in plan.victims:
+                        yield from self._preempt_victim(ctx, v, job)
+                    self.algo.allocate(job.idx)
             else:
                 self.algo.add_empty(req)
-            self._dequeue(job)
-            self.jobs.running[job.idx] = q
-            q.running[job.idx] = job
-            gpus = plan.gpus if plan is not None else ()
-            self._check_healthy(ctx, job, gpus)
-            yield type(d)(job.job_id, gpus, node=d.node if plan is None else -1)
+            yield from self._started(ctx, q, job, type(d), plan.gpus if plan else (),
+                                     d.node if plan is None else -1)
         elif isinstance(d, Preempt | Suspend):
             if self.jobs.running.get(job.idx) is not q:
                 raise InvalidDecision(f"hived: order policy {q.policy.name!r} stopped "
@@ -367,10 +389,64 @@ class HivedPolicy(Policy):
                 f"hived: order policy {q.policy.name!r} yielded {type(d).__name__}; hived "
                 "supports orderings that start, preempt, suspend or reject jobs")
 
+    def _started(self, ctx: SchedContext, q: _Queue, job: JobState, kind: type,
+                 gpus: tuple[int, ...], node: int) -> Iterator[Decision]:
+        """Book a job as running in its queue and start it."""
+        self._dequeue(job)
+        self.jobs.running[job.idx] = q
+        q.running[job.idx] = job
+        self._check_healthy(ctx, job, gpus)
+        yield kind(job.job_id, gpus, node=node)
+
+    def _advance(self, ctx: SchedContext) -> Iterator[Decision]:
+        """Preemptions under way: stop victims whose delay ended, start ready preemptors.
+
+        A preemptor whose reserved cells sit on a failed node gives them up and waits
+        again (HiveD cancels a preemption whose placement is no longer healthy).
+        """
+        if not self.preempting:
+            return
+        now = ctx.now
+        up = ctx.cluster.node_up
+        gpu_node = ctx.topology.gpu_node
+        for idx, (due, kind) in sorted(self.preempting.items(), key=lambda t: (t[1][0], t[0])):
+            if idx not in self.preempting:
+                continue  # cancelled by a start earlier in this loop
+            job = ctx.job_at(idx)
+            q = self.jobs.pending[idx]
+            g = self.algo.groups[idx]
+            if not all(up[gpu_node[leaf.gpu]] for leaf in g.leaves):
+                self.algo.cancel(idx)
+                self._drain_cancelled(ctx)
+                continue
+            if due <= now:
+                for v in self.algo.victims_of(idx):
+                    yield from self._preempt_victim(ctx, v, job)
+            if self.algo.ready(idx):
+                del self.preempting[idx]
+                self.algo.allocate(idx)
+                gpus = tuple(sorted(leaf.gpu for leaf in g.leaves))
+                yield from self._started(ctx, q, job, kind, gpus, -1)
+
+    def _drain_cancelled(self, ctx: SchedContext) -> None:
+        """Preemptions HiveD cancelled (a higher priority took the cells): wait again."""
+        cancelled = self.algo.cancelled
+        while cancelled:
+            idx = cancelled.pop()
+            if self.preempting.pop(idx, None) is None:
+                continue
+            job = ctx.job_at(idx)
+            q = self.jobs.pending.get(idx)
+            if q is not None and job.status == PENDING:
+                self._list(job, q)
+                self._mark(q)
+
     def _preempt_victim(self, ctx: SchedContext, idx: int, by: JobState) -> Iterator[Decision]:
         victim = ctx.job_at(idx)
         q = self.jobs.running.pop(idx)
         q.running.pop(idx, None)
+        self._released(self.algo.release(idx), idx)
+        self._drain_cancelled(ctx)
         self._mark(self.queues[self._known_request(victim).vc])
         self._mark(self.opp)
         self.preemptions += 1
@@ -500,7 +576,8 @@ class HivedPolicy(Policy):
                 types = sorted({algo.chains[c].leaf_type for c in st.views})
                 return (f"hived: VC {vc!r} has no cells of leaf type "
                         f"{s.gpu_type or 'any'!r}; its types: {', '.join(types) or 'none'}")
-        req = Request(idx, vc, p, s.gpu_type, s.task_gpus, s.num_tasks, pinned)
+        req = Request(idx, vc, p, s.gpu_type, s.task_gpus, s.num_tasks, pinned,
+                      s.lazy_preemption)
         if s.num_gpus:
             why = self._never_fits(req)
             if why:
@@ -587,22 +664,33 @@ class HivedPolicy(Policy):
         if isinstance(req, str):
             return req
         q = self.opp if req.prio == OPP else self.queues[req.vc]
-        s = job.spec
-        q.keys.add((-s.priority, s.submit_time, job.idx))
-        ck = _class_key(s, req.pinned)
-        lst = q.classes.get(ck)
-        if lst is None:
-            lst = q.classes[ck] = SortedList()
-        lst.add((s.submit_time, job.idx))
+        self._list(job, q)
         self.jobs.pending[job.idx] = q
         self._mark(q)
         self._forward(q, job, EventKind.SUBMIT)  # the ordering sees it join its queue
         return ""
 
+    def _list(self, job: JobState, q: _Queue) -> None:
+        """Put a pending job in its queue's indexes (what the ordering sees)."""
+        s = job.spec
+        q.keys.add((-s.priority, s.submit_time, job.idx))
+        ck = _class_key(s, self._known_request(job).pinned)
+        lst = q.classes.get(ck)
+        if lst is None:
+            lst = q.classes[ck] = SortedList()
+        lst.add((s.submit_time, job.idx))
+
     def _dequeue(self, job: JobState) -> None:
         q = self.jobs.pending.pop(job.idx, None)
         if q is None:
             return
+        if self.preempting.pop(job.idx, None) is not None:  # gone while preempting
+            self._released(self.algo.cancel(job.idx), job.idx)
+            self.algo.cancelled.clear()
+        self._unlist(job, q)
+
+    def _unlist(self, job: JobState, q: _Queue) -> None:
+        """Take a job out of its queue's indexes (it stays pending for the tracker)."""
         s = job.spec
         q.keys.discard((-s.priority, s.submit_time, job.idx))
         ck = _class_key(s, self._known_request(job).pinned)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from conftest import make_trace
 
 from policies.conformance import check_invariants
@@ -52,21 +53,23 @@ def test_buddy_allocation_skips_bad_cells(shared_dir, tmp_path):
     assert starts(r)["a"] == (2.0, "10.151.41.22:4")
 
 
-def test_job_on_a_failed_node_restarts_on_a_healthy_cell_of_its_vc(shared_dir, tmp_path):
+@pytest.mark.parametrize("delay", [0.0, 30.0])
+def test_job_on_a_failed_node_restarts_on_a_healthy_cell_of_its_vc(shared_dir, tmp_path,
+                                                                   delay):
     topo = load_topology(shared_dir / "hived-configs" / "basic-hivedscheduler.yaml")
     trace = make_trace(job("a", 0, 4, 100, "VC1"),
                        job("p", 0, 4, 1000, "VC2", extra=(("pinned_cell_id", "VC2-K80"),)),
                        job("o", 0, 2, 1000, "VC1", prio=-1))  # lands on 10.151.41.22
-    r = Simulation(trace, topo, HivedPolicy(), params={
+    r = Simulation(trace, topo, HivedPolicy(preemption_delay=delay), params={
         "failures": failures(tmp_path, ("10.151.41.20", 10, 500))}).run()
     ev = r.events
     a = ev[ev.job_id == "a"]
     assert list(a.kind) == ["submit", "start", "fail", "retry", "resume", "finish"]
     resume = a[a.kind == "resume"].iloc[0]
     # VC1's cell is rebound to the only other unpinned node, where the opportunistic job
-    # ran: it is preempted as a whole
-    assert (resume.time, resume.cells) == (10.0, "10.151.41.22:4")
-    assert ev[(ev.job_id == "o") & (ev.kind == "preempt")].time.tolist() == [10.0]
+    # ran: it is preempted as a whole, once the preemption delay is over
+    assert (resume.time, resume.cells) == (10.0 + delay, "10.151.41.22:4")
+    assert ev[(ev.job_id == "o") & (ev.kind == "preempt")].time.tolist() == [10.0 + delay]
     check_invariants(r, topo, trace)
 
 

@@ -46,17 +46,21 @@ def case(draw):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=case(), lazy=st.booleans(), order=st.sampled_from(["fifo", "fifo-backfill"]))
-def test_a_job_that_fits_its_vcs_unused_cells_starts_at_once(data, lazy, order):
+@given(data=case(), lazy=st.booleans(), order=st.sampled_from(["fifo", "fifo-backfill"]),
+       delay=st.sampled_from([0.0, 30.0]))
+def test_a_job_that_fits_its_vcs_unused_cells_starts_at_once(data, lazy, order, delay):
+    """At once, or once the preemption delay let its (opportunistic) victims go."""
     others, probe = data
     trace = Trace("guarantee", (*others, probe))
-    pol = HivedPolicy(lazy_preemption=lazy, order=order)
-    result = Simulation(trace, _topology(), pol).run(until=probe.submit_time)
+    pol = HivedPolicy(lazy_preemption=lazy, order=order, preemption_delay=delay)
+    result = Simulation(trace, _topology(), pol).run(until=probe.submit_time + delay)
     ev = result.events
     start = ev[(ev.job_id == "probe") & (ev.kind == "start")]
-    assert start.time.tolist() == [probe.submit_time]
+    assert len(start) == 1
+    t = start.time.iloc[0]
     # only opportunistic gangs (or ones lazily downgraded to it) are preempted for it
     pre = ev[ev.kind == "preempt"]
     victims = set(pre[pre.detail.str.contains("job probe ", regex=False)].job_id)
+    assert probe.submit_time <= t <= probe.submit_time + delay  # victims leave by then
     assert all(s.priority == -1 or s.job_id in pol.downgraded
                for s in others if s.job_id in victims)

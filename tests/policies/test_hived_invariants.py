@@ -116,8 +116,8 @@ def check_state(algo: HivedAlgorithm) -> None:
     for c in pc.cells.values():
         if c.vcell is not None:
             assert c.vcell.pcell is c and c.vcell.level == c.level
-        if not c.children:
-            assert (c.group >= 0) == (c.prio != FREE), c.name
+        if not c.children:  # used by a gang, reserved for a preemptor, or free
+            assert (c.group >= 0 or c.reserver >= 0) == (c.prio != FREE), c.name
         expect: dict[int, int] = {}
         for leaf in c.leaves():
             if leaf.prio != FREE:
@@ -133,7 +133,16 @@ def check_state(algo: HivedAlgorithm) -> None:
         assert v.used == expect, v.name
     for g in algo.groups.values():
         for i, leaf in enumerate(g.leaves):
-            assert leaf.group == g.idx and leaf.prio == g.prio
+            if g.preempting:  # its cells are reserved for it, victims may still run there
+                assert leaf.reserver == g.idx and leaf.prio == g.prio
+                assert leaf.group < 0 or algo.groups[leaf.group].being_preempted
+            else:
+                assert leaf.group == g.idx
+                if leaf.reserver >= 0:  # a victim: the leaf counts at its preemptor's
+                    assert g.being_preempted
+                    assert leaf.prio == algo.groups[leaf.reserver].prio
+                    continue
+                assert leaf.prio == g.prio
             if g.vleaves is not None:
                 assert g.vleaves[i].pcell is leaf and g.vleaves[i].prio == g.prio
     for name, info in algo.chains.items():
@@ -211,11 +220,20 @@ def test_algorithm_state_stays_consistent(ops, lazy):
             if not isinstance(plan, str):
                 assert all(up[topo.gpu_node[g]] for g in plan.gpus), "placed on a bad node"
                 assert len(set(plan.gpus)) == gpus * tasks
-                for v in plan.victims:
-                    assert v not in algo.groups
-        elif o[0] == "end":
+                for c in plan.cancels:
+                    assert c not in algo.groups
+                assert algo.groups[i].preempting == bool(plan.victims)
+                if plan.victims and i % 2 == 0:  # the victims stop at once, it starts
+                    for v in plan.victims:
+                        algo.release(v)
+                    algo.allocate(i)
+                    assert all(v not in algo.groups for v in plan.victims)
+        elif o[0] == "end":  # a gang ends (a preempting one gives its reservation up)
             if algo.groups:
                 algo.release(sorted(algo.groups)[o[1] % len(algo.groups)])
+            for idx in sorted(algo.groups):  # preemptors whose victims are all gone start
+                if algo.groups[idx].preempting and algo.ready(idx):
+                    algo.allocate(idx)
         elif o[0] == "fail":
             node = o[1]
             for idx in sorted(algo.groups):  # the engine stops the jobs on it first
@@ -232,5 +250,5 @@ def test_algorithm_state_stays_consistent(ops, lazy):
     for n in range(len(up)):
         algo.set_node_health(n, True)
     check_state(algo)
-    assert [c.id for c in algo.free["V100-rack-8"].cells()] == [c.id for c in pc.tops[
+    assert sorted(c.id for c in algo.free["V100-rack-8"].cells()) == [c.id for c in pc.tops[
         "V100-rack-8"]]

@@ -65,7 +65,8 @@ def test_opportunistic_gang_beyond_quota_runs_then_is_preempted_whole(basic):
     r = run(basic,
             job("g1", 0, 4, 1000),  # VC1's node
             job("o1", 1, 8, 500, prio=-1, per_task=4),  # beyond VC1's quota: 2 free nodes
-            job("g2", 2, 4, 100, vc="VC2"))  # VC2's cell binds to a node o1 holds
+            job("g2", 2, 4, 100, vc="VC2"),  # VC2's cell binds to a node o1 holds
+            preemption_delay=0)
     st = starts(r)
     assert st["o1"] == (1.0, "10.151.41.21:4;10.151.41.22:4")
     assert st["g2"] == (2.0, "10.151.41.22:4")
@@ -82,7 +83,8 @@ def test_opportunistic_gang_beyond_quota_runs_then_is_preempted_whole(basic):
 
 
 def test_higher_priority_preempts_lower_in_the_vc(basic):
-    r = run(basic, job("low", 0, 4, 1000, prio=1), job("high", 5, 4, 100, prio=5))
+    r = run(basic, job("low", 0, 4, 1000, prio=1), job("high", 5, 4, 100, prio=5),
+            preemption_delay=0)
     st = starts(r)
     assert st["high"] == (5.0, "10.151.41.20:4")
     jobs = r.jobs.set_index("job_id")
@@ -102,7 +104,7 @@ def test_lazy_preemption_keeps_the_victim_running_until_its_cells_are_needed(bas
             job("low", 0, 4, 1000, prio=1),
             job("high", 5, 4, 100, prio=5),  # lazy: low leaves VC1, VC1 rebinds to 22
             job("vc2", 10, 4, 100, vc="VC2"),  # VC2's cell gets the last free node: low's
-            lazy_preemption=True)
+            lazy_preemption=True, preemption_delay=0)
     st = starts(r)
     assert st["high"] == (5.0, "10.151.41.22:4")
     assert st["vc2"] == (10.0, "10.151.41.20:4")
@@ -202,9 +204,56 @@ def test_order_parameter_composes_an_ordering_inside_each_vc(basic):
         HivedPolicy(order="hived")
 
 
+def test_preemption_takes_the_delay_and_the_victim_runs_meanwhile(basic):
+    """HiveD: the victim is being preempted for `preemption_delay` s, its cells reserved."""
+    r = run(basic, job("low", 0, 4, 1000, prio=1), job("high", 5, 4, 100, prio=5),
+            job("mid", 6, 4, 10, prio=3))  # cannot take the reserved cells meanwhile
+    st = starts(r)
+    assert st["high"] == (35.0, "10.151.41.20:4")
+    ev = r.events
+    pre = ev[ev.kind == "preempt"]
+    assert list(pre.job_id) == ["low"] and list(pre.time) == [35.0]
+    assert st["mid"][0] == 135.0  # after high, before low resumes (priority 3 > 1)
+    assert ev[(ev.job_id == "low") & (ev.kind == "resume")].time.tolist() == [145.0]
+
+
+def test_a_victim_that_ends_during_the_delay_lets_the_preemptor_start(basic):
+    r = run(basic, job("low", 0, 4, 20, prio=1), job("high", 5, 4, 100, prio=5))
+    assert starts(r)["high"] == (20.0, "10.151.41.20:4")
+    assert (r.events.kind != "preempt").all()
+
+
+def test_a_higher_priority_cancels_a_preemption_under_way(basic):
+    """HiveD pod33/pod34: the later, higher preemptor takes the reservation over."""
+    r = run(basic, job("low", 0, 4, 1000, prio=1), job("high", 5, 4, 100, prio=5),
+            job("top", 10, 4, 100, prio=9))
+    st = starts(r)
+    assert st["top"] == (40.0, "10.151.41.20:4")  # its own delay, from its own start
+    assert st["high"][0] == 140.0  # waits again; low was preempted for top only
+    pre = r.events[r.events.kind == "preempt"]
+    assert list(pre.job_id) == ["low"] and list(pre.time) == [40.0]
+    assert "job top " in pre.detail.iloc[0]
+
+
+@pytest.mark.parametrize("run_default", [False, True])
+def test_the_trace_column_decides_lazy_preemption_per_job(basic, run_default):
+    """HiveD pods 24-26: each victim's own flag decides; an empty cell takes the run's."""
+    r = run(basic,
+            job("a", 0, 4, 1000, prio=0, lazy_preemption=True),  # downgraded for b
+            job("b", 5, 4, 1000, prio=1, lazy_preemption=False),  # preempted for c
+            job("c", 10, 4, 100, prio=2),
+            lazy_preemption=run_default, preemption_delay=0)
+    pre = r.events[r.events.kind == "preempt"]
+    assert list(pre.job_id) == ["b"] and list(pre.time) == [10.0]
+    st = starts(r)
+    assert st["b"] == (5.0, "10.151.41.22:4")  # VC1 rebound to the free node, a runs on
+    assert st["c"] == (10.0, "10.151.41.22:4")
+
+
 def test_priority_orders_the_vc_queue(basic):
     r = run(basic, job("run", 0, 4, 100), job("first", 1, 4, 10, prio=0),
-            job("urgent", 2, 4, 10, prio=0), job("vip", 3, 4, 10, prio=7))
+            job("urgent", 2, 4, 10, prio=0), job("vip", 3, 4, 10, prio=7),
+            preemption_delay=0)
     st = starts(r)
     assert st["vip"][0] == 3.0  # preempts "run" (priority 0)
     assert st["first"][0] < st["urgent"][0]

@@ -240,8 +240,8 @@ OK = HEAD + NODE + CELLS
      "physicalCells[1].pinnedCellId", "P"),
     (OK + "virtualClusters:\n  vc1:\n    pinnedCells:\n    - pinnedCellId: NOPE\n",
      "virtualClusters.vc1.pinnedCells[0].pinnedCellId", "NOPE"),
-    (OK + "virtualClusters:\n  vc1:\n    virtualCells:\n    - {cellType: N, cellNumber: 0}\n",
-     "virtualClusters.vc1.virtualCells[0].cellNumber", "0"),
+    (OK + "virtualClusters:\n  vc1:\n    virtualCells:\n    - {cellType: N, cellNumber: -1}\n",
+     "virtualClusters.vc1.virtualCells[0].cellNumber", "-1"),
     (OK + "virtualClusters:\n  vc1:\n    virtualCells:\n    - {cellType: N, cellNumber: x}\n",
      "virtualClusters.vc1.virtualCells[0].cellNumber", "x"),
     (OK + "virtualClusters:\n  vc1:\n    virtualCells:\n    - {cellType: N}\n",
@@ -261,6 +261,26 @@ def test_errors_name_file_key_and_value(tmp_path, text, key, value):
     assert "bad-hived.yaml" in msg
     assert key in msg
     assert value in msg
+
+
+def test_cell_number_zero_is_accepted_as_hived_does(shared_dir, tmp_path):
+    """HiveD's own tests set cellNumber 0 (testSuggestedNodes, testSafeRelaxedBuddyAlloc)."""
+    import yaml
+
+    from policies.hived.algorithm import HivedAlgorithm
+    from policies.hived.config import build_physical, resolve_vcs
+
+    data = yaml.safe_load((shared_dir / "hived-configs" / "design-hivedscheduler.yaml")
+                          .read_text(encoding="utf-8"))
+    cells = data["virtualClusters"]["VC1"]["virtualCells"]
+    cells[0]["cellNumber"] = 0
+    cells[3]["cellNumber"] = 3
+    topo = load_topology(write(tmp_path, yaml.safe_dump(data), "zero.yaml"))
+    pc = build_physical(topo)
+    vcs, _ = resolve_vcs(topo, pc)
+    algo = HivedAlgorithm(pc, vcs)
+    rack = [c for c in algo.pc.chains if c.startswith("4-DGX2")][0]
+    assert {lv: n for lv, n in algo.vc_free["VC1"][rack].items() if n} == {6: 3}  # racks of 2
 
 
 def test_minimal_config_is_valid(tmp_path):
