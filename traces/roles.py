@@ -53,7 +53,8 @@ def _number(role: str, key: str, v: Any, *, integer: bool, lo: float, lo_open: b
     if not ok:
         kind = "an integer" if integer else "a number"
         cmp = ">" if lo_open else ">="
-        return (f"role {role!r}: {key} {json.dumps(v)} is not {kind} {cmp} {lo:g} and "
+        shown = f"{v:g}" if isinstance(v, float) else json.dumps(v)
+        return (f"role {role!r}: {key} {shown} is not {kind} {cmp} {lo:g} and "
                 f"<= 1e{round(math.log10(hi))}")
     return float(v)
 
