@@ -19,8 +19,12 @@ the same; `num_cpus` = sum of `inst_num x plan_cpu / 100`, `mem_gb` = sum of
 and empty mean any). `duration` = last task end - first task start; `submit_time` = the
 job table's `start_time` when the job table is given (or found next to the task table),
 else the first task start; `user` and the job's `status` come from the job table. Jobs
-with no task that both started and ended are excluded. Reading streams both tables in
-chunks and keeps one aggregated row a job.
+with no task that both started and ended are excluded. A job of several task kinds
+(`task_name` worker, ps, chief, evaluator, ...) also gets `tasks`: one role a task row
+(count `inst_num`, per task `gpus` = `ceil(plan_gpu / 100)`, `cpus` = `plan_cpu / 100`,
+`mem_gb` = `plan_mem`; an `evaluator` is a non-gang role, a kind named twice becomes
+`kind-2`), and its `num_gpus` is the gang's GPUs (without the evaluator's). Reading
+streams both tables in chunks and keeps one aggregated row a job.
 
 The machine spec (`machine, gpu_type, cap_cpu, cap_mem, cap_gpu`) is a topology:
 `topologies.pai.read_pai_machines`.
