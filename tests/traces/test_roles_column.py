@@ -4,10 +4,13 @@ every rule with its exact message, the job-level totals, CSV and Parquet round t
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sim.errors import InvalidTrace
 from sim.model import JobSpec, RestartPolicy, TaskRole
@@ -260,3 +263,39 @@ def test_trace_convert_round_trips_the_example(tmp_path: Path) -> None:
     assert read_canonical(out).jobs == load_trace(EXAMPLE).jobs
     r = CliRunner().invoke(trace_group, ["inspect", str(EXAMPLE)])
     assert r.exit_code == 0 and "container jobs: 2" in r.output
+
+
+def test_records_take_role_dicts_or_task_roles() -> None:
+    roles = (TaskRole("worker", 2, 1, cpus=2.0),)
+    a = from_records([{"job_id": "a", "submit_time": 0, "num_gpus": 2, "duration": 5,
+                       "tasks": [{"role": "worker", "count": 2, "gpus": 1, "cpus": 2}]}])
+    b = from_records([{"job_id": "a", "submit_time": 0, "num_gpus": 2, "duration": 5,
+                       "tasks": list(roles)}])
+    assert a.jobs == b.jobs and a.jobs[0].tasks == roles
+
+
+_role = st.builds(
+    TaskRole, role=st.from_regex(r"[a-z][a-z0-9_]{0,6}", fullmatch=True),
+    count=st.integers(1, 64), gpus=st.integers(0, 8),
+    cpus=st.sampled_from([0.0, 0.5, 4.0, 12.25]), mem_gb=st.sampled_from([0.0, 29.3, 64.0]),
+    disk_gb=st.sampled_from([0.0, 100.0]), gang=st.booleans(),
+    duration=st.one_of(st.none(), st.floats(1.0, 1e6)))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(_role, min_size=1, max_size=5, unique_by=lambda r: r.role))
+def test_tasks_round_trip_property(roles: list[TaskRole]) -> None:
+    roles[0] = replace(roles[0], gang=True)  # a job needs a gang role
+    tasks = tuple(roles)
+    assert parse_tasks(format_tasks(tasks)) == (tasks, "")
+    totals = role_totals(tasks)
+    t = from_records([{"job_id": "j", "submit_time": 0, "num_gpus": totals.num_gpus,
+                       "duration": 10, "tasks": format_tasks(tasks)}])
+    (j,) = t.jobs
+    assert (j.tasks, j.num_gpus, j.num_cpus, j.mem_gb) == (
+        tasks, totals.num_gpus, totals.num_cpus, totals.mem_gb)
+    # CSV keeps every value exactly
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        assert read_canonical(write_canonical(t, Path(d) / "r.csv")).jobs == t.jobs
