@@ -14,6 +14,7 @@ in-memory records (`traces.synthetic.from_records`) and the generators all come 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from itertools import repeat
@@ -220,7 +221,12 @@ def _parse_gpu_speeds(raw: pd.Series, check: FrameErrors) -> list[Any]:
 
 
 def _parse_tasks(raw: pd.Series, check: FrameErrors) -> list[tuple[TaskRole, ...]]:
-    """JSON role lists (`traces.roles`); an empty cell is no roles."""
+    """JSON role lists (`traces.roles`); an empty cell is no roles.
+
+    A Parquet list-of-struct column (roles stored natively) is read as its JSON.
+    """
+    if raw.dtype == object and any(isinstance(v, list | tuple | np.ndarray) for v in raw):
+        raw = raw.map(_native_roles)
     text = as_text(raw)
     nonempty = ~text.str.lower().isin(NA_TOKENS).to_numpy(dtype=bool)
     out: list[tuple[TaskRole, ...]] = [()] * len(raw)
@@ -231,6 +237,22 @@ def _parse_tasks(raw: pd.Series, check: FrameErrors) -> list[tuple[TaskRole, ...
             continue
         out[pos] = roles
     return out
+
+
+def _native_roles(value: Any) -> Any:
+    """A natively stored list of role structs as JSON text (null struct fields dropped)."""
+    if not isinstance(value, list | tuple | np.ndarray):
+        return value
+
+    def plain(x: Any) -> Any:
+        return x.item() if isinstance(x, np.generic) else x
+
+    roles = [{k: plain(x) for k, x in r.items() if x is not None} if isinstance(r, dict)
+             else plain(r) for r in value]
+    try:
+        return json.dumps(roles)
+    except (TypeError, ValueError):
+        return str(value)
 
 
 def _parse_restart_policy(raw: pd.Series, check: FrameErrors, parsed: _Parsed

@@ -299,3 +299,18 @@ def test_tasks_round_trip_property(roles: list[TaskRole]) -> None:
 
     with tempfile.TemporaryDirectory() as d:
         assert read_canonical(write_canonical(t, Path(d) / "r.csv")).jobs == t.jobs
+
+
+def test_parquet_roles_stored_natively(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    p = tmp_path / "n.parquet"
+    pq.write_table(pa.table({
+        "job_id": ["a", "b"], "submit_time": [0, 1], "num_gpus": [2, 1], "duration": [5.0, 5.0],
+        "tasks": [[{"role": "w", "count": 2, "gpus": 1, "gang": None}],
+                  [{"role": "c", "count": 1, "gpus": 1, "gang": True},
+                   {"role": "e", "count": 1, "gpus": 1, "gang": False}]]}), p)
+    a, b = read_canonical(p).jobs
+    assert a.tasks == (TaskRole("w", 2, 1),)
+    assert b.tasks == (TaskRole("c", 1, 1), TaskRole("e", 1, 1, gang=False))
