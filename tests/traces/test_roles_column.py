@@ -314,3 +314,16 @@ def test_parquet_roles_stored_natively(tmp_path: Path) -> None:
     a, b = read_canonical(p).jobs
     assert a.tasks == (TaskRole("w", 2, 1),)
     assert b.tasks == (TaskRole("c", 1, 1), TaskRole("e", 1, 1, gang=False))
+
+
+def test_remap_keeps_role_mixes_and_flattens_a_plain_gang() -> None:
+    from traces.shaping import remap_job
+
+    t = from_records([
+        {"job_id": "tf", "submit_time": 0, "num_gpus": 9, "duration": 100, "tasks": TF},
+        {"job_id": "w", "submit_time": 0, "num_gpus": 16, "duration": 100,
+         "tasks": [{"role": "worker", "count": 8, "gpus": 2, "cpus": 4}]}])
+    tf, w = t.jobs
+    assert remap_job(tf, 8) is tf  # not a plain gang: kept (the engine rejects it)
+    r = remap_job(w, 8)
+    assert (r.tasks, r.num_gpus, r.gpus_per_task, r.duration) == ((), 8, 2, 200.0)
