@@ -37,6 +37,7 @@ from sim.progress import Progress
 from sim.queue import PendingQueue
 from sim.recorder import FgdMetric, Recorder
 from sim.registry import PLACERS
+from sim.roles import not_simulated
 from sim.speed import ColocationSpeed, ElasticSpeed, GpuTypeSpeed, LocalitySpeed, SpeedChain
 
 if TYPE_CHECKING:
@@ -188,7 +189,8 @@ class RunState:
             self.finalize(job, REJECTED, EventKind.REJECT,
                           f"depends on jobs not in this run: {';'.join(missing)}")
             return
-        bad = self.infeasible(s if s.min_gpus is None else resized(s, s.min_gpus))
+        bad = not_simulated(s) or self.infeasible(
+            s if s.min_gpus is None else resized(s, s.min_gpus))
         if bad:
             self.finalize(job, REJECTED, EventKind.REJECT, bad)
             return

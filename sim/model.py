@@ -43,6 +43,32 @@ class Level(IntEnum):
         return self.name.lower()
 
 
+class RestartPolicy(StrEnum):
+    """What a container job does with a failed task run (Kubernetes Job `restartPolicy`)."""
+
+    NEVER = "Never"  # a new task run replaces the failed one
+    ON_FAILURE = "OnFailure"  # the failed task run restarts in place
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRole:
+    """One role of a job whose tasks differ (SPEC sec. 2 `tasks`): `count` tasks alike.
+
+    Each task sits on one node and asks `gpus` GPUs, `cpus` CPUs, `mem_gb` memory and
+    `disk_gb` local disk. Roles with `gang` true start and stop together; a non-gang role
+    (an evaluator) starts when it can. `duration` (s) overrides the job's when given.
+    """
+
+    role: str
+    count: int = 1
+    gpus: int = 0
+    cpus: float = 0.0
+    mem_gb: float = 0.0
+    disk_gb: float = 0.0
+    gang: bool = True
+    duration: float | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class JobSpec:
     """One job of a trace, in the canonical schema of SPEC sec. 2.
@@ -78,7 +104,20 @@ class JobSpec:
     deadline: float | None = None  # s from trace start by which it should finish (SLA)
     disk_gb: float = 0.0  # local disk per task
     lazy_preemption: bool | None = None  # HiveD: may be downgraded, not preempted (None: run's)
+    # jobs whose tasks differ (issue 16): the roles; () means one gang of identical tasks
+    tasks: tuple[TaskRole, ...] = ()
+    # container jobs (Kubernetes Job semantics); completions None = not a container job
+    completions: int | None = None
+    parallelism: int = 1
+    active_deadline: float | None = None  # s from first start, then the job is killed
+    restart_policy: RestartPolicy = RestartPolicy.NEVER
+    backoff_limit: int = 6
     extra: tuple[tuple[str, Any], ...] = field(default=(), compare=False)
+
+    @property
+    def is_container(self) -> bool:
+        """A container job (Kubernetes Job): task runs until `completions` succeed."""
+        return self.completions is not None
 
     @property
     def task_gpus(self) -> int:

@@ -23,6 +23,7 @@ from sim.errors import InvalidTrace
 from sim.model import JobSpec
 from traces.base import Trace
 from traces.csv_stream import iter_csv, label_of, require_file, stem_of
+from traces.roles import format_tasks
 from traces.rows import MAX_BAD_ROW_MESSAGES, FrameErrors, RowErrors
 from traces.schema import (
     CANONICAL_COLUMNS,
@@ -185,6 +186,10 @@ def trace_to_frame(trace: Trace) -> pd.DataFrame:
             data[col] = [";".join(v) for v in values]
         elif col == "gpu_speeds":
             data[col] = [_speeds_text(v) for v in values]
+        elif col == "tasks":
+            data[col] = [format_tasks(v) if v else "" for v in values]
+        elif col == "restart_policy":
+            data[col] = [str(v) for v in values]
         elif col == "gpus_per_task":
             data[col] = pd.array([v or None for v in values], dtype="Int64")
         elif col in NUM_COLS:

@@ -3,8 +3,9 @@
 `trace_stats` computes what a researcher checks before replaying a trace: jobs and time
 span, arrival rate and its burstiness (coefficient of variation of inter-arrival
 times: 1 for Poisson, 9-21 for real GPU clusters), the GPUs-per-job mix, duration
-percentiles, GPU-hours by job size, users and VCs, and the offered load against a
-topology (GPU-hours demanded per hour of the submit span / GPUs of the topology).
+percentiles, GPU-hours by job size, users and VCs, jobs of task roles (by role) and
+container jobs, and the offered load against a topology (GPU-hours demanded per hour of
+the submit span / GPUs of the topology).
 """
 
 from __future__ import annotations
@@ -78,6 +79,9 @@ class TraceStats:
     topology_gpus: int | None = None
     offered_load: float | None = None
     bad_rows: int = 0
+    role_jobs: int = 0  # jobs with a `tasks` column (issue 16)
+    role_kinds: tuple[tuple[str, int], ...] = ()  # role name -> jobs that have it
+    container_jobs: int = 0  # jobs with `completions` (Kubernetes Job semantics)
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data (JSON-ready)."""
@@ -118,6 +122,7 @@ def trace_stats(trace: Trace, topology: Topology | None = None) -> TraceStats:
     classes: dict[str, float] = dict.fromkeys(SIZE_CLASSES, 0.0)
     for j, t in zip(jobs, gpu_time.tolist(), strict=True):
         classes[size_class(j.num_gpus, j.gpu_share)] += t / 3600.0
+    kinds = Counter(r.role for j in jobs for r in j.tasks)
     users = Counter(j.user for j in jobs if j.user)
     vcs = Counter(j.vc for j in jobs)
     gpu_hours = float(gpu_time.sum() / 3600.0)
@@ -154,6 +159,9 @@ def trace_stats(trace: Trace, topology: Topology | None = None) -> TraceStats:
         topology_gpus=topo_gpus,
         offered_load=load,
         bad_rows=trace.bad_rows,
+        role_jobs=sum(1 for j in jobs if j.tasks),
+        role_kinds=tuple(sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))),
+        container_jobs=sum(1 for j in jobs if j.completions is not None),
     )
 
 
@@ -196,6 +204,11 @@ def format_stats(stats: TraceStats) -> str:
                                 if s.users else ""),
         f"VCs: {s.vcs} (top: {', '.join(f'{v} {n}' for v, n in s.top_vcs)})",
     ]
+    if s.role_jobs or s.container_jobs:
+        kinds = ", ".join(f"{k} {n}" for k, n in s.role_kinds)
+        lines.append(f"task roles: {s.role_jobs} jobs" + (f" (jobs per role: {kinds})"
+                                                           if kinds else "")
+                     + f"; container jobs: {s.container_jobs}")
     if s.topology is not None:
         if s.offered_load is None:
             lines.append(f"offered load on {s.topology} ({s.topology_gpus} GPUs): - (all jobs "

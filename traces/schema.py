@@ -16,12 +16,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.errors import InvalidTrace
-from sim.model import PRIORITY_NAMES
+from sim.model import PRIORITY_NAMES, RestartPolicy
 
 __all__ = [
-    "CANONICAL_COLUMNS", "CHECKED_PASS_THROUGH", "MAX_COUNT", "MAX_GB", "MAX_HOURS",
-    "MAX_PRIORITY", "MAX_SECONDS", "NUM_COLS", "OPTIONAL_COLUMNS", "REQUIRED_COLUMNS",
-    "TEXT_DEFAULTS", "BOOL_RULE", "NumCol", "missing_columns_error", "parse_bool",
+    "BOOL_RULE", "CANONICAL_COLUMNS", "CHECKED_PASS_THROUGH", "CONTAINER_COLUMNS", "MAX_COUNT",
+    "MAX_GB", "MAX_HOURS", "MAX_PRIORITY", "MAX_SECONDS", "NUM_COLS", "OPTIONAL_COLUMNS",
+    "REQUIRED_COLUMNS", "RESTART_POLICIES", "TEXT_DEFAULTS", "NumCol", "missing_columns_error",
+    "parse_bool",
     "parse_deps", "parse_speeds",
 ]
 
@@ -33,6 +34,8 @@ OPTIONAL_COLUMNS: tuple[str, ...] = (
     "checkpoint_interval", "max_retries", "fail_at", "max_lifetime", "min_gpus",
     "max_gpus", "depends_on", "locality_sensitivity", "gpu_speeds", "gpu_share",
     "gpu_util", "gpu_mem_gb", "max_wait_hours", "deadline", "lazy_preemption", "disk_gb",
+    "tasks", "completions", "parallelism", "active_deadline", "restart_policy",
+    "backoff_limit",
 )
 """Optional columns of SPEC sec. 2, in their documented order."""
 
@@ -142,22 +145,24 @@ NUM_COLS: dict[str, NumCol] = {
         NumCol("max_wait_hours", False, 0.0, _HOURS, lo=0.0, hi=MAX_HOURS),
         _seconds("deadline", positive=False),
         NumCol("disk_gb", False, 0.0, _GB, lo=0.0, hi=MAX_GB),
+        _count("completions", None, 1),
+        _count("parallelism", 1, 1),
+        _seconds("active_deadline", positive=True),
+        _count("backoff_limit", 6),
     )
 }
 """Every numeric column of the schema the simulator reads, with its rule."""
 
-CHECKED_PASS_THROUGH: dict[str, NumCol] = {
-    c.name: c
-    for c in (
-        _seconds("active_deadline", positive=True),
-        _count("completions", None, 1),
-        _count("parallelism", None, 1),
-        _count("backoff_limit", None),
-    )
-}
-"""Numeric columns of SPEC sec. 2 the simulator does not read (yet): a given cell is
-checked against the rule (an empty cell is none), and the column is passed through as
-written (`JobSpec.extra`)."""
+CONTAINER_COLUMNS: tuple[str, ...] = ("parallelism", "active_deadline", "restart_policy",
+                                      "backoff_limit")
+"""Columns that only a container job (`completions` given) may set to other than default."""
+
+RESTART_POLICIES: tuple[str, ...] = tuple(p.value for p in RestartPolicy)
+"""Values of `restart_policy` (Kubernetes Job `restartPolicy`; an empty cell is Never)."""
+
+CHECKED_PASS_THROUGH: dict[str, NumCol] = {}
+"""Numeric columns of SPEC sec. 2 the simulator does not read (yet), checked and passed
+through as written (`JobSpec.extra`); none since the container-job columns are read."""
 
 
 def parse_speeds(text: str) -> tuple[tuple[tuple[str, float], ...] | None, str]:

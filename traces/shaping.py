@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from sim.errors import InvalidParameter, InvalidTrace
 from sim.model import JobSpec
+from sim.roles import is_plain_gang
 from traces.base import Trace, trace_epoch, with_epoch
 
 if TYPE_CHECKING:
@@ -147,11 +148,19 @@ def remap_job(job: JobSpec, cap: int) -> JobSpec:
         job: The job.
         cap: GPUs available to it (>= 1).
 
+    A job of task roles (issue 16) is remapped only when its roles are one gang of
+    identical GPU tasks, and then becomes that plain gang (its `tasks` dropped); other
+    role mixes are kept as they are.
+
     Returns:
         The job itself when it fits, else the remapped copy.
     """
     if job.num_gpus <= cap or cap < 1:
         return job
+    if job.tasks:
+        if not is_plain_gang(job.tasks, job.duration):
+            return job
+        job = dataclasses.replace(job, tasks=())
     per = job.task_gpus
     new = (cap // per) * per if per <= cap else cap
     gpt = job.gpus_per_task if per <= cap else 0

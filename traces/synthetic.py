@@ -7,6 +7,7 @@ Trace through the same validation code as `read_canonical`.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -14,8 +15,10 @@ from typing import Any
 import numpy as np
 
 from sim.errors import InvalidTrace
+from sim.model import TaskRole
 from traces.base import Trace
 from traces.canonical import frame_to_trace
+from traces.roles import format_tasks
 
 __all__ = ["DEFAULT_SIZE_MIX", "from_records", "generate"]
 
@@ -148,9 +151,13 @@ def generate(
 
 
 def _join_cell(value: Any, column: str) -> Any:
-    """Accept lists for depends_on and dicts/pairs for gpu_speeds in records."""
+    """Accept lists for depends_on, dicts/pairs for gpu_speeds, role dicts for tasks."""
     if column == "depends_on" and isinstance(value, (list, tuple)):
         return ";".join(str(v) for v in value)
+    if column == "tasks" and isinstance(value, (list, tuple)):
+        if value and all(isinstance(r, TaskRole) for r in value):
+            return format_tasks(tuple(value))
+        return json.dumps(list(value))
     if column == "gpu_speeds":
         if isinstance(value, Mapping):
             return ";".join(f"{k}={v}" for k, v in value.items())
@@ -165,7 +172,8 @@ def from_records(records: Sequence[Mapping[str, Any]], name: str = "inline") -> 
     """Build a Trace from a list of dicts, validated exactly like a canonical file.
 
     Keys are column names of SPEC sec. 2 (others are passed through); a missing key or
-    None takes the default. `depends_on` may be a list of ids and `gpu_speeds` a dict.
+    None takes the default. `depends_on` may be a list of ids, `gpu_speeds` a dict and
+    `tasks` a list of role dicts (SPEC sec. 2).
 
     Args:
         records: One dict a job.

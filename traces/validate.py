@@ -14,6 +14,7 @@ in-memory records (`traces.synthetic.from_records`) and the generators all come 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from itertools import repeat
@@ -22,16 +23,20 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sim.errors import InvalidTrace
-from sim.model import PRIORITY_NAMES, JobSpec
+from sim.model import PRIORITY_NAMES, JobSpec, RestartPolicy, TaskRole
+from sim.roles import role_totals
 from traces.base import Trace
 from traces.dependencies import check_dependencies, check_duplicates
+from traces.roles import TASKS_RULE, parse_tasks
 from traces.rows import NA_TOKENS, FrameErrors, as_number, as_text
 from traces.schema import (
     BOOL_RULE,
     CANONICAL_COLUMNS,
     CHECKED_PASS_THROUGH,
+    CONTAINER_COLUMNS,
     NUM_COLS,
     REQUIRED_COLUMNS,
+    RESTART_POLICIES,
     TEXT_DEFAULTS,
     NumCol,
     missing_columns_error,
@@ -105,6 +110,7 @@ def frame_to_trace(
         raise InvalidTrace(f"{label}: no job rows (only the header)")
     parsed = _parse_columns(df, check)
     _cross_checks(df, check, parsed.numbers, parsed.given, parsed.colbad)
+    _role_checks(df, check, parsed)
     check.raise_if_any()
     alive = ~check.bad_mask
     job_ids = parsed.out["job_id"]
@@ -151,6 +157,10 @@ def _parse_columns(df: pd.DataFrame, check: FrameErrors) -> _Parsed:
             parsed.out[col] = _parse_gpu_speeds(raw, check)
         elif col == "lazy_preemption":
             parsed.out[col] = _parse_bools(raw, col, check)
+        elif col == "tasks":
+            parsed.out[col] = _parse_tasks(raw, check)
+        elif col == "restart_policy":
+            parsed.out[col] = _parse_restart_policy(raw, check, parsed)
     for col, spec in CHECKED_PASS_THROUGH.items():
         if col in present:
             raw = df[col]
@@ -227,6 +237,54 @@ def _parse_bools(raw: pd.Series, col: str, check: FrameErrors) -> list[bool | No
     return out
 
 
+def _parse_tasks(raw: pd.Series, check: FrameErrors) -> list[tuple[TaskRole, ...]]:
+    """JSON role lists (`traces.roles`); an empty cell is no roles.
+
+    A Parquet list-of-struct column (roles stored natively) is read as its JSON.
+    """
+    if raw.dtype == object and any(isinstance(v, list | tuple | np.ndarray) for v in raw):
+        raw = raw.map(_native_roles)
+    text = as_text(raw)
+    nonempty = ~text.str.lower().isin(NA_TOKENS).to_numpy(dtype=bool)
+    out: list[tuple[TaskRole, ...]] = [()] * len(raw)
+    for pos in np.flatnonzero(nonempty).tolist():
+        roles, why = parse_tasks(text.iat[pos])
+        if roles is None:
+            check.cell(pos, "tasks", raw.iat[pos], f"{TASKS_RULE}: {why}")
+            continue
+        out[pos] = roles
+    return out
+
+
+def _native_roles(value: Any) -> Any:
+    """A natively stored list of role structs as JSON text (null struct fields dropped)."""
+    if not isinstance(value, list | tuple | np.ndarray):
+        return value
+
+    def plain(x: Any) -> Any:
+        return x.item() if isinstance(x, np.generic) else x
+
+    roles = [{k: plain(x) for k, x in r.items() if x is not None} if isinstance(r, dict)
+             else plain(r) for r in value]
+    try:
+        return json.dumps(roles)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _parse_restart_policy(raw: pd.Series, check: FrameErrors, parsed: _Parsed
+                          ) -> list[RestartPolicy]:
+    """Never | OnFailure (case as written by Kubernetes); an empty cell is Never."""
+    text = as_text(raw)
+    missing = text.str.lower().isin(NA_TOKENS).to_numpy(dtype=bool)
+    bad = ~missing & ~text.isin(RESTART_POLICIES).to_numpy(dtype=bool)
+    check.cells(bad, "restart_policy", raw, f"is not one of {', '.join(RESTART_POLICIES)}")
+    parsed.given["restart_policy"] = ~missing & ~bad
+    return [RestartPolicy(t) if ok else RestartPolicy.NEVER
+            for t, ok in zip(text.tolist(), parsed.given["restart_policy"].tolist(),
+                             strict=True)]
+
+
 def _fill(values: np.ndarray, unusable: np.ndarray, spec: NumCol) -> list[Any]:
     """Python values of a numeric column with the default in unusable cells."""
     if spec.default is None:
@@ -250,6 +308,7 @@ def _cross_checks(
     colbad: dict[str, np.ndarray],
 ) -> None:
     """Rules that relate two columns of the same row (only on individually valid cells)."""
+    _container_checks(df, check, numbers, given, colbad)
     gpus = numbers["num_gpus"]
     gpus_ok = ~colbad["num_gpus"]
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -278,6 +337,96 @@ def _cross_checks(
                 check.cell(pos, "gpu_share", df["gpu_share"].iat[pos],
                            f"is < 1 but num_gpus is {int(gpus[pos])}; a fractional GPU "
                            "share needs num_gpus = 1")
+
+
+def _container_checks(
+    df: pd.DataFrame,
+    check: FrameErrors,
+    numbers: dict[str, np.ndarray],
+    given: dict[str, np.ndarray],
+    colbad: dict[str, np.ndarray],
+) -> None:
+    """Container-job columns need `completions`; a container job's row is one task run."""
+    if not any(c in given for c in (*CONTAINER_COLUMNS, "completions")):
+        return
+    n = len(df)
+    container = given.get("completions", np.zeros(n, dtype=bool))
+    for col in CONTAINER_COLUMNS:
+        if col not in given:
+            continue
+        spec = NUM_COLS.get(col)
+        if spec is None:  # restart_policy: any given value but the default
+            m = given[col] & (as_text(df[col]) != RestartPolicy.NEVER.value).to_numpy(bool)
+        elif spec.default is None:
+            m = given[col].copy()
+        else:
+            m = given[col] & (numbers[col] != spec.default)
+        bad = m & ~container & ~colbad.get("completions", np.zeros(n, dtype=bool))
+        for pos in np.flatnonzero(bad).tolist():
+            check.cell(pos, col, df[col].iat[pos], "is set but completions is empty; "
+                       f"{col} applies only to container jobs (completions >= 1)")
+    for col in ("min_gpus", "max_gpus", "gpus_per_task"):
+        if col not in given:
+            continue
+        bad = container & given[col] & ~colbad["num_gpus"]
+        if col == "gpus_per_task":
+            bad &= numbers[col] != numbers["num_gpus"]
+        for pos in np.flatnonzero(bad).tolist():
+            done = int(numbers["completions"][pos])
+            check.cell(pos, col, df[col].iat[pos],
+                       f"is set on a container job (completions {done}); each task run of "
+                       "a container job is one task of the row's num_gpus")
+
+
+def _role_checks(df: pd.DataFrame, check: FrameErrors, parsed: _Parsed) -> None:
+    """A job with `tasks`: num_gpus is its gang's GPU total, the rest the roles' totals.
+
+    The other job-level request columns are `sim.roles.role_totals`: filled in when
+    empty, checked when given.
+    """
+    tasks = parsed.out.get("tasks")
+    if tasks is None or not any(tasks):
+        return
+    n = len(df)
+    out, given = parsed.out, parsed.given
+    for col in _ROLE_COLUMNS:
+        if col not in out:
+            out[col] = [_FIELD_DEFAULTS[col]] * n
+    completions = given.get("completions", np.zeros(n, dtype=bool))
+    gpus_bad = parsed.colbad["num_gpus"]
+    for pos, roles in enumerate(tasks):
+        if not roles:
+            continue
+        if completions[pos]:
+            check.cell(pos, "tasks", df["tasks"].iat[pos],
+                       "is set on a container job (completions given); a container job's "
+                       "task runs are the row's own request")
+            continue
+        totals = role_totals(roles)
+        if not gpus_bad[pos] and out["num_gpus"][pos] != totals.num_gpus:
+            check.cell(pos, "num_gpus", df["num_gpus"].iat[pos],
+                       f"is not the gang roles' GPU total {totals.num_gpus} of column tasks "
+                       "(sum of count x gpus over roles with gang true)")
+        for col in _ROLE_COLUMNS:
+            want = getattr(totals, col)
+            if col in given and given[col][pos]:
+                have = out[col][pos]
+                if abs(have - want) > 1e-9 * max(1.0, abs(want)):
+                    check.cell(pos, col, df[col].iat[pos],
+                               f"is not {want:g}, what column tasks gives "
+                               f"({_ROLE_RULES[col]}); leave it empty or give that")
+            else:
+                out[col][pos] = want
+
+
+_ROLE_COLUMNS = ("gpus_per_task", "num_cpus", "mem_gb", "disk_gb")
+_ROLE_RULES = {
+    "gpus_per_task": "the GPUs per task of the gang's GPU roles when they agree, else empty",
+    "num_cpus": "sum of count x cpus over every role",
+    "mem_gb": "sum of count x mem_gb over every role",
+    "disk_gb": "the disk_gb per task of the gang's GPU roles when they agree, else 0",
+}
+_FIELD_DEFAULTS = {f.name: f.default for f in fields(JobSpec)}
 
 
 def _build_jobs(

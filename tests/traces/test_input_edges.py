@@ -400,8 +400,8 @@ def test_bounds_are_inclusive_and_pass_through_values_kept(tmp_path: Path) -> No
     assert (j1.submit_time, j1.num_gpus, j1.duration, j1.max_retries) == (
         MAX_SECONDS, int(MAX_COUNT), MAX_SECONDS, int(MAX_COUNT))
     assert j1.deadline == MAX_SECONDS  # a column the simulator reads (SLA)
-    assert dict(j1.extra) == {"completions": "1e+06"}
-    assert t.extra_columns == ("completions",)
+    assert j1.completions == int(MAX_COUNT)  # a container-job column (issue 16)
+    assert dict(j1.extra) == {} and t.extra_columns == ()
 
 
 def test_every_time_and_count_column_is_bounded() -> None:

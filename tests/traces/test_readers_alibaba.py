@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from sim.errors import InvalidTrace
+from sim.model import TaskRole
 from topologies import read_openb_nodes, read_pai_machines
 from traces import DATA_DIR
 from traces.readers import detect_format, read_trace
@@ -127,4 +128,40 @@ def test_samples_replay_on_their_own_topologies() -> None:
     assert set(r.jobs.status) == {"completed"} and len(r.jobs) == 9
     r = Simulation(read_pai(TASKS), read_pai_machines(SAMPLES / "pai_machine_spec_sample.csv"),
                    "fifo").run()
-    assert list(r.jobs.status) == ["completed"] * 3
+    # job1 has a ps role beside its workers: rejected until the engine places roles
+    assert list(r.jobs.status) == ["rejected", "completed", "completed"]
+    assert r.jobs.reason[0] == "task roles are not simulated yet (issue 16)"
+
+
+def test_pai_jobs_of_several_task_kinds_get_roles() -> None:
+    # job1 of the sample: 4 workers x 1 GPU (6 CPUs, 29.3 GB) and a CPU-only ps
+    job1 = read_pai(TASKS).jobs[0]
+    assert job1.tasks == (TaskRole("worker", 4, 1, 6.0, 29.3), TaskRole("ps", 1, 0, 2.0, 10.0))
+    assert [j.tasks for j in read_pai(TASKS).jobs[1:]] == [(), ()]  # one task kind: one gang
+
+
+def test_pai_tf_roles_exact_rows(tmp_path: Path) -> None:
+    p = tmp_path / "pai_task_table.csv"
+    p.write_text(
+        "tf,ps,2,Terminated,10,110,800,16,,\n"
+        "tf,worker,4,Terminated,12,100,400,8,200,V100\n"
+        "tf,chief,1,Terminated,10,100,400,8,100,V100\n"
+        "tf,evaluator,1,Terminated,20,90,200,4,50,V100\n"
+        "tf,worker,1,Terminated,12,100,400,8,100,V100\n"  # a second worker row: worker-2
+        "one,worker,2,Terminated,0,50,100,1,100,T4\n"
+        "mixed,PyTorchWorker,1,Terminated,0,50,100,1,100,T4\n"
+        "mixed,Py Torch Master,1,Terminated,0,50,100,1,100,T4\n")
+    t = read_pai(p)
+    tf = next(j for j in t.jobs if j.job_id == "tf")
+    assert tf.tasks == (
+        TaskRole("ps", 2, 0, 8.0, 16.0), TaskRole("worker", 4, 2, 4.0, 8.0),
+        TaskRole("chief", 1, 1, 4.0, 8.0), TaskRole("evaluator", 1, 1, 2.0, 4.0, gang=False),
+        TaskRole("worker-2", 1, 1, 4.0, 8.0))
+    # the gang's GPUs (8 + 1 + 1; not the evaluator's); CPUs and memory of every task
+    assert (tf.num_gpus, tf.gpus_per_task, tf.num_cpus, tf.mem_gb, tf.duration) == (
+        10, 0, 42.0, 84.0, 100.0)
+    one = next(j for j in t.jobs if j.job_id == "one")
+    assert (one.tasks, one.num_gpus, one.gpus_per_task) == ((), 2, 1)
+    mixed = next(j for j in t.jobs if j.job_id == "mixed")
+    assert [r.role for r in mixed.tasks] == ["PyTorchWorker", "Py_Torch_Master"]
+    assert (mixed.num_gpus, mixed.gpus_per_task) == (2, 1)

@@ -19,8 +19,12 @@ the same; `num_cpus` = sum of `inst_num x plan_cpu / 100`, `mem_gb` = sum of
 and empty mean any). `duration` = last task end - first task start; `submit_time` = the
 job table's `start_time` when the job table is given (or found next to the task table),
 else the first task start; `user` and the job's `status` come from the job table. Jobs
-with no task that both started and ended are excluded. Reading streams both tables in
-chunks and keeps one aggregated row a job.
+with no task that both started and ended are excluded. A job of several task kinds
+(`task_name` worker, ps, chief, evaluator, ...) also gets `tasks`: one role a task row
+(count `inst_num`, per task `gpus` = `ceil(plan_gpu / 100)`, `cpus` = `plan_cpu / 100`,
+`mem_gb` = `plan_mem`; an `evaluator` is a non-gang role, a kind named twice becomes
+`kind-2`), and its `num_gpus` is the gang's GPUs (without the evaluator's). Reading
+streams both tables in chunks and keeps one aggregated row a job.
 
 The machine spec (`machine, gpu_type, cap_cpu, cap_mem, cap_gpu`) is a topology:
 `topologies.pai.read_pai_machines`.
@@ -28,7 +32,9 @@ The machine spec (`machine, gpu_type, cap_cpu, cap_mem, cap_gpu`) is a topology:
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -59,6 +65,9 @@ JOB_COLUMNS = ("job_name", "inst_id", "user", "status", "start_time", "end_time"
 
 ANY_TYPE = ("", "MISC")
 """Task gpu_type values that do not constrain the GPU type."""
+
+NON_GANG_ROLES = frozenset({"evaluator"})
+"""Task kinds that do not belong to the job's gang (a TensorFlow evaluator runs beside it)."""
 
 
 def _has_header(path: Path, columns: tuple[str, ...]) -> bool:
@@ -131,6 +140,10 @@ def _tasks(path: Path, issues: RowErrors) -> pd.DataFrame:
         ran = ~np.isnan(start[keep]) & ~np.isnan(end[keep])
         gtype = df["gpu_type"].str.strip().to_numpy()[keep]
         gtype = np.where(g > 0, gtype, "")
+        names = df["task_name"].str.strip().to_numpy()[keep]
+        cpu_k = np.nan_to_num(cpu[keep], nan=0.0) / 100.0
+        mem_k = np.nan_to_num(mem[keep], nan=0.0)
+        off_gang = np.array([_role_name(n) in NON_GANG_ROLES for n in names], dtype=bool)
         part = pd.DataFrame({
             "job": job.to_numpy()[keep],
             "line": lines[keep],
@@ -144,6 +157,10 @@ def _tasks(path: Path, issues: RowErrors) -> pd.DataFrame:
             "start": np.where(ran, start[keep], np.nan),
             "end": np.where(ran, end[keep], np.nan),
             "gpu_type": gtype,
+            "gang_gpus": np.where(off_gang, 0.0, inst * per),
+            "roles": [_role_text(n, i, p, c, m) if i >= 1 else ""
+                      for n, i, p, c, m in zip(names.tolist(), inst.tolist(), per.tolist(),
+                                               cpu_k.tolist(), mem_k.tolist(), strict=True)],
         })
         aggs.append(_aggregate(part))
     if not aggs:
@@ -158,9 +175,46 @@ def _aggregate(part: pd.DataFrame) -> pd.DataFrame:
     out = grouped.agg(line=("line", "min"), gpus=("gpus", "sum"), inst_gpu=("inst_gpu", "sum"),
                       share=("share", "max"), per_min=("per_min", "min"),
                       per_max=("per_max", "max"), cpus=("cpus", "sum"), mem=("mem", "sum"),
-                      start=("start", "min"), end=("end", "max"))
+                      start=("start", "min"), end=("end", "max"),
+                      gang_gpus=("gang_gpus", "sum"), roles=("roles", "sum"))
     out["gpu_type"] = types
     return out.reset_index()
+
+
+def _role_name(task_name: str) -> str:
+    """A task_name as a role name (letters, digits, `_ . -`; other characters become _)."""
+    return re.sub(r"[^A-Za-z0-9_.\-]", "_", task_name) or "task"
+
+
+def _role_text(name: str, inst: float, per: float, cpus: float, mem: float) -> str:
+    """One task row as a `name|count|gpus|cpus|mem` line (a job's lines are added up)."""
+    return f"{_role_name(name)}|{int(inst)}|{int(per)}|{cpus!r}|{mem!r}\n"
+
+
+def _roles(text: str) -> str:
+    """A job's task rows as its `tasks` cell, or '' when it has one task kind (one gang).
+
+    A task kind named twice in a job gets `-2`, `-3`, ... to stay unique; an `evaluator`
+    is a non-gang role (NON_GANG_ROLES), every other kind belongs to the gang.
+    """
+    if text.count("\n") < 2:  # one task row: one gang (most jobs; no parsing)
+        return ""
+    rows = [t.split("|") for t in text.split("\n") if t]
+    if len({r[0] for r in rows}) < 2:
+        return ""
+    seen: dict[str, int] = {}
+    roles = []
+    for name, count, gpus, cpus, mem in rows:
+        seen[name] = seen.get(name, 0) + 1
+        role: dict[str, object] = {
+            "role": name if seen[name] == 1 else f"{name}-{seen[name]}",
+            "count": int(count), "gpus": int(gpus), "cpus": float(cpus), "mem_gb": float(mem)}
+        if name in NON_GANG_ROLES:
+            role["gang"] = False
+        roles.append(role)
+    if not any(r.get("gang", True) for r in roles):
+        return ""
+    return json.dumps(roles, separators=(",", ":"))
 
 
 def _one_type(values: pd.Series) -> str:
@@ -264,17 +318,24 @@ def read_pai(
     per_min = agg["per_min"].to_numpy(dtype=np.float64)
     per_max = agg["per_max"].to_numpy(dtype=np.float64)
     uniform = (per_min == per_max) & np.isfinite(per_min) & (per_min >= 1) & ~fractional
+    tasks = np.array([_roles(t) for t in agg["roles"].tolist()], dtype=object)
+    roled = tasks != ""
+    # a job of roles: num_gpus is its gang's; the other request columns come from the roles
+    gpus = np.where(roled, agg["gang_gpus"].to_numpy(dtype=np.float64), gpus)
     out = pd.DataFrame({
         "job_id": agg["job"].to_numpy()[keep],
         "submit_time": submit[keep],
         "num_gpus": gpus[keep].astype(np.int64),
         "duration": dur[keep],
-        "num_cpus": agg["cpus"].to_numpy(dtype=np.float64)[keep],
-        "mem_gb": agg["mem"].to_numpy(dtype=np.float64)[keep],
+        "num_cpus": np.where(roled, np.nan, agg["cpus"].to_numpy(dtype=np.float64))[keep],
+        "mem_gb": np.where(roled, np.nan, agg["mem"].to_numpy(dtype=np.float64))[keep],
         "gpu_share": np.where(fractional, share, 1.0)[keep],
-        "gpus_per_task": pd.array(np.where(uniform, per_min, np.nan)[keep], dtype="Float64"),
+        "gpus_per_task": pd.array(np.where(uniform & ~roled, per_min, np.nan)[keep],
+                                  dtype="Float64"),
         "gpu_type": agg["gpu_type"].replace("*", "").to_numpy()[keep],
     })
+    if roled[keep].any():
+        out["tasks"] = tasks[keep]
     for col, values in extra.items():
         out[col] = values[keep]
     return finish([out], [lines[keep]], issues, name=name or "pai", source=str(tasks_path))
