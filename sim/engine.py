@@ -55,7 +55,7 @@ class Run(RunState):
     """One run: the loop and the decisions, over the parts of `RunState`."""
 
     def __init__(self, sim: Simulation, until: float | None,
-                 progress: Callable[[float], None] | None) -> None:
+                 progress: Callable[[float, int, int], None] | None) -> None:
         super().__init__(sim, until)
         self.progress_cb = progress
         self.ctx = SchedContext(self)
@@ -334,7 +334,7 @@ class Run(RunState):
                 self._arm_tick(policy.period, before)
             self.sample()
             if self.progress_cb is not None:
-                self.progress_cb(env.now)
+                self.progress_cb(env.now, n - self.open_jobs, n)
 
     def sample(self) -> None:
         """Add a timeline row if the cluster or the queue changed."""
@@ -392,8 +392,11 @@ class Simulation:
         self.max_jobs = max_jobs
 
     def run(self, until: float | None = None,
-            progress: Callable[[float], None] | None = None) -> Any:
-        """Simulate until every job is final (or `until` seconds); return a SimResult."""
+            progress: Callable[[float, int, int], None] | None = None) -> Any:
+        """Simulate until every job is final (or `until` seconds); return a SimResult.
+
+        `progress(now, jobs_final, jobs_total)` is called after each scheduling pass.
+        """
         from sim.results import build_result
 
         if until is not None and until < 0:

@@ -301,7 +301,11 @@ def test_progress_bar_shows_on_a_terminal(tmp_path):
         assert p.wait(timeout=60) == 0
     finally:
         os.close(leader)
-    assert "%|" in b"".join(chunks).decode("utf-8", "replace")
+    shown = b"".join(chunks).decode("utf-8", "replace")
+    assert "%|" in shown
+    # the bar counts jobs that ended (not the submissions), with the simulated time
+    assert "/300 jobs final" in shown and "simulated t=" in shown
+    assert "done: 300/300 jobs final" in shown  # one closing line per policy
 
 
 # --- policies and topology show ---------------------------------------------------------
