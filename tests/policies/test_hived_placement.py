@@ -1,4 +1,4 @@
-"""Table-driven HiveD placements on the shared configs, as in HiveD's own algorithm tests.
+"""Table-driven HiveD placements on the HiveD example configs, as in HiveD's own algorithm tests.
 
 Each row places one gang (VC, priority, leaf type, GPUs per pod, pods, pinned cell) on the
 state the rows above left, and lists the expected node and leaf addresses of every pod
@@ -80,27 +80,27 @@ DESIGN_ROWS = [
 ]
 
 
-def test_design_config_table(shared_dir):
-    topo, algo = fresh(shared_dir, "design-hivedscheduler.yaml", hived_chain_order=True)
+def test_design_config_table(hived_root):
+    topo, algo = fresh(hived_root, "design-hivedscheduler.yaml", hived_chain_order=True)
     run_table(topo, algo, DESIGN_ROWS)
 
 
-def test_design_config_topology_chain_order(shared_dir):
+def test_design_config_topology_chain_order(hived_root):
     """Our default chain order is the topology's: the single-node DGX2 chain comes first."""
-    topo, algo = fresh(shared_dir, "design-hivedscheduler.yaml")
+    topo, algo = fresh(hived_root, "design-hivedscheduler.yaml")
     rows = [("VC1", 1, "DGX2-V100", 16, 2, "", [("0.0.1.0", ALL16), ("0.0.5.0", ALL16)], []),
             ("VC1", 1, "DGX2-V100", 16, 2, "", [("0.0.2.0", ALL16), ("0.0.2.1", ALL16)], [])]
     run_table(topo, algo, rows)
 
 
 @pytest.mark.parametrize("lazy", [False, True])
-def test_intra_vc_preemption_immediate_or_lazy(shared_dir, lazy):
+def test_intra_vc_preemption_immediate_or_lazy(hived_root, lazy):
     """HiveD pod24/pod25: a higher priority takes the VC's only CT1 node.
 
     Immediate: the lower gang is preempted. Lazy: it is downgraded to opportunistic and
     keeps its node, and buddy allocation binds the VC's cell to the other free node.
     """
-    topo, algo = fresh(shared_dir, "design-hivedscheduler.yaml", lazy=lazy)
+    topo, algo = fresh(hived_root, "design-hivedscheduler.yaml", lazy=lazy)
     low = algo.schedule(Request(1, "VC2", 0, "CT1", 2, 1), commit=True)
     assert where(topo, low) == [("0.0.0.0", [0, 1])]
     high = algo.schedule(Request(2, "VC2", 1, "CT1", 2, 1), commit=True)
@@ -117,8 +117,8 @@ def test_intra_vc_preemption_immediate_or_lazy(shared_dir, lazy):
         assert high.victims == [1] and 1 not in algo.groups
 
 
-def test_basic_config_table(shared_dir):
-    topo, algo = fresh(shared_dir, "basic-hivedscheduler.yaml")
+def test_basic_config_table(hived_root):
+    topo, algo = fresh(hived_root, "basic-hivedscheduler.yaml")
     all4 = [0, 1, 2, 3]
     rows = [
         ("VC2", 0, "", 4, 1, "VC2-K80", [("10.151.41.21", all4)], []),  # the pinned node
@@ -133,9 +133,9 @@ def test_basic_config_table(shared_dir):
     run_table(topo, algo, rows)
 
 
-def test_heterogeneous_chains(shared_dir):
+def test_heterogeneous_chains(hived_root):
     """hived-config-2: K80 pool (4 nodes) and M60 pool (1 node); a gang stays in a chain."""
-    topo, algo = fresh(shared_dir, "hived-config-2.yaml")
+    topo, algo = fresh(hived_root, "hived-config-2.yaml")
     rows = [
         ("vc1", 0, "M60", 4, 1, "", [("10.151.41.26", [0, 1, 2, 3])], []),
         ("vc1", 0, "", 2, 1, "", [("10.151.41.18", [0, 1])], []),  # any type: K80 first
@@ -150,22 +150,22 @@ def test_heterogeneous_chains(shared_dir):
     run_table(topo, algo, rows)
 
 
-def test_gang_never_spans_chains(shared_dir):
+def test_gang_never_spans_chains(hived_root):
     """vc1 has one K80 and one M60 node: two 4-GPU pods fit by count, not in one chain."""
-    topo, algo = fresh(shared_dir, "hived-config-2.yaml")
+    topo, algo = fresh(hived_root, "hived-config-2.yaml")
     got = algo.schedule(Request(1, "vc1", 0, "", 4, 2), commit=True)
     assert isinstance(got, str) and "insufficient capacity" in got
 
 
-def test_config_3_vcs_load_and_place(shared_dir):
-    topo, algo = fresh(shared_dir, "hived-config-3.yaml")
+def test_config_3_vcs_load_and_place(hived_root):
+    topo, algo = fresh(hived_root, "hived-config-3.yaml")
     got = algo.schedule(Request(1, "default", 0, "", 4, 3), commit=True)
     assert [n for n, _ in where(topo, got)] == ["10.151.41.18", "10.151.41.19",
                                                "10.151.41.23"]
 
 
-def test_config_1_vcs_and_default_vc(shared_dir):
-    topo, algo = fresh(shared_dir, "hived-config-1.yaml")
+def test_config_1_vcs_and_default_vc(hived_root):
+    topo, algo = fresh(hived_root, "hived-config-1.yaml")
     assert list(algo.vcs) == ["vc1", "vc2", "default"]
     got = algo.schedule(Request(1, "default", 0, "", 4, 2), commit=True)
     assert [n for n, _ in where(topo, got)] == ["10.151.41.23", "10.151.41.24"]
@@ -173,9 +173,9 @@ def test_config_1_vcs_and_default_vc(shared_dir):
     assert where(topo, got) == [("10.151.41.25", [0, 1, 2, 3])]
 
 
-def test_invalid_initial_assignment_names_vc_and_level(shared_dir):
+def test_invalid_initial_assignment_names_vc_and_level(hived_root):
     """HiveD's testInvalidInitialAssignment: VC1 asks for CT1 cells the cluster lacks."""
-    path = shared_dir / "hived-configs" / "design-hivedscheduler.yaml"
+    path = hived_root / "hived-configs" / "design-hivedscheduler.yaml"
     data = load_yaml(path)
     cells = data["virtualClusters"]["VC1"]["virtualCells"]
     cells[0]["cellType"] = "CT1-NODE"
