@@ -13,7 +13,15 @@ import click
 from sim.app.cli_trace import shape_from_options, shaping_options, trace_format_option
 from sim.app.cli_trace import trace as trace_group
 from sim.app.common import fail, policy_label
-from sim.app.run_pool import PolicyTask, ProgressBoard, RunInputs, default_jobs, run_tasks
+from sim.app.run_pool import (
+    PolicyTask,
+    ProgressBoard,
+    RunInputs,
+    default_jobs,
+    previous_wall,
+    run_tasks,
+    warm_up,
+)
 from sim.errors import SimError
 
 TABLE = (
@@ -208,6 +216,7 @@ def run_many(trace_src: str, topo_src: str, policies: list[str], params: list[st
     given = parse_kv(params)
     load = given.pop("load", None)
     per_policy = params_by_policy(names, given)
+    warm_up(names, jobs or default_jobs())  # the pool's imports overlap the loading below
     topo = load_topology(topo_src)
     trace = load_trace(trace_src, skip_bad_rows=skip_bad_rows, trace_format=trace_format,
                        topology=topo, load=None if load is None else _float("load", load),
@@ -221,7 +230,8 @@ def run_many(trace_src: str, topo_src: str, policies: list[str], params: list[st
     extra: dict[str, Any] = {}
     if shaped or load is not None:
         extra = {"shaping": shaped, "trace_load": load, "trace_format": trace_format}
-    tasks = [PolicyTask(name, labels[name], per_policy[name], str(root / labels[name]), extra)
+    tasks = [PolicyTask(name, labels[name], per_policy[name], str(root / labels[name]), extra,
+                        previous_wall(root / labels[name]))
              for name in names]
     inputs = RunInputs(trace, topo, seed, until, max_jobs)
     board = ProgressBoard([t.label for t in tasks]) \

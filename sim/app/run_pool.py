@@ -4,11 +4,14 @@ Each worker gets the loaded trace and topology once (the pool's initializer), ru
 policies it is handed and writes their result folders itself, so only summaries come
 back. A run is deterministic given its seed, so the pool changes no number but
 `wall_seconds`. With one worker nothing is forked: the policies run in this process.
+The pool starts the policies that took longest the last time (the `wall_seconds` in the
+folder being replaced) first, so the last one to end is a short one.
 Progress (jobs final / total, simulated time) reaches the terminal through a queue.
 """
 
 from __future__ import annotations
 
+import math
 import multiprocessing
 import os
 import queue
@@ -22,7 +25,8 @@ from typing import Any
 
 from sim.errors import SimError
 
-__all__ = ["PolicyTask", "ProgressBoard", "default_jobs", "run_tasks"]
+__all__ = ["PolicyTask", "ProgressBoard", "default_jobs", "previous_wall", "run_tasks",
+           "warm_up"]
 
 Report = Callable[[str, float, int, int], None]
 """Progress of one policy: label, simulated time, jobs final, jobs total."""
@@ -37,6 +41,8 @@ class PolicyTask:
     params: dict[str, str]
     folder: str
     config_extra: dict[str, Any] = field(default_factory=dict)
+    cost_hint: float = math.inf
+    """Expected wall seconds (a previous run's); the pool starts the costliest first."""
 
 
 @dataclass(frozen=True)
@@ -48,6 +54,34 @@ class RunInputs:
     seed: int
     until: float | None
     max_jobs: int | None
+
+
+PRELOAD = ("sim.engine", "sim.results", "policies", "pandas", "pyarrow.parquet")
+"""Modules the fork server imports once, so each worker starts with them loaded."""
+
+
+def preload_modules(tasks: Sequence[PolicyTask]) -> list[str]:
+    """PRELOAD and the modules of the tasks' built-in policies (gavel's loads SciPy).
+
+    Only modules of the `policies` package: a plugin's module is imported by the worker
+    that runs it, so a plugin that fails to import fails its run, not the fork server.
+    """
+    from sim.registry import POLICIES
+
+    found = [POLICIES.module_of(t.policy) for t in tasks]
+    own = sorted({m for m in found if m is not None and m.startswith("policies.")})
+    return [*PRELOAD, *own]
+
+
+def previous_wall(folder: Path) -> float:
+    """`wall_seconds` of the result already in `folder` (inf when there is none)."""
+    import json
+
+    try:
+        return float(json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+                     ["wall_seconds"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return math.inf
 
 
 def default_jobs() -> int:
@@ -176,6 +210,29 @@ class ProgressBoard:
 # --------------------------------------------------------------------------- running
 
 
+def _context() -> Any:
+    """The pool's multiprocessing context: forkserver where there is one, else spawn."""
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+
+
+def warm_up(policies: Sequence[str], jobs: int) -> None:
+    """Start the fork server now, so it imports the modules while the inputs load.
+
+    Does nothing when the pool would have one worker or there is no fork server.
+    """
+    if min(jobs, len(policies)) <= 1:
+        return
+    ctx = _context()
+    if ctx.get_start_method() != "forkserver":
+        return
+    from multiprocessing import forkserver
+
+    ctx.set_forkserver_preload(preload_modules(
+        [PolicyTask(p, p, {}, "") for p in policies]))
+    forkserver.ensure_running()
+
+
 def run_tasks(inputs: RunInputs, tasks: Sequence[PolicyTask], jobs: int,
               board: ProgressBoard | None = None) -> list[dict[str, Any]]:
     """Run every task on `jobs` workers (1: in this process); summaries in task order.
@@ -194,14 +251,17 @@ def run_tasks(inputs: RunInputs, tasks: Sequence[PolicyTask], jobs: int,
                 board.finish(task.label, summary)
             out.append(summary)
         return out
-    methods = multiprocessing.get_all_start_methods()
-    ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+    ctx = _context()
+    if ctx.get_start_method() == "forkserver":  # no effect once warm_up started it
+        ctx.set_forkserver_preload(preload_modules(tasks))
     messages = ctx.Queue() if board is not None else None
     results: dict[int, dict[str, Any]] = {}
+    # longest first (by a previous run's wall time; unknown first), so no long run is
+    # left alone at the end; ties keep the given order
+    order = sorted(range(len(tasks)), key=lambda i: -tasks[i].cost_hint)
     with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker,
                              initargs=(inputs, messages)) as pool:
-        futures: dict[Future, int] = {pool.submit(_worker_task, t): i
-                                      for i, t in enumerate(tasks)}
+        futures: dict[Future, int] = {pool.submit(_worker_task, tasks[i]): i for i in order}
         pending = set(futures)
         error: BaseException | None = None
         try:

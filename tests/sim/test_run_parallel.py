@@ -104,3 +104,11 @@ def test_progress_board_lines(capsys) -> None:
     assert "fifo          done: 40/40 jobs final in 1.2 s" in err
     assert "tiresias-las  failed: boom" in err
     assert "10/40 jobs final, simulated t=2.0 h" in err
+
+
+def test_previous_wall_orders_a_rerun_longest_first(both) -> None:
+    from sim.app.run_pool import previous_wall
+
+    seq, _, _ = both
+    assert previous_wall(seq / "gandiva") == summary(seq / "gandiva")["wall_seconds"]
+    assert previous_wall(seq / "nosuch") == float("inf")
