@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import re
 import shutil
 import subprocess
 from html.parser import HTMLParser
@@ -223,3 +224,36 @@ def test_report_renders_in_headless_chromium_without_console_errors(report_file:
                or "Uncaught" in line]
     assert console == [], console
     assert p.stdout.count("data:image/png;base64,") == len(BASE_FIGURES)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium browser installed")
+def test_clicking_a_header_sorts_the_table_in_chromium(report_file: Path, tmp_path: Path
+                                                       ) -> None:
+    """A copy of the report clicks 'JCT mean' twice; the row order follows data-value."""
+    assert CHROMIUM is not None
+    col = 1 + [k for k, *_ in REPORT_COLUMNS].index("jct_mean")
+    probe = f"""<script>
+    var th = document.querySelectorAll("#comparison thead th")[{col}];
+    function order() {{
+      return Array.prototype.map.call(document.querySelectorAll("#comparison tbody tr"),
+        function (r) {{ return r.getAttribute("data-run"); }}).join(",");
+    }}
+    th.click(); document.body.setAttribute("data-asc", order());
+    th.click(); document.body.setAttribute("data-desc", order());
+    </script></body>"""
+    copy = tmp_path / "probe.html"
+    copy.write_text(report_file.read_text(encoding="utf-8").replace("</body>", probe),
+                    encoding="utf-8")
+    p = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
+         "--disable-background-networking", "--disable-dev-shm-usage", "--dump-dom",
+         copy.as_uri()], capture_output=True, text=True, timeout=120, check=False)
+    assert p.returncode == 0, p.stderr[-2000:]
+    asc = re.search(r'data-asc="([^"]*)"', p.stdout)
+    desc = re.search(r'data-desc="([^"]*)"', p.stdout)
+    assert asc and desc, p.stdout[:500]
+    page = parse(report_file.read_text(encoding="utf-8"))
+    jct = {run: float(values[col] or "nan") for run, values in page.rows.items()}
+    assert sorted(asc.group(1).split(",")) == sorted(POLICIES)
+    assert [jct[r] for r in asc.group(1).split(",")] == sorted(jct.values())
+    assert [jct[r] for r in desc.group(1).split(",")] == sorted(jct.values(), reverse=True)
