@@ -63,7 +63,7 @@ class Run(RunState):
     """One run: the loop and the decisions, over the parts of `RunState`."""
 
     def __init__(self, sim: Simulation, until: float | None,
-                 progress: Callable[[float], None] | None) -> None:
+                 progress: Callable[[float, int, int], None] | None) -> None:
         super().__init__(sim, until)
         self.progress_cb = progress
         self.ctx = SchedContext(self)
@@ -349,7 +349,7 @@ class Run(RunState):
                 self._arm_tick(policy.period, before)
             self.sample()
             if self.progress_cb is not None:
-                self.progress_cb(env.now)
+                self.progress_cb(env.now, n - self.open_jobs, n)
 
     def sample(self) -> None:
         """Add a timeline row if the cluster or the queue changed."""
@@ -426,7 +426,7 @@ class Simulation:
         self.max_jobs = max_jobs
 
     def start(self, until: float | None = None,
-              progress: Callable[[float], None] | None = None) -> Run:
+              progress: Callable[[float, int, int], None] | None = None) -> Run:
         """A run ready to go: policy attached, loop registered, nothing simulated yet.
 
         `run()` drives it to the end at once; a stepping driver calls `Run.advance()`
@@ -447,8 +447,11 @@ class Simulation:
         return build_result(self, run, end, wall_seconds)
 
     def run(self, until: float | None = None,
-            progress: Callable[[float], None] | None = None) -> Any:
-        """Simulate until every job is final (or `until` seconds); return a SimResult."""
+            progress: Callable[[float, int, int], None] | None = None) -> Any:
+        """Simulate until every job is final (or `until` seconds); return a SimResult.
+
+        `progress(now, jobs_final, jobs_total)` is called after each scheduling pass.
+        """
         wall0 = _time.perf_counter()
         run = self.start(until, progress)
         run.env.run()

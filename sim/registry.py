@@ -76,6 +76,16 @@ class Registry:
             self._entries[name] = entry
         return entry
 
+    def module_of(self, name: str) -> str | None:
+        """The module a registered name lives in, without importing it (None: unknown)."""
+        self._load_plugins()
+        entry = self._entries.get(name)
+        if entry is None:
+            return None
+        if isinstance(entry, str):
+            return entry.rpartition(":")[0] or None
+        return getattr(entry, "__module__", None)
+
     def _load_plugins(self) -> None:
         """Add the entry points of installed packages once (built-in names win)."""
         if self._plugins_loaded:

@@ -18,6 +18,23 @@ settings.register_profile("ci", derandomize=True, print_blob=True)
 settings.load_profile("ci" if os.environ.get("CI") else "default")
 
 SHARED = Path(os.environ.get("SCHEDLAB_SHARED", Path(__file__).resolve().parents[2] / "shared"))
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "traces" / "data" / "samples"
+"""Bundled trace samples (traces/data/samples/README.md: sources and licenses)."""
+TOPOLOGY_SAMPLES = ROOT / "topologies" / "data" / "samples"
+"""Bundled topology samples: `hived-configs/` (verbatim copies of the shared folder's)."""
+
+
+def shared_or_sample(relative: str, sample: str) -> tuple[Path, bool]:
+    """`SHARED/relative` when it is there, else the bundled `SAMPLES/sample`.
+
+    The flag is True for the full shared file, so a test asserts the numbers of the file
+    it got: a clone alone still runs every reader test, on the sample.
+    """
+    full = SHARED / relative
+    if full.is_file():
+        return full, True
+    return SAMPLES / sample, False
 
 
 def make_trace(*jobs: JobSpec | tuple, name: str = "inline") -> Trace:
@@ -41,7 +58,13 @@ def one_gpu():
 
 @pytest.fixture
 def shared_dir() -> Path:
-    """The shared/ folder next to the repo (skips when it is not there)."""
-    if not SHARED.is_dir():
+    """The shared/ folder next to the repo (skips when it is not there or empty)."""
+    if not SHARED.is_dir() or not any(SHARED.iterdir()):
         pytest.skip("shared/ folder not available")
     return SHARED
+
+
+@pytest.fixture
+def hived_root() -> Path:
+    """A folder whose `hived-configs/` holds the HiveD example configs (bundled copies)."""
+    return TOPOLOGY_SAMPLES

@@ -4,14 +4,24 @@ from __future__ import annotations
 
 import math
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import click
 
-from sim.app.cli_trace import shape_from_options, shaping_options
+from sim.app.cli_trace import shape_from_options, shaping_options, trace_format_option
 from sim.app.cli_trace import trace as trace_group
 from sim.app.common import fail, policy_label
+from sim.app.run_pool import (
+    PolicyTask,
+    ProgressBoard,
+    RunInputs,
+    default_jobs,
+    previous_wall,
+    run_tasks,
+    warm_up,
+)
 from sim.errors import SimError
 
 TABLE = (
@@ -52,35 +62,29 @@ def format_table(summaries: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-class _Progress:
-    """A tqdm bar over simulated time, updated at most ~200 times per run."""
-
-    def __init__(self, label: str, total: float) -> None:
-        from tqdm import tqdm
-
-        self.total = max(total, 1.0)
-        self.bar = tqdm(total=1000, desc=label, unit="‰", leave=False, file=sys.stderr,
-                        bar_format="{desc}: {percentage:3.0f}%|{bar}| sim {postfix}")
-        self.shown = 0
-
-    def __call__(self, now: float) -> None:
-        step = min(1000, int(1000 * now / self.total))
-        if step - self.shown >= 5:
-            self.bar.update(step - self.shown)
-            self.bar.set_postfix_str(f"t={now / 3600:.1f}h", refresh=False)
-            self.shown = step
-
-    def close(self) -> None:
-        self.bar.close()
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog="""\b
+Examples:
+  schedlab run                        # every policy on the bundled trace, all cores
+  schedlab report results -o report.html
+  schedlab policies                   # policies, parameters, defaults
+  schedlab COMMAND --help             # each command's options and examples
+""")
 @click.version_option(package_name="schedlab")
 def main() -> None:
     """schedlab: replay GPU-cluster job traces under scheduling policies and compare them."""
 
 
-@main.command()
+RUN_EXAMPLES = """\b
+Examples:
+  schedlab run                                   # every policy, default trace, all cores
+  schedlab run --policy fifo --policy tiresias-las -j 2 --out results/two
+  schedlab run --policy fifo-backfill --param placer=pack --trace my_trace.csv
+  schedlab run --trace philly-like:5000 --param load=0.8 --seed 3
+  schedlab run --policy my_policies.py:SmallestFirst --max-jobs 500
+"""
+
+
+@main.command(epilog=RUN_EXAMPLES)
 @click.option("--trace", "trace_src", default="default", show_default=True,
               help="Trace file (CSV/Parquet) or bundled name.")
 @click.option("--topology", "topo_src", default="default", show_default=True,
@@ -90,26 +94,32 @@ def main() -> None:
                    "registered policy.")
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE",
               help="Policy or engine parameter (repeatable).")
-@click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0))
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0),
+              help="Seed of the run's random numbers (random policies, failures, generated "
+                   "traces): the same seed gives the same numbers.")
 @click.option("--until", type=click.FloatRange(min=0), default=None,
               help="Stop at this simulated time (s); jobs still open are 'unfinished'.")
 @click.option("--max-jobs", type=click.IntRange(min=0), default=None,
               help="Use only the first N jobs by submit time.")
 @click.option("--out", "out", default="results", show_default=True,
               type=click.Path(file_okay=False), help="Results folder; one subfolder per policy.")
+@click.option("-j", "--jobs", "jobs", type=click.IntRange(min=1), default=None,
+              help="Policies run at once, each in its own process (default: the number of "
+                   "cores; 1 runs them one after another in this process). The numbers do "
+                   "not depend on it.")
 @click.option("--skip-bad-rows", is_flag=True, help="Count bad trace rows instead of failing.")
-@click.option("--trace-format", default=None,
-              help="Trace format (default: detect): canonical, philly, philly-json, helios, "
-                   "pai, openb, swf, gavel, tiresias.")
-@click.option("--quiet", is_flag=True, help="No progress bar and no table.")
+@trace_format_option
+@click.option("--quiet", is_flag=True, help="No progress lines, no table, no total.")
 @shaping_options(max_jobs=False)
 def run(trace_src: str, topo_src: str, policies: tuple[str, ...], params: tuple[str, ...],
-        seed: int, until: float | None, max_jobs: int | None, out: str, skip_bad_rows: bool,
-        trace_format: str | None, quiet: bool, **shaping: Any) -> None:
+        seed: int, until: float | None, max_jobs: int | None, out: str, jobs: int | None,
+        skip_bad_rows: bool, trace_format: str | None, quiet: bool, **shaping: Any) -> None:
     """Run policies on one trace and one topology; print a table; write results."""
+    wall0 = time.perf_counter()
     try:
         summaries = run_many(trace_src, topo_src, list(policies), list(params), seed, until,
-                             max_jobs, out, skip_bad_rows, trace_format, quiet, **shaping)
+                             max_jobs, out, skip_bad_rows, trace_format, quiet, jobs=jobs,
+                             **shaping)
     except SimError as e:
         fail(e)
     if not quiet:
@@ -118,7 +128,18 @@ def run(trace_src: str, topo_src: str, policies: tuple[str, ...], params: tuple[
     for line in warning_lines(summaries):
         click.echo(line, err=True)
     if not quiet:
+        click.echo(total_line(summaries, time.perf_counter() - wall0, jobs))
         click.echo(f"results in {Path(out).resolve()}")
+
+
+def total_line(summaries: list[dict[str, Any]], wall: float, jobs: int | None) -> str:
+    """The closing line: runs, jobs, wall seconds of the command and of the runs summed."""
+    n = len(summaries)
+    workers = max(1, min(jobs or default_jobs(), n))
+    runs_wall = sum(float(s.get("wall_seconds", 0.0) or 0.0) for s in summaries)
+    jobs_total = sum(int(s.get("jobs_submitted", 0) or 0) for s in summaries)
+    return (f"total: {n} run(s), {jobs_total} jobs simulated in {wall:.1f} s wall "
+            f"({runs_wall:.1f} s of runs on {workers} process(es))")
 
 
 def warning_lines(summaries: list[dict[str, Any]]) -> list[str]:
@@ -168,8 +189,12 @@ def params_by_policy(policies: list[str], given: dict[str, str]
 
 def run_many(trace_src: str, topo_src: str, policies: list[str], params: list[str], seed: int,
              until: float | None, max_jobs: int | None, out: str, skip_bad_rows: bool,
-             trace_format: str | None, quiet: bool, **shaping: Any) -> list[dict[str, Any]]:
-    """Load the inputs once, shape the trace, run each policy; return the summaries.
+             trace_format: str | None, quiet: bool, *, jobs: int | None = None,
+             **shaping: Any) -> list[dict[str, Any]]:
+    """Load the inputs once, shape the trace, run the policies; return the summaries.
+
+    The policies run on `jobs` processes (default: the cores; `sim.app.run_pool`); the
+    summaries come back in the order of `policies`.
 
     `--param load=X` is the target load of a calibrated generator trace (`philly-like`,
     `helios-like`) on the topology, not a policy parameter. A policy given as
@@ -191,6 +216,7 @@ def run_many(trace_src: str, topo_src: str, policies: list[str], params: list[st
     given = parse_kv(params)
     load = given.pop("load", None)
     per_policy = params_by_policy(names, given)
+    warm_up(names, jobs or default_jobs())  # the pool's imports overlap the loading below
     topo = load_topology(topo_src)
     trace = load_trace(trace_src, skip_bad_rows=skip_bad_rows, trace_format=trace_format,
                        topology=topo, load=None if load is None else _float("load", load),
@@ -201,43 +227,23 @@ def run_many(trace_src: str, topo_src: str, policies: list[str], params: list[st
         click.echo(f"warning: skipped {trace.bad_rows} bad row(s) of {trace_src}; first: "
                    f"{trace.bad_row_messages[0] if trace.bad_row_messages else ''}", err=True)
     root = _writable_out(out)  # after the inputs are known good, before the first run
-    summaries = []
-    for name in names:
-        result = _run_one(trace, topo, name, labels[name], per_policy[name], seed, until,
-                          max_jobs, show=not quiet and sys.stderr.isatty())
-        if shaped or load is not None:
-            result.config["shaping"] = shaped
-            result.config["trace_load"] = load
-            result.config["trace_format"] = trace_format
-        folder = root / labels[name]
-        try:
-            result.write(folder)
-        except OSError as e:  # e.g. the disk filled up during the run
-            raise SimError(f"cannot write results to {str(folder)!r}: "
-                           f"{e.strerror or e}") from None
-        summaries.append(result.summary)
-    return summaries
+    extra: dict[str, Any] = {}
+    if shaped or load is not None:
+        extra = {"shaping": shaped, "trace_load": load, "trace_format": trace_format}
+    tasks = [PolicyTask(name, labels[name], per_policy[name], str(root / labels[name]), extra,
+                        previous_wall(root / labels[name]))
+             for name in names]
+    inputs = RunInputs(trace, topo, seed, until, max_jobs)
+    board = ProgressBoard([t.label for t in tasks]) \
+        if not quiet and sys.stderr.isatty() else None
+    return run_tasks(inputs, tasks, jobs or default_jobs(), board)
 
 
-def _run_one(trace: Any, topo: Any, policy: str, label: str, params: dict[str, str],
-             seed: int, until: float | None, max_jobs: int | None, *, show: bool) -> Any:
-    """One policy's run, with a progress bar over simulated time when `show`."""
-    from sim.engine import Simulation
-
-    sim = Simulation(trace, topo, policy, seed=seed, params=params, max_jobs=max_jobs)
-    bar = None
-    if show:
-        horizon = until if until is not None else (
-            max((s.submit_time for s in sim.jobs), default=0.0) or 1.0)
-        bar = _Progress(label, horizon)
-    try:
-        return sim.run(until=until, progress=bar)
-    finally:
-        if bar is not None:
-            bar.close()
-
-
-@main.command("policies")
+@main.command("policies", epilog="""\b
+Examples:
+  schedlab policies
+  schedlab policies | grep -A8 '^tiresias-las'
+""")
 def policies_cmd() -> None:
     """List the registered policies (plugins included), their parameters and defaults."""
     from policies import policy_class, registered_policies
@@ -276,12 +282,21 @@ def _show(v: Any) -> str:
     return str(v)
 
 
-@main.group()
+@main.group(epilog="""\b
+Examples:
+  schedlab topology show philly
+  schedlab topology show my_cluster.yaml
+""")
 def topology() -> None:
     """Inspect topologies."""
 
 
-@topology.command("show")
+@topology.command("show", epilog="""\b
+Examples:
+  schedlab topology show                 # the default topology
+  schedlab topology show dgx-a100
+  schedlab topology show hivedscheduler.yaml
+""")
 @click.argument("source", default="default")
 def topology_show(source: str) -> None:
     """The cell tree, level counts and GPU types of a topology file or preset."""
@@ -295,9 +310,9 @@ def topology_show(source: str) -> None:
 
 main.add_command(trace_group)
 
-from sim.app.cli_research import check, plot, sweep  # noqa: E402
+from sim.app.cli_research import check, plot, report, sweep  # noqa: E402
 
-for _cmd in (sweep, plot, check):
+for _cmd in (sweep, plot, check, report):
     main.add_command(_cmd)
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,4 +1,4 @@
-"""The research commands of `schedlab` (SPEC sec. 1): `sweep`, `plot` and `check`.
+"""The research commands of `schedlab` (SPEC sec. 1): `sweep`, `plot`, `check`, `report`.
 
 Each is a click command that `sim.app.cli` adds to its group with `main.add_command`.
 """
@@ -39,7 +39,12 @@ class _RunBar:
         self.bar.close()
 
 
-@click.command("sweep")
+@click.command("sweep", epilog="""\b
+Examples:
+  schedlab sweep examples/sweep.yaml --dry-run         # list the runs
+  schedlab sweep examples/sweep.yaml --out results/sweep -j 2
+  schedlab sweep examples/sweep.yaml --scheduler dask-local
+""")
 @click.argument("sweep_file", type=click.Path(dir_okay=False))
 @click.option("--out", "out", default=None, type=click.Path(file_okay=False),
               help="Sweep folder (default: results/<sweep file name>).")
@@ -90,7 +95,12 @@ def sweep(sweep_file: str, out: str | None, jobs: int | None, scheduler: str | N
         sys.exit(1)
 
 
-@click.command("plot")
+@click.command("plot", epilog="""\b
+Examples:
+  schedlab plot results                        # every run of `schedlab run`
+  schedlab plot results/fifo results/sjf --out figures
+  schedlab plot results/sweep --metric makespan --metric jct_p95
+""")
 @click.argument("results", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--out", "out", default=None, type=click.Path(file_okay=False),
               help="Folder for the PNGs (default: RESULTS/figures for one RESULTS, "
@@ -101,7 +111,8 @@ def sweep(sweep_file: str, out: str | None, jobs: int | None, scheduler: str | N
 @click.option("--gantt-max-jobs", default=300, show_default=True,
               type=click.IntRange(min=0), help="Draw a Gantt chart for runs this small.")
 @click.option("--max-lines", default=12, show_default=True, type=click.IntRange(min=1),
-              help="Most runs drawn in one CDF or timeline figure.")
+              help="Most runs in one CDF or timeline panel; more runs are drawn in "
+                   "several panels (up to 6) and the tenant figure becomes a heatmap.")
 def plot(results: tuple[str, ...], out: str | None, metrics: tuple[str, ...],
          gantt_max_jobs: int, max_lines: int) -> None:
     """The standard figures (SPEC section 6) for a run folder, several, or a sweep (PNG)."""
@@ -119,7 +130,12 @@ def plot(results: tuple[str, ...], out: str | None, metrics: tuple[str, ...],
         click.echo(str(path))
 
 
-@click.command("check")
+@click.command("check", epilog="""\b
+Examples:
+  schedlab run --quiet --out results/golden
+  schedlab check results/golden --baseline baselines/default.json
+  schedlab check results/golden --baseline mine.json --update --rtol 0.01
+""")
 @click.argument("results", type=click.Path(exists=True))
 @click.option("--baseline", "baseline", required=True, type=click.Path(dir_okay=False),
               help="Baseline JSON file.")
@@ -161,3 +177,36 @@ def check(results: str, baseline: str, update: bool, rtol: float | None, atol: f
                    f"schedlab check {results} --baseline {baseline} --update", err=True)
         sys.exit(1)
     click.echo(f"all {len(rows)} metric(s) within tolerance of {baseline}")
+
+
+@click.command("report", epilog="""\b
+Examples:
+  schedlab run && schedlab report results                 # every policy, one file
+  schedlab report results/fifo -o fifo.html
+  schedlab report results/sweep -o sweep.html --metric makespan
+""")
+@click.argument("results", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("-o", "--out", "out", default="report.html", show_default=True,
+              type=click.Path(dir_okay=False), help="The HTML file to write.")
+@click.option("--title", default=None, help="Title of the report (default: the folder names).")
+@click.option("--metric", "metrics", multiple=True,
+              help="Summary metric of the sweep plots (repeatable; default jct_mean and "
+                   "queueing_delay_mean).")
+@click.option("--max-lines", default=12, show_default=True, type=click.IntRange(min=1),
+              help="Most runs in one CDF or timeline panel (more runs: more panels).")
+def report(results: tuple[str, ...], out: str, title: str | None, metrics: tuple[str, ...],
+           max_lines: int) -> None:
+    """One self-contained HTML file (table, figures, configs) for runs or a sweep.
+
+    RESULTS is a run folder, a folder of runs (as `schedlab run` writes) or a sweep
+    folder. The file needs no network: figures are inline PNG, sorting is inline script.
+    """
+    from sim.app.report import write_report
+
+    try:
+        path = write_report(list(results), out, title=title, max_lines=max_lines,
+                            metrics=list(metrics) or None,
+                            note=lambda m: click.echo(f"note: {m}", err=True))
+    except SimError as e:
+        fail(e)
+    click.echo(f"wrote {Path(path).resolve()}")

@@ -17,7 +17,8 @@ import click
 from sim.app.common import fail
 from sim.errors import SimError
 
-__all__ = ["SHAPING_KEYS", "shape_from_options", "shaping_options", "trace"]
+__all__ = ["SHAPING_KEYS", "shape_from_options", "shaping_options", "trace",
+           "trace_format_option"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -108,7 +109,8 @@ class _TraceFormat(click.Choice):
         pass
 
 
-def _format_option(f: F) -> F:
+def trace_format_option(f: F) -> F:
+    """The `--trace-format` option: a choice of `traces.readers.TRACE_FORMATS`."""
     return click.option("--trace-format", default=None, type=_TraceFormat(),
                         help="Trace format (default: detect from the file).")(f)
 
@@ -131,14 +133,24 @@ def _load(source: str, trace_format: str | None, skip_bad_rows: bool,
     return trace, topo
 
 
-@click.group("trace", context_settings={"help_option_names": ["-h", "--help"]})
+@click.group("trace", context_settings={"help_option_names": ["-h", "--help"]},
+             epilog="""\b
+Examples:
+  schedlab trace inspect default
+  schedlab trace convert my_trace.swf.gz my_trace.parquet
+""")
 def trace() -> None:
     """Inspect and convert traces."""
 
 
-@trace.command("inspect")
+@trace.command("inspect", epilog="""\b
+Examples:
+  schedlab trace inspect default --topology default
+  schedlab trace inspect philly_jobs.csv --trace-format philly --plot figures/trace
+  schedlab trace inspect my_trace.parquet --trace-window 0:24h --json
+""")
 @click.argument("source")
-@_format_option
+@trace_format_option
 @click.option("--topology", "topo_src", default=None,
               help="Topology file or preset: report the offered load against it.")
 @click.option("--plot", "plot_dir", default=None, type=click.Path(file_okay=False),
@@ -167,10 +179,14 @@ def inspect_cmd(source: str, trace_format: str | None, topo_src: str | None,
         fail(e)
 
 
-@trace.command("convert")
+@trace.command("convert", epilog="""\b
+Examples:
+  schedlab trace convert cluster_log.csv helios.parquet --trace-format helios
+  schedlab trace convert default day1.csv --trace-window 0:24h --load-scale 1.5
+""")
 @click.argument("source")
 @click.argument("out", type=click.Path(dir_okay=False))
-@_format_option
+@trace_format_option
 @click.option("--topology", "topo_src", default=None,
               help="Topology (for --remap-gpus and calibrated generators).")
 @click.option("--skip-bad-rows", is_flag=True, help="Count bad rows instead of failing.")

@@ -46,6 +46,9 @@ AXIS_LABELS = {
     "seed": "seed",
 }
 
+MAX_PANELS = 6
+"""Most panels of runs in one CDF or timeline figure (beyond: those figures are skipped)."""
+
 _HOLD = ("start", "resume", "migrate", "resize")
 _RELEASE = ("preempt", "suspend", "finish", "fail", "kill")
 
@@ -59,18 +62,29 @@ def _figure(width: float = 8.0, height: float = 5.0) -> Figure:
     return fig
 
 
-def cdf_figure(runs: Sequence[RunData], column: str = "jct") -> Figure:
-    """CDF of a per-job time (`jct` or `queueing_delay`) per run, log time axis in hours.
+def _chunks(runs: Sequence[RunData], per_panel: int | None) -> list[Sequence[RunData]]:
+    """Runs split into panels of at most `per_panel` (None: one panel), in order."""
+    if not per_panel or len(runs) <= per_panel:
+        return [runs]
+    k = math.ceil(len(runs) / per_panel)
+    size = math.ceil(len(runs) / k)  # even panels: 20 runs at 12 a panel are 10 + 10
+    return [runs[i:i + size] for i in range(0, len(runs), size)]
 
-    JCT is over completed jobs; queueing delay over every job not rejected, as in the
-    summary: a job still waiting when the run ended counts its wait up to the end
-    (`censored`; the legend says how many).
-    """
-    what = {"jct": "job completion time (JCT)", "queueing_delay": "queueing delay"}[column]
-    fig = _figure()
-    ax = fig.add_subplot()
+
+def _line_colors(n: int) -> list[tuple[float, ...]]:
+    """Distinct colours for n lines of one panel (tab10, then tab20)."""
+    from matplotlib import colormaps
+
+    if n <= 10:
+        cmap = colormaps["tab10"]
+        return [cmap(i) for i in range(n)]
+    return [_tab20()[i % 20] for i in range(n)]
+
+
+def _draw_cdf(ax: object, runs: Sequence[RunData], column: str) -> None:
+    """One CDF line per run on `ax`."""
     floor = 1.0 / HOUR
-    for run in runs:
+    for run, color in zip(runs, _line_colors(len(runs)), strict=True):
         jobs = run.table("jobs")
         if "status" not in jobs:
             chosen = jobs
@@ -85,16 +99,48 @@ def cdf_figure(runs: Sequence[RunData], column: str = "jct") -> Figure:
         cut = int(chosen["censored"].sum()) if column == "queueing_delay" \
             and "censored" in chosen else 0
         note = f", {cut} censored at the run's end" if cut else ""
-        ax.step(np.maximum(v, floor), y, where="post", label=f"{run.label} (n={v.size}{note})")
-    ax.set_xscale("log")
-    ax.set_ylim(0, 1.01)
+        ax.step(np.maximum(v, floor), y, where="post",  # type: ignore[attr-defined]
+                color=color, label=f"{run.label} (n={v.size}{note})")
+
+
+def cdf_figure(runs: Sequence[RunData], column: str = "jct",
+               per_panel: int | None = None) -> Figure:
+    """CDF of a per-job time (`jct` or `queueing_delay`) per run, log time axis in hours.
+
+    JCT is over completed jobs; queueing delay over every job not rejected, as in the
+    summary: a job still waiting when the run ended counts its wait up to the end
+    (`censored`; the legend says how many). More runs than `per_panel` are drawn in
+    panels side by side (same axes), so every run stays readable.
+    """
+    what = {"jct": "job completion time (JCT)", "queueing_delay": "queueing delay"}[column]
+    chunks = _chunks(runs, per_panel)
+    cols = min(2, len(chunks))
+    rows = math.ceil(len(chunks) / cols)
+    fig = _figure(8.0 if cols == 1 else 14.0, 5.0 if rows == 1 else 5.5 * rows)
+    axes = np.atleast_1d(fig.subplots(rows, cols, sharex=True, sharey=True,
+                                      squeeze=False)).ravel()
     note = "; 0 drawn at 1 s" if column == "queueing_delay" else ""
-    ax.set_xlabel(f"{what} (hours, log scale{note})")
-    ax.set_ylabel("fraction of jobs not rejected" if column == "queueing_delay"
-                  else "fraction of completed jobs")
-    ax.set_title(f"CDF of {what} per policy")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(loc="lower right", fontsize="small")
+    for i, ax in enumerate(axes):
+        if i >= len(chunks):
+            ax.set_visible(False)
+            continue
+        _draw_cdf(ax, chunks[i], column)
+        ax.set_xscale("log")
+        ax.set_ylim(0, 1.01)
+        ax.set_xlabel(f"{what} (hours, log scale{note})")
+        ax.set_ylabel("fraction of jobs not rejected" if column == "queueing_delay"
+                      else "fraction of completed jobs")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(loc="lower right", fontsize="x-small" if len(chunks) > 1 else "small")
+        if len(chunks) > 1:
+            ax.set_title(f"runs {sum(len(c) for c in chunks[:i]) + 1}-"
+                         f"{sum(len(c) for c in chunks[:i + 1])} of {len(runs)}",
+                         fontsize="medium")
+    title = f"CDF of {what} per policy"
+    if len(chunks) > 1:
+        fig.suptitle(title)
+    else:
+        axes[0].set_title(title)
     return fig
 
 
@@ -161,39 +207,94 @@ def tenants_figure(runs: Sequence[RunData], top: int = 10) -> Figure:
     return fig
 
 
-def timeline_figure(runs: Sequence[RunData]) -> Figure:
-    """GPU utilization and fragmentation over simulated time, one line per run."""
-    fig = _figure(9, 6)
-    ax_u, ax_f = fig.subplots(2, 1, sharex=True)
-    for run in runs:
-        tl = run.table("timeline")
-        t = tl["time"].to_numpy(dtype=float) / HOUR
-        ax_u.step(t, tl["utilization"], where="post", lw=0.8, label=run.label)
-        ax_f.step(t, tl["fragmentation"], where="post", lw=0.8, label=run.label)
-    ax_u.set_ylabel("utilization\n(busy / healthy GPUs)")
-    ax_f.set_ylabel("fragmentation\n(free GPUs outside\nfully free nodes / free GPUs)")
-    ax_f.set_xlabel("simulated time (hours)")
-    for ax in (ax_u, ax_f):
-        ax.set_ylim(-0.02, 1.02)
-        ax.grid(True, alpha=0.3)
-    ax_u.set_title("GPU utilization and fragmentation over time")
-    ax_u.legend(loc="upper right", fontsize="small")
+def timeline_figure(runs: Sequence[RunData], per_panel: int | None = None) -> Figure:
+    """GPU utilization and fragmentation over simulated time, one line per run.
+
+    More runs than `per_panel` get one pair of panels (utilization, fragmentation) per
+    group of runs, stacked on one time axis.
+    """
+    chunks = _chunks(runs, per_panel)
+    fig = _figure(9 if len(chunks) == 1 else 12, 6 * len(chunks))
+    axes = np.atleast_1d(fig.subplots(2 * len(chunks), 1, sharex=True)).ravel()
+    for i, chunk in enumerate(chunks):
+        ax_u, ax_f = axes[2 * i], axes[2 * i + 1]
+        for run, color in zip(chunk, _line_colors(len(chunk)), strict=True):
+            tl = run.table("timeline")
+            t = tl["time"].to_numpy(dtype=float) / HOUR
+            ax_u.step(t, tl["utilization"], where="post", lw=0.8, color=color,
+                      label=run.label)
+            ax_f.step(t, tl["fragmentation"], where="post", lw=0.8, color=color,
+                      label=run.label)
+        ax_u.set_ylabel("utilization\n(busy / healthy GPUs)")
+        ax_f.set_ylabel("fragmentation\n(free GPUs outside\nfully free nodes / free GPUs)")
+        for ax in (ax_u, ax_f):
+            ax.set_ylim(-0.02, 1.02)
+            ax.grid(True, alpha=0.3)
+        ax_u.legend(loc="upper right", fontsize="small" if len(chunks) == 1 else "x-small",
+                    ncol=1 if len(chunk) <= 6 else 2)
+    axes[-1].set_xlabel("simulated time (hours)")
+    axes[0].set_title("GPU utilization and fragmentation over time")
     return fig
 
 
-def queue_figure(runs: Sequence[RunData]) -> Figure:
-    """Pending jobs (queue length) over simulated time, one line per run."""
-    fig = _figure()
-    ax = fig.add_subplot()
+def queue_figure(runs: Sequence[RunData], per_panel: int | None = None) -> Figure:
+    """Pending jobs (queue length) over simulated time, one line per run (panels as above)."""
+    chunks = _chunks(runs, per_panel)
+    fig = _figure(8 if len(chunks) == 1 else 12, 5 if len(chunks) == 1 else 3.5 * len(chunks))
+    axes = np.atleast_1d(fig.subplots(len(chunks), 1, sharex=True, sharey=True)).ravel()
+    for ax, chunk in zip(axes, chunks, strict=True):
+        for run, color in zip(chunk, _line_colors(len(chunk)), strict=True):
+            tl = run.table("timeline")
+            ax.step(tl["time"].to_numpy(dtype=float) / HOUR, tl["pending_jobs"],
+                    where="post", lw=0.8, color=color, label=run.label)
+        ax.set_ylabel("pending jobs")
+        ax.grid(True, alpha=0.3)
+        ax.legend(loc="upper right", fontsize="small" if len(chunks) == 1 else "x-small",
+                  ncol=1 if len(chunk) <= 6 else 2)
+    axes[-1].set_xlabel("simulated time (hours)")
+    axes[0].set_title("Queue length over time")
+    return fig
+
+
+def tenants_heatmap_figure(runs: Sequence[RunData], top: int = 12) -> Figure:
+    """Per tenant (columns) and run (rows): share of demand received, and queueing delay.
+
+    The compact form of `tenants_figure` for many runs: left, GPU-hours received /
+    GPU-hours demanded (1 = got everything it asked for); right, mean queueing delay in
+    hours. Tenants as in `tenants_figure` (VCs when a run has several, else users), the
+    `top` by GPU-hours demanded.
+    """
+    kind = tenant_kind(runs)
+    tables = []
     for run in runs:
-        tl = run.table("timeline")
-        ax.step(tl["time"].to_numpy(dtype=float) / HOUR, tl["pending_jobs"], where="post",
-                lw=0.8, label=run.label)
-    ax.set_xlabel("simulated time (hours)")
-    ax.set_ylabel("pending jobs")
-    ax.set_title("Queue length over time")
-    ax.grid(True, alpha=0.3)
-    ax.legend(loc="upper right", fontsize="small")
+        t = run.table("tenants")
+        tables.append(t[t["kind"] == kind].set_index("tenant"))
+    demand = pd.concat([t["gpu_hours_demanded"] for t in tables]).groupby(level=0).max() \
+        if tables else pd.Series(dtype=float)
+    names = list(demand.sort_values(ascending=False, kind="stable").index[:top])
+    ratio = np.full((len(runs), len(names)), np.nan)
+    delay = np.full((len(runs), len(names)), np.nan)
+    for i, t in enumerate(tables):
+        t = t.reindex(names)
+        dem = t["gpu_hours_demanded"].to_numpy(dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio[i] = np.where(dem > 0, t["gpu_hours_received"].to_numpy(dtype=float) / dem,
+                                np.nan)
+        delay[i] = t["queueing_delay_mean"].to_numpy(dtype=float) / HOUR
+    fig = _figure(14, max(4.0, 1.8 + 0.32 * len(runs)))
+    axes = fig.subplots(1, 2)
+    short_names = [(str(x) or "(no name)")[:10] for x in names]
+    for ax, data, title, cmap in (
+            (axes[0], ratio, "GPU-hours received / demanded", "viridis"),
+            (axes[1], delay, "mean queueing delay (hours)", "magma_r")):
+        im = ax.imshow(data, aspect="auto", cmap=cmap, interpolation="nearest")
+        ax.set_xticks(np.arange(len(names)), short_names, rotation=45, ha="right",
+                      fontsize="x-small")
+        ax.set_yticks(np.arange(len(runs)), [r.label for r in runs], fontsize="small")
+        ax.set_title(title, fontsize="medium")
+        ax.set_xlabel(f"{kind} (most GPU-hours demanded first)")
+        fig.colorbar(im, ax=ax, shrink=0.8)
+    fig.suptitle(f"Per-{kind} fairness per policy (top {len(names)} of {len(demand)} {kind}s)")
     return fig
 
 
@@ -390,18 +491,25 @@ def render_all(paths: Sequence[str | os.PathLike[str]], out_dir: str | os.PathLi
     except FolderNotWritable as e:
         raise SimError(f"figures: {e}") from None
     made: list[Path] = []
-    if len(runs) <= max_lines:
-        made.append(save_png(cdf_figure(runs, "jct"), out / "jct_cdf.png"))
-        made.append(save_png(cdf_figure(runs, "queueing_delay"), out / "queueing_delay_cdf.png"))
-        made.append(save_png(timeline_figure(runs), out / "utilization_fragmentation.png"))
-        made.append(save_png(queue_figure(runs), out / "queue_length.png"))
-        made.append(save_png(tenants_figure(runs), out / "tenants.png"))
+    many = len(runs) > max_lines
+    if len(runs) > MAX_PANELS * max_lines:
+        say(f"{len(runs)} runs: CDF, timeline and tenant figures skipped (more than "
+            f"{MAX_PANELS} panels of --max-lines {max_lines}); pass fewer run folders")
     else:
-        say(f"{len(runs)} runs: CDF, timeline and tenant figures skipped (more than --max-lines "
-            f"{max_lines}); pass a few run folders to draw them")
+        if many:
+            say(f"{len(runs)} runs: CDFs and timelines drawn in panels of at most "
+                f"--max-lines {max_lines}, tenants as a heatmap")
+        made.append(save_png(cdf_figure(runs, "jct", max_lines), out / "jct_cdf.png"))
+        made.append(save_png(cdf_figure(runs, "queueing_delay", max_lines),
+                             out / "queueing_delay_cdf.png"))
+        made.append(save_png(timeline_figure(runs, max_lines),
+                             out / "utilization_fragmentation.png"))
+        made.append(save_png(queue_figure(runs, max_lines), out / "queue_length.png"))
+        made.append(save_png(tenants_heatmap_figure(runs) if many else tenants_figure(runs),
+                             out / "tenants.png"))
     made.append(save_png(comparison_figure(runs), out / "policy_comparison.png"))
     small = [r for r in runs if r.summary.get("jobs_submitted", math.inf) <= gantt_max_jobs]
-    if len(runs) <= max_lines:
+    if not many:
         for run in small:
             made.append(save_png(gantt_figure(run), out / f"gantt_{_slug(run.label)}.png"))
         if len(runs) > len(small):

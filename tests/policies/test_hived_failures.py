@@ -27,9 +27,9 @@ def starts(result):
     return {r.job_id: (r.time, r.cells) for r in ev[ev.kind == "start"].itertuples()}
 
 
-def test_the_vc_whose_cell_went_bad_sees_the_loss(shared_dir, tmp_path):
+def test_the_vc_whose_cell_went_bad_sees_the_loss(hived_root, tmp_path):
     """hived-config-2: vc1's only M60 node fails; vc1 waits for it, `default` does not care."""
-    topo = load_topology(shared_dir / "hived-configs" / "hived-config-2.yaml")
+    topo = load_topology(hived_root / "hived-configs" / "hived-config-2.yaml")
     trace = make_trace(job("m60", 20, 4, 50, "vc1", gpu_type="M60"),
                        job("k80", 20, 8, 50, "default", gpus_per_task=4),
                        job("vc1k80", 20, 4, 50, "vc1", gpu_type="K80"))
@@ -45,8 +45,8 @@ def test_the_vc_whose_cell_went_bad_sees_the_loss(shared_dir, tmp_path):
     check_invariants(r, topo, trace)
 
 
-def test_buddy_allocation_skips_bad_cells(shared_dir, tmp_path):
-    topo = load_topology(shared_dir / "hived-configs" / "basic-hivedscheduler.yaml")
+def test_buddy_allocation_skips_bad_cells(hived_root, tmp_path):
+    topo = load_topology(hived_root / "hived-configs" / "basic-hivedscheduler.yaml")
     trace = make_trace(job("a", 2, 4, 10, "VC1"))
     r = Simulation(trace, topo, HivedPolicy(), params={
         "failures": failures(tmp_path, ("10.151.41.20", 1, 100))}).run()
@@ -54,9 +54,9 @@ def test_buddy_allocation_skips_bad_cells(shared_dir, tmp_path):
 
 
 @pytest.mark.parametrize("delay", [0.0, 30.0])
-def test_job_on_a_failed_node_restarts_on_a_healthy_cell_of_its_vc(shared_dir, tmp_path,
+def test_job_on_a_failed_node_restarts_on_a_healthy_cell_of_its_vc(hived_root, tmp_path,
                                                                    delay):
-    topo = load_topology(shared_dir / "hived-configs" / "basic-hivedscheduler.yaml")
+    topo = load_topology(hived_root / "hived-configs" / "basic-hivedscheduler.yaml")
     trace = make_trace(job("a", 0, 4, 100, "VC1"),
                        job("p", 0, 4, 1000, "VC2", extra=(("pinned_cell_id", "VC2-K80"),)),
                        job("o", 0, 2, 1000, "VC1", prio=-1))  # lands on 10.151.41.22
@@ -73,8 +73,8 @@ def test_job_on_a_failed_node_restarts_on_a_healthy_cell_of_its_vc(shared_dir, t
     check_invariants(r, topo, trace)
 
 
-def test_random_failures_keep_the_invariants(shared_dir):
-    topo = load_topology(shared_dir / "hived-configs" / "hived-config-1.yaml")
+def test_random_failures_keep_the_invariants(hived_root):
+    topo = load_topology(hived_root / "hived-configs" / "hived-config-1.yaml")
     jobs = []
     vcs = ["vc1", "vc2", "default"]  # 4, 4 (+ a pinned node) and 8 GPUs
     for i in range(60):

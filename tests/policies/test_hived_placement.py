@@ -1,4 +1,4 @@
-"""Table-driven HiveD placements on the shared configs, as in HiveD's own algorithm tests.
+"""Table-driven HiveD placements on the HiveD example configs, as in HiveD's own algorithm tests.
 
 `HIVED_NORMAL` and `HIVED_STATEFUL` replay microsoft/hivedscheduler's
 `pkg/algorithm/hived_algorithm_test.go` (testCasesThatShouldSucceed and
@@ -129,17 +129,17 @@ HIVED_STATEFUL = [
 ]
 
 
-def test_design_config_hived_normal_operations(shared_dir):
+def test_design_config_hived_normal_operations(hived_root):
     """HiveD's hived_algorithm_test.go, normal operations: every expectation we can express."""
-    topo, algo = fresh(shared_dir, "design-hivedscheduler.yaml", hived_chain_order=True)
+    topo, algo = fresh(hived_root, "design-hivedscheduler.yaml", hived_chain_order=True)
     run_hived(topo, algo, HIVED_NORMAL)
     assert algo.groups[24].lazy_preempted and not algo.groups[25].lazy_preempted
     assert algo.groups[5].being_preempted and algo.groups[25].being_preempted
 
 
-def test_design_config_hived_stateful_preemption(shared_dir):
+def test_design_config_hived_stateful_preemption(hived_root):
     """HiveD's testStatefulPreemption: reservations, cancellations, cells handed back."""
-    topo, algo = fresh(shared_dir, "design-hivedscheduler.yaml", hived_chain_order=True)
+    topo, algo = fresh(hived_root, "design-hivedscheduler.yaml", hived_chain_order=True)
     run_hived(topo, algo, HIVED_STATEFUL[:2])
     node29 = algo.groups[29].leaves[0].node
     run_hived(topo, algo, HIVED_STATEFUL[2:4])
@@ -155,9 +155,9 @@ def test_design_config_hived_stateful_preemption(shared_dir):
     assert others == []
 
 
-def test_preemption_completes_when_victims_leave(shared_dir):
+def test_preemption_completes_when_victims_leave(hived_root):
     """A preempting gang starts once every victim released its cells (HiveD allocates it)."""
-    topo, algo = fresh(shared_dir, "design-hivedscheduler.yaml", hived_chain_order=True)
+    topo, algo = fresh(hived_root, "design-hivedscheduler.yaml", hived_chain_order=True)
     run_hived(topo, algo, HIVED_STATEFUL[:2])
     assert algo.victims_of(29) == [28] and not algo.ready(29)
     algo.release(28)
@@ -170,27 +170,27 @@ def test_preemption_completes_when_victims_leave(shared_dir):
     assert not isinstance(got, str) and got.victims == []
 
 
-def test_design_config_topology_chain_order(shared_dir):
+def test_design_config_topology_chain_order(hived_root):
     """Our default chain order is the topology's: the single-node DGX2 chain comes first.
 
     The 3-node chain's free nodes are in HiveD's order after its boot (every node bad,
     then healthy): 0.0.2.0, 0.0.2.2, 0.0.2.1.
     """
-    topo, algo = fresh(shared_dir, "design-hivedscheduler.yaml")
+    topo, algo = fresh(hived_root, "design-hivedscheduler.yaml")
     rows = [("VC1", 1, "DGX2-V100", 16, 2, "", [("0.0.1.0", ALL16), ("0.0.5.0", ALL16)], []),
             ("VC1", 1, "DGX2-V100", 16, 2, "", [("0.0.2.0", ALL16), ("0.0.2.2", ALL16)], [])]
     run_table(topo, algo, rows)
 
 
 @pytest.mark.parametrize("lazy", [False, True])
-def test_intra_vc_preemption_immediate_or_lazy(shared_dir, lazy):
+def test_intra_vc_preemption_immediate_or_lazy(hived_root, lazy):
     """HiveD pod24/pod25: a higher priority takes the VC's only CT1 node.
 
     The victim's own flag decides. Lazy: it is downgraded to opportunistic and keeps its
     node, and buddy allocation binds the VC's cell to the other free node. Not lazy: the
     preemptor reserves the victim's node and waits until the victim is gone.
     """
-    topo, algo = fresh(shared_dir, "design-hivedscheduler.yaml")
+    topo, algo = fresh(hived_root, "design-hivedscheduler.yaml")
     low = algo.schedule(Request(1, "VC2", 0, "CT1", 2, 1, lazy=lazy), commit=True)
     assert where(topo, low) == [("0.0.0.1", [0, 1])]
     high = algo.schedule(Request(2, "VC2", 1, "CT1", 2, 1), commit=True)
@@ -212,16 +212,16 @@ def test_intra_vc_preemption_immediate_or_lazy(shared_dir, lazy):
         assert all(leaf.group == 2 and leaf.prio == 1 for leaf in algo.groups[2].leaves)
 
 
-def test_run_default_decides_lazy(shared_dir):
+def test_run_default_decides_lazy(hived_root):
     """A request without its own flag takes the run's lazy_preemption."""
-    topo, algo = fresh(shared_dir, "design-hivedscheduler.yaml", lazy=True)
+    topo, algo = fresh(hived_root, "design-hivedscheduler.yaml", lazy=True)
     algo.schedule(Request(1, "VC2", 0, "CT1", 2, 1), commit=True)
     high = algo.schedule(Request(2, "VC2", 1, "CT1", 2, 1), commit=True)
     assert high.lazy == [1] and high.victims == []
 
 
-def test_basic_config_table(shared_dir):
-    topo, algo = fresh(shared_dir, "basic-hivedscheduler.yaml")
+def test_basic_config_table(hived_root):
+    topo, algo = fresh(hived_root, "basic-hivedscheduler.yaml")
     all4 = [0, 1, 2, 3]
     rows = [
         ("VC2", 0, "", 4, 1, "VC2-K80", [("10.151.41.21", all4)], []),  # the pinned node
@@ -236,9 +236,9 @@ def test_basic_config_table(shared_dir):
     run_table(topo, algo, rows)
 
 
-def test_heterogeneous_chains(shared_dir):
+def test_heterogeneous_chains(hived_root):
     """hived-config-2: K80 pool (4 nodes) and M60 pool (1 node); a gang stays in a chain."""
-    topo, algo = fresh(shared_dir, "hived-config-2.yaml")
+    topo, algo = fresh(hived_root, "hived-config-2.yaml")
     rows = [
         ("vc1", 0, "M60", 4, 1, "", [("10.151.41.26", [0, 1, 2, 3])], []),
         ("vc1", 0, "", 2, 1, "", [("10.151.41.18", [0, 1])], []),  # any type: K80 first
@@ -253,22 +253,22 @@ def test_heterogeneous_chains(shared_dir):
     run_table(topo, algo, rows)
 
 
-def test_gang_never_spans_chains(shared_dir):
+def test_gang_never_spans_chains(hived_root):
     """vc1 has one K80 and one M60 node: two 4-GPU pods fit by count, not in one chain."""
-    topo, algo = fresh(shared_dir, "hived-config-2.yaml")
+    topo, algo = fresh(hived_root, "hived-config-2.yaml")
     got = algo.schedule(Request(1, "vc1", 0, "", 4, 2), commit=True)
     assert isinstance(got, str) and "insufficient capacity" in got
 
 
-def test_config_3_vcs_load_and_place(shared_dir):
-    topo, algo = fresh(shared_dir, "hived-config-3.yaml")
+def test_config_3_vcs_load_and_place(hived_root):
+    topo, algo = fresh(hived_root, "hived-config-3.yaml")
     got = algo.schedule(Request(1, "default", 0, "", 4, 3), commit=True)
     assert [n for n, _ in where(topo, got)] == ["10.151.41.18", "10.151.41.24",
                                                "10.151.41.23"]  # HiveD's boot order
 
 
-def test_config_1_vcs_and_default_vc(shared_dir):
-    topo, algo = fresh(shared_dir, "hived-config-1.yaml")
+def test_config_1_vcs_and_default_vc(hived_root):
+    topo, algo = fresh(hived_root, "hived-config-1.yaml")
     assert list(algo.vcs) == ["vc1", "vc2", "default"]
     got = algo.schedule(Request(1, "default", 0, "", 4, 2), commit=True)
     assert [n for n, _ in where(topo, got)] == ["10.151.41.23", "10.151.41.24"]
@@ -276,9 +276,9 @@ def test_config_1_vcs_and_default_vc(shared_dir):
     assert where(topo, got) == [("10.151.41.25", [0, 1, 2, 3])]
 
 
-def test_invalid_initial_assignment_names_vc_and_level(shared_dir):
+def test_invalid_initial_assignment_names_vc_and_level(hived_root):
     """HiveD's testInvalidInitialAssignment: VC1 asks for CT1 cells the cluster lacks."""
-    path = shared_dir / "hived-configs" / "design-hivedscheduler.yaml"
+    path = hived_root / "hived-configs" / "design-hivedscheduler.yaml"
     data = load_yaml(path)
     cells = data["virtualClusters"]["VC1"]["virtualCells"]
     cells[0]["cellType"] = "CT1-NODE"

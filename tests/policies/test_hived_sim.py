@@ -23,9 +23,9 @@ def hived_registered():
 
 
 @pytest.fixture
-def basic(shared_dir):
+def basic(hived_root):
     """3 K80 nodes of 4 GPUs: VC1 one node, VC2 one node plus the pinned 10.151.41.21."""
-    return load_topology(shared_dir / "hived-configs" / "basic-hivedscheduler.yaml")
+    return load_topology(hived_root / "hived-configs" / "basic-hivedscheduler.yaml")
 
 
 def job(jid, t, gpus, dur, vc="VC1", prio=0, per_task=0, **kw):
@@ -138,8 +138,8 @@ def test_rejections_carry_a_reason(basic):
         assert "out of range" in jobs.loc[jid, "reason"]
 
 
-def test_vc_without_the_leaf_type_rejects(shared_dir):
-    topo = load_topology(shared_dir / "hived-configs" / "hived-config-2.yaml")
+def test_vc_without_the_leaf_type_rejects(hived_root):
+    topo = load_topology(hived_root / "hived-configs" / "hived-config-2.yaml")
     r = run(topo, job("m60", 0, 1, 10, vc="default", gpu_type="M60"),
             job("opp", 0, 1, 10, vc="default", gpu_type="M60", prio=-1))
     jobs = r.jobs.set_index("job_id")

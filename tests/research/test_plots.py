@@ -118,10 +118,15 @@ def test_sweep_line_plot_has_a_line_per_policy_with_seed_error_bars(sweep_dir, t
 
 
 def test_render_all_for_a_sweep_and_for_run_folders(sweep_dir, results, tmp_path):
-    made = render_all([sweep_dir], tmp_path / "s", max_lines=4)
+    notes: list[str] = []
+    made = render_all([sweep_dir], tmp_path / "s", max_lines=4, note=notes.append)
     assert sorted(p.name for p in made) == [
-        "policy_comparison.png", "sweep_jct_mean_vs_load_scale.png",
-        "sweep_queueing_delay_mean_vs_load_scale.png"]
+        "jct_cdf.png", "policy_comparison.png", "queue_length.png", "queueing_delay_cdf.png",
+        "sweep_jct_mean_vs_load_scale.png", "sweep_queueing_delay_mean_vs_load_scale.png",
+        "tenants.png", "utilization_fragmentation.png"]
+    assert "panels of at most --max-lines 4" in notes[0]
+    made = render_all([sweep_dir], tmp_path / "s1", max_lines=1, note=notes.append)
+    assert "jct_cdf.png" not in [p.name for p in made]  # 12 runs > 6 panels of 1
     made = render_all([results / "fifo", results / "fifo-backfill"], tmp_path / "r")
     assert sorted(p.name for p in made) == [
         "gantt_fifo-backfill.png", "gantt_fifo.png", "jct_cdf.png", "policy_comparison.png",
@@ -190,3 +195,18 @@ def test_a_folder_without_tenants_parquet_gets_it_rebuilt_from_its_jobs(results,
     want = pd.read_parquet(results / "fifo" / "tenants.parquet")
     pd.testing.assert_frame_equal(run.table("tenants"), want)
     assert_png(save_png(tenants_figure([run]), tmp_path / "t.png"))
+
+
+def test_more_runs_than_max_lines_are_drawn_in_panels(sweep_dir, tmp_path):
+    runs, _ = load_results([sweep_dir])
+    assert len(runs) == 12
+    for column in ("jct", "queueing_delay"):
+        fig = cdf_figure(runs, column, per_panel=5)  # 12 runs: 3 panels of 4
+        shown = [ax for ax in fig.axes if ax.get_visible()]
+        assert len(shown) == 3
+        assert [len(ax.get_legend().get_texts()) for ax in shown] == [4, 4, 4]
+        assert_png(save_png(fig, tmp_path / f"{column}.png"))
+    fig = timeline_figure(runs, per_panel=6)
+    assert len(fig.axes) == 4  # utilization and fragmentation for each half
+    assert len(queue_figure(runs, per_panel=6).axes) == 2
+    assert len(cdf_figure(runs, "jct").axes) == 1  # no per_panel: one panel

@@ -301,7 +301,11 @@ def test_progress_bar_shows_on_a_terminal(tmp_path):
         assert p.wait(timeout=60) == 0
     finally:
         os.close(leader)
-    assert "%|" in b"".join(chunks).decode("utf-8", "replace")
+    shown = b"".join(chunks).decode("utf-8", "replace")
+    assert "%|" in shown
+    # the bar counts jobs that ended (not the submissions), with the simulated time
+    assert "/300 jobs final" in shown and "simulated t=" in shown
+    assert "done: 300/300 jobs final" in shown  # one closing line per policy
 
 
 # --- policies and topology show ---------------------------------------------------------
@@ -353,7 +357,7 @@ def test_an_unwritable_out_fails_before_any_simulation_in_one_line(tmp_path, mon
     def no_simulation(*_a, **_k):
         raise AssertionError("simulated before checking --out")
 
-    monkeypatch.setattr(cli_module, "_run_one", no_simulation)
+    monkeypatch.setattr(cli_module, "run_tasks", no_simulation)
     r = cli("run", "--policy", "fifo", "--max-jobs", "20", "--out", str(out), "--quiet")
     if where == "somefile":  # click's own check of an existing path: also exit 2
         assert r.exit_code == 2 and "is a file" in r.stderr
@@ -404,21 +408,19 @@ def test_a_rerun_replaces_a_result_folder_whole(tmp_path):
 
 
 def test_warnings_of_a_summary_are_printed_under_the_table_and_kept(tmp_path, monkeypatch):
-    import sim.app.cli as cli_module
-
-    real = cli_module._run_one
+    real = Simulation.run
     notes = {"fifo": ["trace ends before 3 jobs finished", "placer fell back to first-fit"],
              "fifo-backfill": []}
 
-    def with_warnings(*args, **kwargs):
-        result = real(*args, **kwargs)
+    def with_warnings(self, *args, **kwargs):
+        result = real(self, *args, **kwargs)
         result.summary["warnings"] = list(notes[result.summary["policy"]])
         return result
 
-    monkeypatch.setattr(cli_module, "_run_one", with_warnings)
-    for quiet in ([], ["--quiet"]):
+    monkeypatch.setattr(Simulation, "run", with_warnings)
+    for quiet in ([], ["--quiet"]):  # -j 1: the runs (and the patch) stay in this process
         r = cli("run", "--policy", "fifo", "--policy", "fifo-backfill", "--max-jobs", "30",
-                "--out", str(tmp_path), *quiet)
+                "-j", "1", "--out", str(tmp_path), *quiet)
         assert r.exit_code == 0, r.output
         assert r.stderr.splitlines() == [
             "warning: fifo: trace ends before 3 jobs finished",

@@ -6,6 +6,7 @@ import ast
 from pathlib import Path
 
 import pytest
+from conftest import shared_or_sample
 
 from sim.errors import InvalidTopology
 from sim.model import Level
@@ -27,9 +28,18 @@ def test_pai_machine_spec_topology() -> None:
     assert {topo.cells[c].level for c in topo.cells[big.cell].children} == {Level.SOCKET}
 
 
-def test_pai_machine_spec_real_archive(shared_dir: Path) -> None:
-    topo = read_pai_machines(shared_dir / "traces/alibaba-gpu-v2020/pai_machine_spec.tar.gz")
-    assert len(topo.nodes) == 1897 and topo.num_gpus == 6742
+def test_pai_machine_spec_archive() -> None:
+    """The spec as shipped, inside a .tar.gz (the shared archive, else a bundled one)."""
+    path, full = shared_or_sample("traces/alibaba-gpu-v2020/pai_machine_spec.tar.gz",
+                                  "pai_machine_spec_sample.tar.gz")
+    topo = read_pai_machines(path)
+    if full:
+        assert len(topo.nodes) == 1897 and topo.num_gpus == 6742
+    else:  # the same rows as pai_machine_spec_sample.csv, archived
+        assert len(topo.nodes) == 6 and topo.num_gpus == 2 + 8 + 2 + 8 + 8
+        plain = read_pai_machines(SAMPLES / "pai_machine_spec_sample.csv")
+        assert [(n.name, n.gpu_type, n.num_gpus) for n in topo.nodes] == [
+            (n.name, n.gpu_type, n.num_gpus) for n in plain.nodes]
 
 
 @pytest.mark.parametrize(("line", "fragment"), [
@@ -59,9 +69,14 @@ def test_openb_node_list_topology() -> None:
     assert (v.num_cpus, v.mem_gb, v.gpu_mem_gb) == (96.0, 768.0, 32.0)
 
 
-def test_openb_node_list_real(shared_dir: Path) -> None:
-    topo = read_openb_nodes(shared_dir / "traces/alibaba-gpu-v2023/openb_node_list_all_node.csv")
-    assert len(topo.nodes) == 1523 and topo.num_gpus == 6212
+def test_openb_node_list_real() -> None:
+    path, full = shared_or_sample("traces/alibaba-gpu-v2023/openb_node_list_all_node.csv",
+                                  "openb_node_list_sample.csv")
+    topo = read_openb_nodes(path)
+    if full:
+        assert len(topo.nodes) == 1523 and topo.num_gpus == 6212
+    else:
+        assert len(topo.nodes) == 8 and topo.num_gpus == 27
 
 
 def test_openb_node_list_errors(tmp_path: Path) -> None:

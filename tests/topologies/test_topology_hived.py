@@ -1,30 +1,20 @@
-"""The HiveD config reader: the shared example configs load as is, levels, VCs, errors."""
+"""The HiveD config reader: the example configs (bundled) load as is, levels, VCs, errors."""
 
 from __future__ import annotations
 
-import os
 import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import SHARED, TOPOLOGY_SAMPLES
 
 from sim.errors import InvalidTopology
 from sim.model import Level
 from topologies import load_topology, read_hived
 
-
-def _find_shared() -> Path | None:
-    here = Path(__file__).resolve().parents[3] / "shared"
-    if (here / "hived-configs").is_dir():
-        return here
-    env = os.environ.get("SCHEDLAB_SHARED")
-    if env and (Path(env) / "hived-configs").is_dir():
-        return Path(env)
-    return None
-
-
-SHARED = _find_shared()
-needs_shared = pytest.mark.skipif(SHARED is None, reason="shared/hived-configs not found")
+HIVED = TOPOLOGY_SAMPLES / "hived-configs"  # verbatim copies of shared/hived-configs
+needs_shared = pytest.mark.skipif(not (SHARED / "hived-configs").is_dir(),
+                                  reason="shared/hived-configs not found")
 
 K80_LEVELS = (Level.GPU, Level.SWITCH, Level.NODE, Level.RACK, Level.CLUSTER)
 # file -> (nodes, GPUs, GPU types, levels), counted by hand from the YAML
@@ -42,17 +32,22 @@ EXPECTED = {
 
 
 def load(name: str):
-    assert SHARED is not None
-    return load_topology(SHARED / "hived-configs" / name)
+    return load_topology(HIVED / name)
 
 
-@needs_shared
-def test_every_shared_config_is_expected():
-    names = sorted(p.name for p in (SHARED / "hived-configs").glob("*.yaml"))
+def test_every_bundled_config_is_expected():
+    names = sorted(p.name for p in HIVED.glob("*.yaml"))
     assert names == sorted(EXPECTED)
 
 
 @needs_shared
+def test_bundled_configs_are_verbatim_copies_of_the_shared_ones():
+    shared = SHARED / "hived-configs"
+    assert sorted(p.name for p in shared.glob("*.yaml")) == sorted(EXPECTED)
+    for name in EXPECTED:
+        assert (HIVED / name).read_bytes() == (shared / name).read_bytes(), name
+
+
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_shared_configs_load(name):
     nodes, gpus, types, levels = EXPECTED[name]
@@ -69,7 +64,6 @@ def test_shared_configs_load(name):
     assert g.number_of_nodes() == len(t.cells) and g.number_of_edges() == len(t.cells) - 1
 
 
-@needs_shared
 def test_basic_config_details():
     t = load("basic-hivedscheduler.yaml")
     assert [n.name for n in t.nodes] == ["10.151.41.20", "10.151.41.21", "10.151.41.22"]
@@ -90,7 +84,6 @@ def test_basic_config_details():
     assert t.lowest_common_level([0, 4]) == Level.RACK
 
 
-@needs_shared
 def test_sku_types_give_cpus_and_memory():
     t = load("hived-config-1.yaml")
     n = t.nodes[0]
@@ -98,7 +91,6 @@ def test_sku_types_give_cpus_and_memory():
     assert t.vcs["default"] == {"virtual_cells": [("2-K80-NODE", 1)], "pinned_cells": []}
 
 
-@needs_shared
 def test_design_config_details():
     t = load("design-hivedscheduler.yaml")
     assert t.level_counts() == {

@@ -2,27 +2,16 @@
 
 from __future__ import annotations
 
-import os
 import shutil
-from pathlib import Path
 
 import pytest
+from conftest import SHARED, TOPOLOGY_SAMPLES
 
 from sim.errors import InvalidTopology, SimError, UnknownName
 from sim.model import Level
 from topologies import describe, load_topology, preset_names, read_philly_machine_list
 from topologies.presets import DATA_DIR
 
-
-def _find_shared() -> Path | None:
-    here = Path(__file__).resolve().parents[3] / "shared"
-    if here.is_dir():
-        return here
-    env = os.environ.get("SCHEDLAB_SHARED")
-    return Path(env) if env and Path(env).is_dir() else None
-
-
-SHARED = _find_shared()
 MACHINE_LIST = DATA_DIR / "philly_cluster_machine_list"
 HEADER = "machineId, number of GPUs, single GPU mem\n"
 
@@ -89,7 +78,6 @@ def test_philly_preset():
     assert g.number_of_edges() == g.number_of_nodes() - 1
 
 
-@pytest.mark.skipif(SHARED is None, reason="shared folder not found")
 def test_bundled_machine_list_is_a_verbatim_copy():
     original = SHARED / "traces" / "philly" / "cluster_machine_list"
     if not original.is_file():
@@ -180,10 +168,8 @@ def test_describe_native_with_queues_and_vcs(tmp_path):
     assert "identical rack" in text
 
 
-@pytest.mark.skipif(SHARED is None or not (SHARED / "hived-configs").is_dir(),
-                    reason="shared/hived-configs not found")
 def test_describe_hived():
-    t = load_topology(SHARED / "hived-configs" / "design-hivedscheduler.yaml")
+    t = load_topology(TOPOLOGY_SAMPLES / "hived-configs" / "design-hivedscheduler.yaml")
     text = describe(t)
     assert "VC1:" in text and "pinned VC1-YQW-CT1" in text
     assert "(DGX2-V100-NODE-8-GPU)" in text

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import shared_or_sample
 
 from sim.errors import InvalidTrace
 from traces import DATA_DIR
@@ -102,9 +103,21 @@ def test_tiresias_errors(tmp_path: Path) -> None:
         read_tiresias(p)
 
 
-def test_real_gavel_and_tiresias(shared_dir: Path) -> None:
-    t = read_trace(shared_dir / "traces/gavel/msr_seed0_6214e9.trace")
-    assert len(t) == 1985 and t.bad_rows == 15  # as the folder's README says
+def test_real_gavel_and_tiresias() -> None:
+    path, full = shared_or_sample("traces/gavel/msr_seed0_6214e9.trace",
+                                  "gavel_msr_sample.trace")
+    t = read_trace(path)
     sizes = [j.num_gpus for j in t.jobs]
-    assert (sizes.count(1), sizes.count(2), sizes.count(4), sizes.count(8)) == (1928, 20, 27, 10)
-    assert len(read_trace(shared_dir / "traces/tiresias/60_job.csv")) == 60
+    if full:
+        assert len(t) == 1985 and t.bad_rows == 15  # as the folder's README says
+        assert (sizes.count(1), sizes.count(2), sizes.count(4), sizes.count(8)) == (
+            1928, 20, 27, 10)
+    else:  # its first 6 lines and line 33, whose job type has no throughput
+        assert len(t) == 6 and t.bad_rows == 1 and sizes == [1] * 6
+    # the whole Tiresias trace ships with the samples (Apache-2.0): the README's numbers
+    t = read_trace(SAMPLES / "tiresias_60_job.csv")
+    sizes = [j.num_gpus for j in t.jobs]
+    assert len(t) == 60
+    assert (sizes.count(1), sizes.count(2), sizes.count(4), sizes.count(8)) == (30, 10, 10, 10)
+    assert sum(j.num_gpus * j.duration for j in t.jobs) == 26624.0
+    assert max(j.submit_time for j in t.jobs) == 1779.0
