@@ -1,15 +1,17 @@
-"""FGD's openb fill experiment: schedlab's `fgd` placer beside FGD's own simulator.
+"""FGD's openb experiment: schedlab's `fgd` placer beside FGD's published numbers.
 
-Input: `traces/alibaba-gpu-v2023/` of the shared folder (Alibaba openb, FGD ATC'23): the
-GPU pods of `openb_pod_list_default.csv` sampled with replacement (seeds 0, 1, 2) arrive
-one a second and never leave, on the 1,213 GPU nodes of `openb_node_list_gpu_node.csv`,
-until 130% of the cluster's GPU capacity has been asked for (the experiment of
-`benchmarks/bench_baselines.py`, reused here). Metric: the share of GPU capacity left
-unallocated once the arrived requests reach 130% of capacity, mean over the seeds. Peer
-number: FGD's kubernetes-scheduler-simulator (hkust-adsl) with its FGD policy on the same
-workload, measured in issue 15.
+Input: `traces/alibaba-gpu-v2023/` of the shared folder (Alibaba openb, FGD ATC'23). The
+experiment is `benchmarks/bench_fgd.py`'s reproduction of the authors' own set-up: the
+8,152 openb pods (CPU-only ones included, placed like any pod) shuffled with the seed and
+tuned with random pods to 130% of the GPU capacity, arriving one by one and never
+leaving, on the 1,213 GPU nodes; the share of GPU capacity left unallocated when the
+requested capacity reaches 100% and 130% (the authors' discrete curve). Peer numbers:
+the mean of the authors' 10 seeds in their repository's expected results
+(hkust-adsl/kubernetes-scheduler-simulator, `analysis_allo_discrete.csv`); ours: the
+mean of seeds 42, 43, 44 (their first seeds; our generator draws other samples, so
+compare at the seed spread, 0.1-0.3 points: `benchmarks/RESULTS_fgd.md`).
 
-Run: `python benchmarks/crosscheck/fgd.py` (about 40 s).
+Run: `python benchmarks/crosscheck/fgd.py` (about 2 minutes).
 """
 
 from __future__ import annotations
@@ -21,14 +23,13 @@ from typing import Any
 
 from _common import ROOT, main, need, row, shared_dir
 
-SOURCE = "FGD kubernetes-scheduler-simulator, openb fill, measured in issue 15"
-PEER = {"openb fill 130%, fgd": {"unallocated_at_130": 0.0461}}
-SEEDS = (0, 1, 2)
+SOURCE = "FGD repository expected results (mean of 10 seeds)"
+SEEDS = (42, 43, 44)
 
 
 def _bench() -> Any:
-    """benchmarks/bench_baselines.py as a module (its fill experiment)."""
-    name = "bench_baselines"
+    """benchmarks/bench_fgd.py as a module (the authors' experiment)."""
+    name = "bench_fgd"
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
@@ -40,29 +41,23 @@ def _bench() -> Any:
 
 
 @cache
-def unallocated(seed: int, over: float = 1.3) -> float:
-    """Share of GPU capacity unallocated when `over` x capacity has been asked for."""
-    import numpy as np
-
-    from sim.engine import Simulation
-
+def unallocated(seed: int) -> dict[int, float]:
+    """% of GPU capacity unallocated at 100% and 130% requested, one seed."""
     need(shared_dir() / "traces/alibaba-gpu-v2023/openb_pod_list_default.csv")
     bench = _bench()
-    bench.OPENB = shared_dir() / "traces/alibaba-gpu-v2023"
-    trace, topo = bench.fill_trace(sample_seed=seed, over=over)
-    result = Simulation(trace, topo, "fgd").run(until=float(len(trace.jobs)))
-    asked = np.cumsum([j.num_gpus * j.gpu_share for j in trace.jobs])
-    k = min(int(np.searchsorted(asked, over * topo.num_gpus)), len(trace.jobs) - 1)
-    tl = result.timeline
-    at = tl[tl.time <= k].iloc[-1]
-    return float(1.0 - at.gpus_busy / at.gpus_total)
+    got = bench.one("fgd", seed, "gpu")
+    return {x: got[f"unalloc@{x}%"] for x in (100, 130)}
 
 
 def rows() -> list[dict[str, Any]]:
-    """schedlab's mean unallocated share over the seeds beside FGD's."""
-    ours = sum(unallocated(s) for s in SEEDS) / len(SEEDS)
-    return [row("fgd", check, metric, peer, ours, SOURCE)
-            for check, metrics in PEER.items() for metric, peer in metrics.items()]
+    """schedlab's mean unallocated share over the seeds beside FGD's published one."""
+    published = dict(zip((100, 130), _bench().PUBLISHED["fgd"], strict=True))
+    out = []
+    for x, peer in published.items():
+        ours = sum(unallocated(s)[x] for s in SEEDS) / len(SEEDS)
+        out.append(row("fgd", f"openb fill {x}%, fgd", "unallocated_pct", peer, ours,
+                       SOURCE))
+    return out
 
 
 if __name__ == "__main__":
