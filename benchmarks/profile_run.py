@@ -13,7 +13,9 @@ callers and the hot leaves show.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
+import gc
 import io
 import os
 import pstats
@@ -65,36 +67,38 @@ def main() -> None:
     ap.add_argument("--no-profile", action="store_true", help="phases only, no cProfile")
     args = ap.parse_args()
 
-    from sim.engine import Simulation
+    from sim import engine
+    from sim.engine import Run, Simulation
     from sim.results import build_result
     from topologies import load_topology
 
+    # the phases of `schedlab run` and Simulation.run, measured apart, as they run them
+    # (inside the engine's quiet garbage collector, where it has one)
+    collector = getattr(engine, "quiet_collector", contextlib.nullcontext)
     params = parse_params(args.param)
-    c0 = time.process_time()
-    topo = load_topology(args.topology)
-    trace = load(args.trace, topo, params)
-    c1 = time.process_time()
-    sim = Simulation(trace, topo, args.policy, params=params)
     prof = None if args.no_profile else cProfile.Profile()
-    phases: dict[str, float] = {"trace": c1 - c0}
-
-    # the phases of Simulation.run, measured apart
-    from sim.engine import Run
-
-    c2 = time.process_time()
-    run = Run(sim, None, None)
-    sim.policy.attach(run.ctx)
-    run.env.process(run.process())
-    if prof is not None:
-        prof.enable()
-    c3 = time.process_time()
-    run.env.run()
-    c4 = time.process_time()
-    result = build_result(sim, run, run.env.now, 0.0)
-    c5 = time.process_time()
-    if prof is not None:
-        prof.disable()
-    phases.update(setup=c3 - c2, engine=c4 - c3, result=c5 - c4)
+    with collector():
+        c0 = time.process_time()
+        topo = load_topology(args.topology)
+        trace = load(args.trace, topo, params)
+        c1 = time.process_time()
+    sim = Simulation(trace, topo, args.policy, params=params)
+    with collector():
+        c2 = time.process_time()
+        run = Run(sim, None, None)
+        sim.policy.attach(run.ctx)
+        run.env.process(run.process())
+        gc.freeze()
+        if prof is not None:
+            prof.enable()
+        c3 = time.process_time()
+        run.env.run()
+        c4 = time.process_time()
+        result = build_result(sim, run, run.env.now, 0.0)
+        c5 = time.process_time()
+        if prof is not None:
+            prof.disable()
+    phases = {"trace": c1 - c0, "setup": c3 - c2, "engine": c4 - c3, "result": c5 - c4}
     n = len(sim.jobs)
     ev = result.summary["events_processed"]
     print(f"{args.policy} on {args.trace} ({n} jobs, {ev} events, "

@@ -191,11 +191,14 @@ def run_many(trace_src: str, topo_src: str, policies: list[str], params: list[st
     given = parse_kv(params)
     load = given.pop("load", None)
     per_policy = params_by_policy(names, given)
-    topo = load_topology(topo_src)
-    trace = load_trace(trace_src, skip_bad_rows=skip_bad_rows, trace_format=trace_format,
-                       topology=topo, load=None if load is None else _float("load", load),
-                       seed=seed)
-    trace = shape_from_options(trace, topo, **shaping)
+    from sim.engine import quiet_collector
+
+    with quiet_collector():  # millions of rows: the collector would rescan them all
+        topo = load_topology(topo_src)
+        trace = load_trace(trace_src, skip_bad_rows=skip_bad_rows, trace_format=trace_format,
+                           topology=topo, load=None if load is None else _float("load", load),
+                           seed=seed)
+        trace = shape_from_options(trace, topo, **shaping)
     shaped = {k: v for k, v in shaping.items() if v not in (None, False)}
     if trace.bad_rows:  # a warning, not progress: --quiet keeps it
         click.echo(f"warning: skipped {trace.bad_rows} bad row(s) of {trace_src}; first: "
