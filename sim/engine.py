@@ -70,6 +70,10 @@ class Run(RunState):
     def __init__(self, sim: Simulation, until: float | None,
                  progress: Callable[[float], None] | None) -> None:
         super().__init__(sim, until)
+        p = self.engine_params
+        mode, _, every = p["timeline"].partition(":")
+        self.recorder.configure(events=p["events"], timeline=mode,
+                                interval=float(every) if every else p["timeline_interval"])
         self.progress_cb = progress
         self.ctx = SchedContext(self)
         self.idle_passes = 0  # passes in a row with nothing running and nothing started
