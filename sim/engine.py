@@ -7,6 +7,11 @@ runs one scheduling pass, applying each decision the policy yields before asking
 next, and samples the cluster state if it changed. The run's state lives in parts
 (`sim.lifecycle.RunState`); this module validates and applies decisions.
 
+`events_processed` counts every engine event: each arrival, each live agenda entry
+applied (completion, failure, retry, timer, tick, node failure or repair, lifetime), each
+decision applied (start, preempt, suspend, resume, migrate, resize, reject: a policy's
+round of suspensions counts each one) and each rejection when the run settles.
+
 Garbage collector: a run builds millions of long-lived objects (job specs, job states,
 recorded rows) and frees almost everything it allocates per event by reference
 counting, so Python's cyclic collector would mostly rescan live objects. `Simulation.run`
@@ -112,6 +117,7 @@ class Run(RunState):
         else:
             raise InvalidDecision(f"unknown decision {d!r}")
         self.decisions += 1
+        self.events_processed += 1  # every applied decision is an engine event
 
     def _need(self, job: JobState, status: JobStatus, d: Decision) -> None:
         if job.status != status:

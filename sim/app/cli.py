@@ -102,11 +102,21 @@ def main() -> None:
               help="Trace format (default: detect): canonical, philly, philly-json, helios, "
                    "pai, openb, swf, gavel, tiresias.")
 @click.option("--quiet", is_flag=True, help="No progress bar and no table.")
+@click.option("--timeline", "timeline", default=None, metavar="full|coarse[:N]|off",
+              help="timeline.parquet rows: every change (full, default), the state every "
+                   "N s of simulated time (coarse:N; coarse = timeline_interval, 3600) or "
+                   "none; no summary number changes. Same as --param timeline=...")
+@click.option("--events", "events", default=None, type=click.Choice(["on", "off"]),
+              help="events.parquet rows (off: none, for sweeps); no summary number changes. "
+                   "Same as --param events=...")
 @shaping_options(max_jobs=False)
 def run(trace_src: str, topo_src: str, policies: tuple[str, ...], params: tuple[str, ...],
         seed: int, until: float | None, max_jobs: int | None, out: str, skip_bad_rows: bool,
-        trace_format: str | None, quiet: bool, **shaping: Any) -> None:
+        trace_format: str | None, quiet: bool, timeline: str | None, events: str | None,
+        **shaping: Any) -> None:
     """Run policies on one trace and one topology; print a table; write results."""
+    params = tuple(params) + tuple(f"{k}={v}" for k, v in (("timeline", timeline),
+                                                            ("events", events)) if v)
     try:
         summaries = run_many(trace_src, topo_src, list(policies), list(params), seed, until,
                              max_jobs, out, skip_bad_rows, trace_format, quiet, **shaping)
