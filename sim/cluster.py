@@ -311,8 +311,12 @@ class ClusterState:
         cf = self.cell_free
         gf = self.gpu_free
         paths = self._gpu_path
+        all_holders = self.gpu_holders
+        gtype = self._gpu_type
+        by_type = self.free_by_type
         touched: dict[int, int] = {}
         per_node: dict[int, int] = {}
+        whole = 0  # change of free_whole
         for g in gpus:
             n = gnode[g]
             if n in per_node:
@@ -323,7 +327,7 @@ class ClusterState:
             old = gf[g]
             new = old + delta
             gf[g] = new
-            holders = self.gpu_holders[g]
+            holders = all_holders[g]
             left = holders.get(job, 0) - delta
             if left:
                 holders[job] = left
@@ -331,12 +335,13 @@ class ClusterState:
                 del holders[job]
             if (old == MILLI) != (new == MILLI):
                 step = 1 if new == MILLI else -1
-                self.free_whole += step
-                self.free_by_type[self._gpu_type[g]] += step
+                whole += step
+                by_type[gtype[g]] += step
                 for c in paths[g]:
                     cf[c] += step
             if (0 < old < MILLI) or (0 < new < MILLI):
                 self._set_partial(g, old, new)
+        self.free_whole += whole
         self.busy_milli -= delta * len(gpus)
         if gpus and (cpus or mem or disk):
             share = 1.0 / len(gpus)
