@@ -2,7 +2,8 @@
 
     python benchmarks/bench_scale.py [--sizes 10000,100000,1000000]
         [--policies fifo,fifo-backfill,tiresias-las] [--philly] [--all-policies]
-        [--philly-topology philly|uniform:56] [--timeout S] [--lean] [--out FILE.md]
+        [--philly-topology philly|uniform:56] [--cpu-limit S] [--timeout S] [--lean]
+        [--out FILE.md]
 
 Part 1 (`--sizes`): `philly-like:N` at load 0.8 on the `philly` preset (552 machines,
 2,490 GPUs) under each of `--policies`, plus the bare-SimPy FIFO floor on the same jobs:
@@ -11,7 +12,8 @@ engine events per job, peak RSS and CPU per job. Part 2 (`--philly`): the full P
 table (82,247 jobs, shared folder) under fifo and the floor, and with `--all-policies`
 every registered policy, each with its CPU ratio to fifo. `--lean` runs with
 `timeline=off, events=off` (no summary number changes). Every measurement runs in a
-fresh subprocess (its own peak RSS) and is cut after `--timeout` wall seconds.
+fresh, niced subprocess (its own peak RSS) and is cut after `--cpu-limit` CPU seconds
+(a loaded machine stretches wall time, not CPU time) or `--timeout` wall seconds.
 
 Two floors, what a SimPy FIFO of this trace pays with no topology, placement, recording
 or metrics (GPUs are a counter): `floor-procs`, idiomatic SimPy (a process per job on a
@@ -124,10 +126,14 @@ def floor_procs(jobs: list[tuple[float, int, float]], gpus: int) -> int:
 
 def child(args: argparse.Namespace) -> dict[str, Any]:
     """One measurement in this process."""
-    from sim.engine import quiet_collector
+    import contextlib
 
+    from sim import engine
+
+    # an older engine (to measure before/after) has no quiet collector
+    collector = getattr(engine, "quiet_collector", contextlib.nullcontext)
     c0 = time.process_time()
-    with quiet_collector():
+    with collector():
         trace, topo = load(args.trace, args.philly_topology)
     c1 = time.process_time()
     n = len(trace.jobs)
@@ -164,17 +170,26 @@ def measure(trace: str, policy: str, args: argparse.Namespace) -> dict[str, Any]
     """Run one measurement in a fresh, niced subprocess; a timeout is reported as such."""
     cmd = [sys.executable, __file__, "--child", "--trace", trace, "--policy", policy,
            "--philly-topology", args.philly_topology] + (["--lean"] if args.lean else [])
+    cap = int(args.cpu_limit)
+
+    def limit() -> None:  # in the child: SIGXCPU after `cap` CPU seconds
+        os.nice(10)
+        resource.setrlimit(resource.RLIMIT_CPU, (cap, cap + 5))
+
     t0 = time.perf_counter()
     try:
         out = subprocess.run(cmd, check=True, capture_output=True, text=True,
-                             timeout=args.timeout, cwd=HERE.parent).stdout
+                             timeout=args.timeout, cwd=HERE.parent,
+                             preexec_fn=limit if cap > 0 else None).stdout
         row = json.loads(out.strip().splitlines()[-1])
     except subprocess.TimeoutExpired:
         row = {"trace": trace, "policy": policy, "run_cpu_s": None,
                "note": f"cut after {args.timeout:g} s wall"}
     except subprocess.CalledProcessError as e:
-        row = {"trace": trace, "policy": policy, "run_cpu_s": None,
-               "note": f"failed: {e.stderr.strip().splitlines()[-1] if e.stderr else e}"}
+        note = f"failed: {e.stderr.strip().splitlines()[-1] if e.stderr else e}"
+        if cap > 0 and e.returncode in (-24, -9):  # SIGXCPU, SIGKILL at the hard limit
+            note = f"cut after {cap} CPU s (trace included)"
+        row = {"trace": trace, "policy": policy, "run_cpu_s": None, "note": note}
     row["wall_s"] = round(time.perf_counter() - t0, 1)
     print(json.dumps(row), flush=True)
     return row
@@ -197,7 +212,9 @@ def main() -> None:
     ap.add_argument("--philly", action="store_true")
     ap.add_argument("--all-policies", action="store_true")
     ap.add_argument("--philly-topology", default="philly")
-    ap.add_argument("--timeout", type=float, default=900.0)
+    ap.add_argument("--timeout", type=float, default=7200.0, help="wall seconds per run")
+    ap.add_argument("--cpu-limit", type=float, default=600.0,
+                    help="CPU seconds per run (trace included); 0: none")
     ap.add_argument("--lean", action="store_true")
     ap.add_argument("--out", default=None, help="write a Markdown report here")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
