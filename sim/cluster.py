@@ -7,7 +7,10 @@ counts of the touched cells and their ancestors, and the indexes placers query:
 * `level_index[(gpu_type, level)]`: sorted keys of cells with at least one whole free
   GPU, key = (free of the cell, free of each ancestor up to its node, cell id), so the
   first key >= (n,) is the tightest cell that fits n GPUs, ties broken by the fullest
-  switch, socket, node;
+  switch, socket, node. It is re-keyed lazily: a change marks its node (only when the
+  node's whole free GPUs moved: otherwise no key of it changed) and the marked nodes are
+  re-keyed when the index is next read, so a node allocated and released several times
+  between two placements (finishes, what-ifs on the twin) is re-keyed once;
 * `node_buckets[gpu_type][k]`: sorted node indices with exactly k whole free GPUs;
 * `partial[gpu_type]`: sorted (free milli, gpu) of GPUs that are shared but not full.
 
@@ -73,20 +76,23 @@ class ClusterState:
         self._node_cell = lay.node_cell
         self._gpu_path = lay.gpu_path
         self._gpu_type = lay.gpu_type
-        self.level_index: dict[tuple[str, Level], list[tuple[int, ...]]] = {}
+        self._level_index: dict[tuple[str, Level], list[tuple[int, ...]]] = {}
         max_gpn = max((n.num_gpus for n in topo.nodes), default=0)
         self.node_buckets: dict[str, list[list[int]]] = {
             t: [[] for _ in range(max_gpn + 1)] for t in topo.gpu_types
         }
         self.partial: dict[str, list[tuple[int, int]]] = {t: [] for t in topo.gpu_types}
         self._keys: list[tuple[int, ...] | None] = [None] * len(cells)
+        # nodes whose cells' keys are stale: re-keyed when the index is next read, so a
+        # node changed several times between two placements is re-keyed once
+        self._dirty_keys: set[int] = set()
         # per node: (cell, chain of cells whose free counts form its key, its index list)
         self._entries: list[tuple[tuple[int, tuple[int, ...], list], ...]] = []
         for n in topo.nodes:
             if n.num_gpus:
                 self.node_buckets[n.gpu_type][n.num_gpus].append(n.index)
             self._entries.append(tuple(
-                (c, lay.chain[c], self.level_index.setdefault((n.gpu_type, cells[c].level), []))
+                (c, lay.chain[c], self._level_index.setdefault((n.gpu_type, cells[c].level), []))
                 for c in lay.indexed[n.index]
             ))
             self._refresh_keys(n.index)
@@ -121,6 +127,13 @@ class ClusterState:
         self._watchers.append(s)
         return s
 
+    @property
+    def level_index(self) -> dict[tuple[str, Level], list[tuple[int, ...]]]:
+        """The tightest-cell index (see the module doc), brought up to date."""
+        if self._dirty_keys:
+            self._flush_keys()
+        return self._level_index
+
     # --- index maintenance ---
 
     def _refresh_keys(self, node: int) -> None:
@@ -142,6 +155,13 @@ class ClusterState:
                 del lst[bisect_left(lst, old)]
                 keys[c] = None
 
+    def _flush_keys(self) -> None:
+        """Re-key the nodes whose whole free GPUs changed since the index was last read."""
+        dirty = self._dirty_keys
+        for node in dirty:
+            self._refresh_keys(node)
+        dirty.clear()
+
     def _node_changed(self, node: int, old_free: int) -> None:
         for w in self._watchers:
             w.add(node)
@@ -157,7 +177,9 @@ class ClusterState:
                 self.free_in_free_nodes -= spec.num_gpus
             if new_free == spec.num_gpus:
                 self.free_in_free_nodes += spec.num_gpus
-        self._refresh_keys(node)
+            # every whole-GPU change moves the node's own count, so an unchanged node
+            # count means no cell of the node changed: its keys stay as they are
+            self._dirty_keys.add(node)
         if self._fgd is not None:
             partial: tuple[int, ...] = ()
             if self._node_partial[node]:
@@ -289,8 +311,12 @@ class ClusterState:
         cf = self.cell_free
         gf = self.gpu_free
         paths = self._gpu_path
+        all_holders = self.gpu_holders
+        gtype = self._gpu_type
+        by_type = self.free_by_type
         touched: dict[int, int] = {}
         per_node: dict[int, int] = {}
+        whole = 0  # change of free_whole
         for g in gpus:
             n = gnode[g]
             if n in per_node:
@@ -301,7 +327,7 @@ class ClusterState:
             old = gf[g]
             new = old + delta
             gf[g] = new
-            holders = self.gpu_holders[g]
+            holders = all_holders[g]
             left = holders.get(job, 0) - delta
             if left:
                 holders[job] = left
@@ -309,12 +335,13 @@ class ClusterState:
                 del holders[job]
             if (old == MILLI) != (new == MILLI):
                 step = 1 if new == MILLI else -1
-                self.free_whole += step
-                self.free_by_type[self._gpu_type[g]] += step
+                whole += step
+                by_type[gtype[g]] += step
                 for c in paths[g]:
                     cf[c] += step
             if (0 < old < MILLI) or (0 < new < MILLI):
                 self._set_partial(g, old, new)
+        self.free_whole += whole
         self.busy_milli -= delta * len(gpus)
         if gpus and (cpus or mem or disk):
             share = 1.0 / len(gpus)
@@ -443,18 +470,28 @@ class ClusterState:
 
     def best_cell(self, gpu_type: str, level: Level, n: int) -> tuple[int, ...] | None:
         """Key of the tightest cell at `level` of `gpu_type` with >= n whole free GPUs."""
-        lst = self.level_index.get((gpu_type, level))
+        if self._dirty_keys:
+            self._flush_keys()
+        lst = self._level_index.get((gpu_type, level))
         if not lst:
             return None
         i = bisect_left(lst, (n,))
         return lst[i] if i < len(lst) else None
 
     def cells_fitting(self, gpu_type: str, level: Level, n: int) -> Iterator[tuple[int, ...]]:
-        """Keys of cells at `level` with >= n whole free GPUs, tightest first."""
-        lst = self.level_index.get((gpu_type, level))
+        """Keys of cells at `level` with >= n whole free GPUs, tightest first.
+
+        The index is brought up to date before each key is read, so a caller changing
+        the state while iterating sees it as it is at each step.
+        """
+        if self._dirty_keys:
+            self._flush_keys()
+        lst = self._level_index.get((gpu_type, level))
         if not lst:
             return
         for i in range(bisect_left(lst, (n,)), len(lst)):
+            if self._dirty_keys:
+                self._flush_keys()
             yield lst[i]
 
     def free_gpus_in(self, cell: int) -> list[int]:

@@ -13,13 +13,35 @@ event that only `Run.advance` triggers, so the driver runs the simulation from o
 point to the next (`Simulation.start`, `Run.advance`, `Simulation.result`) without a
 thread and without a second copy of the loop. `Simulation.run` refuses a policy that
 awaits: it has nobody to answer.
+
+SimPy stays the clock: the loop is one SimPy process that yields one timeout per
+instant (not per event: every event due at an instant is applied from the agenda's own
+heap), which costs about 1.5 us an instant against some 25-35 us of engine work per event
+(cluster indexes, placement, recording; `benchmarks/bench_scale.py` measures both), so
+replacing it would gain little and lose the SimPy environment extensions build on.
+
+`events_processed` counts every engine event: each arrival, each live agenda entry
+applied (completion, failure, retry, timer, tick, node failure or repair, lifetime), each
+decision applied (start, preempt, suspend, resume, migrate, resize, reject: a policy's
+round of suspensions counts each one) and each rejection when the run settles.
+
+Garbage collector: a run builds millions of long-lived objects (job specs, job states,
+recorded rows) and frees almost everything it allocates per event by reference
+counting, so Python's cyclic collector would mostly rescan live objects. `Simulation.run`
+therefore freezes everything that exists before and after set-up (`gc.freeze`: moved to
+a permanent generation the collector never scans) and raises the collection thresholds
+(`GC_THRESHOLDS`) for the set-up, the loop and the result build; on exit it unfreezes and
+restores the caller's thresholds, whatever happened (`quiet_collector`; the CLI also
+wraps trace loading in it). Cycles made during the run are still collected, less often.
 """
 
 from __future__ import annotations
 
+import gc
 import math
 import time as _time
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +79,8 @@ from traces.base import Trace
 __all__ = ["ENGINE_PARAMS", "TIMELINE_COLUMNS", "Run", "Simulation"]
 
 _NO_HOST = (0.0, 0.0, 0.0)
+GC_THRESHOLDS = (50_000, 50, 1000)
+"""Collector thresholds during the engine loop (Python's defaults: 700, 10, 10)."""
 
 
 class Run(RunState):
@@ -65,6 +89,10 @@ class Run(RunState):
     def __init__(self, sim: Simulation, until: float | None,
                  progress: Callable[[float, int, int], None] | None) -> None:
         super().__init__(sim, until)
+        p = self.engine_params
+        mode, _, every = p["timeline"].partition(":")
+        self.recorder.configure(events=p["events"], timeline=mode,
+                                interval=float(every) if every else p["timeline_interval"])
         self.progress_cb = progress
         self.ctx = SchedContext(self)
         self.idle_passes = 0  # passes in a row with nothing running and nothing started
@@ -104,6 +132,7 @@ class Run(RunState):
         else:
             raise InvalidDecision(f"unknown decision {d!r}")
         self.decisions += 1
+        self.events_processed += 1  # every applied decision is an engine event
 
     def _need(self, job: JobState, status: JobStatus, d: Decision) -> None:
         if job.status != status:
@@ -375,6 +404,26 @@ class Run(RunState):
         return True
 
 
+@contextmanager
+def quiet_collector() -> Iterator[None]:
+    """Freeze the objects alive now and collect less often inside; restore on exit.
+
+    Nested uses (or a caller's own `gc.freeze`) are left to the outermost: only the one
+    that found nothing frozen unfreezes, and each restores the thresholds it found.
+    """
+    old = gc.get_threshold()
+    outer = gc.get_freeze_count() == 0
+    gc.freeze()
+    if old[0] > 0:  # 0: the caller turned automatic collection off; keep it off
+        gc.set_threshold(*(max(a, b) for a, b in zip(old, GC_THRESHOLDS, strict=True)))
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+        if outer:
+            gc.unfreeze()
+
+
 class Simulation:
     """One policy on one trace and one topology; `run()` returns a SimResult."""
 
@@ -453,11 +502,13 @@ class Simulation:
         `progress(now, jobs_final, jobs_total)` is called after each scheduling pass.
         """
         wall0 = _time.perf_counter()
-        run = self.start(until, progress)
-        run.env.run()
-        if run.paused is not None:
-            raise InvalidDecision(
-                f"policy {self.policy.name!r} yielded Await (it waits for an answer from "
-                "outside the run): drive it with Simulation.start() and Run.advance(), as "
-                "the Gym environment (sim.app.rl) does")
-        return self.result(run, _time.perf_counter() - wall0)
+        with quiet_collector():
+            run = self.start(until, progress)
+            gc.freeze()  # the set-up's objects (job states, indexes) live for the run
+            run.env.run()
+            if run.paused is not None:
+                raise InvalidDecision(
+                    f"policy {self.policy.name!r} yielded Await (it waits for an answer "
+                    "from outside the run): drive it with Simulation.start() and "
+                    "Run.advance(), as the Gym environment (sim.app.rl) does")
+            return self.result(run, _time.perf_counter() - wall0)

@@ -7,6 +7,7 @@ closest known key.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -87,6 +88,26 @@ def _locality(v: Any) -> dict[Level | str, float]:
     return out
 
 
+def _timeline(v: Any) -> str:
+    """full, off, coarse or coarse:N (N seconds > 0)."""
+    t = str(v).strip().lower()
+    mode, colon, every = t.partition(":")
+    if mode in ("full", "off") and not colon:
+        return mode
+    if mode == "coarse":
+        if not colon:
+            return mode
+        try:
+            n = float(every)
+        except ValueError:
+            n = math.nan
+        if n > 0 and math.isfinite(n):
+            return f"coarse:{n:g}"
+        raise ValueError(f"coarse:N needs N seconds > 0, got {every!r}")
+    hint = did_you_mean(t, ("full", "coarse", "off"))
+    raise ValueError(f"expected full, coarse, coarse:N (seconds) or off{hint}")
+
+
 ENGINE_PARAMS: dict[str, Param] = {
     "placer": Param(
         "consolidated", as_registered(PLACERS),
@@ -134,6 +155,17 @@ ENGINE_PARAMS: dict[str, Param] = {
     ),
     "serial_fraction": Param(0.05, as_float(0.0, 1.0),
                              "Amdahl's serial fraction for elastic_scaling=amdahl"),
+    "timeline": Param(
+        "full", _timeline,
+        "timeline.parquet rows: full (every change), coarse (the state every "
+        "timeline_interval s; coarse:N sets N) or off; the summary integrates every change "
+        "either way, so no summary number depends on it",
+    ),
+    "timeline_interval": Param(3600.0, as_float(0.0, lo_open=True),
+                               "seconds of simulated time between rows of timeline=coarse"),
+    "events": Param(True, as_bool,
+                    "write events.parquet rows (off: none, for sweeps; the summary does not "
+                    "depend on it)"),
     "speed_factors": Param(
         (), as_name_list(SPEED_FACTORS),
         "extra speed factors after the built-in chain (gpu_type, locality, elastic, "

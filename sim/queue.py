@@ -27,6 +27,8 @@ class PendingQueue:
         self.classes: dict[tuple[Any, ...], SortedList] = {}
         self.demand_count: dict[int, int] = {}
         self.version = 0  # grows on every change, so iterators know when to re-seek
+        # per queued job: its key, request class and demand, computed once when it is added
+        self._held: dict[int, tuple[QueueKey, tuple[Any, ...], int]] = {}
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -39,29 +41,29 @@ class PendingQueue:
         transition(job, PENDING)
         self.version += 1
         job.queued_since = now
-        key = (job.spec.submit_time, job.idx)
+        s = job.spec
+        key = (s.submit_time, job.idx)
         self.keys.add(key)
-        ck = request_class(job.spec)
+        ck = request_class(s)
         lst = self.classes.get(ck)
         if lst is None:
             lst = self.classes[ck] = SortedList()
         lst.add(key)
-        if job.spec.num_gpus > 0:
-            d = job.spec.num_gpus * job_milli(job.spec)
+        d = s.num_gpus * job_milli(s) if s.num_gpus > 0 else 0
+        if d:
             self.demand_count[d] = self.demand_count.get(d, 0) + 1
+        self._held[job.idx] = (key, ck, d)
 
     def remove(self, job: JobState, now: float) -> None:
         """Take a job out, adding the time it waited to its queueing time."""
-        key = (job.spec.submit_time, job.idx)
+        key, ck, d = self._held.pop(job.idx)
         self.keys.remove(key)
         self.version += 1
-        ck = request_class(job.spec)
         lst = self.classes[ck]
         lst.remove(key)
         if not lst:
             del self.classes[ck]
-        if job.spec.num_gpus > 0:
-            d = job.spec.num_gpus * job_milli(job.spec)
+        if d:
             left = self.demand_count[d] - 1
             if left:
                 self.demand_count[d] = left

@@ -201,10 +201,14 @@ def build_result(sim: Simulation, run: Run, end: float, wall: float) -> SimResul
 
     run.sample()
     jobs = _jobs_frame(run, end)
-    events = pd.DataFrame(run.recorder.events, columns=list(EVENT_COLUMNS))
-    timeline = pd.DataFrame(run.recorder.timeline, columns=list(TIMELINE_COLUMNS))
+    rec = run.recorder
+    events = pd.DataFrame(rec.event_columns(), columns=list(EVENT_COLUMNS))
+    # the summary integrates every change, whatever timeline the run writes
+    exact = pd.DataFrame(rec.timeline_columns(), columns=list(TIMELINE_COLUMNS))
+    timeline = exact if rec.timeline_mode == "full" else pd.DataFrame(
+        rec.timeline_columns(rec.timeline_mode), columns=list(TIMELINE_COLUMNS))
     params = {**sim.policy.settings, **sim.engine_params}
-    summary = summarize(jobs, timeline, end)
+    summary = summarize(jobs, exact, end)
     summary.update(
         policy=sim.policy.name,
         trace=_trace_label(sim),

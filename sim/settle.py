@@ -52,5 +52,6 @@ def settle(run: Run) -> bool:
     for job, why in stuck:
         if job.status == PENDING:  # not yet ended by an earlier one's dependents
             run.dequeue(job)
+            run.events_processed += 1
             run.finalize(job, REJECTED, EventKind.REJECT, f"unschedulable: {why}")
     return again

@@ -110,12 +110,22 @@ Examples:
 @click.option("--skip-bad-rows", is_flag=True, help="Count bad trace rows instead of failing.")
 @trace_format_option
 @click.option("--quiet", is_flag=True, help="No progress lines, no table, no total.")
+@click.option("--timeline", "timeline", default=None, metavar="full|coarse[:N]|off",
+              help="timeline.parquet rows: every change (full, default), the state every "
+                   "N s of simulated time (coarse:N; coarse = timeline_interval, 3600) or "
+                   "none; no summary number changes. Same as --param timeline=...")
+@click.option("--events", "events", default=None, type=click.Choice(["on", "off"]),
+              help="events.parquet rows (off: none, for sweeps); no summary number changes. "
+                   "Same as --param events=...")
 @shaping_options(max_jobs=False)
 def run(trace_src: str, topo_src: str, policies: tuple[str, ...], params: tuple[str, ...],
         seed: int, until: float | None, max_jobs: int | None, out: str, jobs: int | None,
-        skip_bad_rows: bool, trace_format: str | None, quiet: bool, **shaping: Any) -> None:
+        skip_bad_rows: bool, trace_format: str | None, quiet: bool, timeline: str | None,
+        events: str | None, **shaping: Any) -> None:
     """Run policies on one trace and one topology; print a table; write results."""
     wall0 = time.perf_counter()
+    params = tuple(params) + tuple(f"{k}={v}" for k, v in (("timeline", timeline),
+                                                            ("events", events)) if v)
     try:
         summaries = run_many(trace_src, topo_src, list(policies), list(params), seed, until,
                              max_jobs, out, skip_bad_rows, trace_format, quiet, jobs=jobs,
@@ -217,11 +227,14 @@ def run_many(trace_src: str, topo_src: str, policies: list[str], params: list[st
     load = given.pop("load", None)
     per_policy = params_by_policy(names, given)
     warm_up(names, jobs or default_jobs())  # the pool's imports overlap the loading below
-    topo = load_topology(topo_src)
-    trace = load_trace(trace_src, skip_bad_rows=skip_bad_rows, trace_format=trace_format,
-                       topology=topo, load=None if load is None else _float("load", load),
-                       seed=seed)
-    trace = shape_from_options(trace, topo, **shaping)
+    from sim.engine import quiet_collector
+
+    with quiet_collector():  # millions of rows: the collector would rescan them all
+        topo = load_topology(topo_src)
+        trace = load_trace(trace_src, skip_bad_rows=skip_bad_rows, trace_format=trace_format,
+                           topology=topo, load=None if load is None else _float("load", load),
+                           seed=seed)
+        trace = shape_from_options(trace, topo, **shaping)
     shaped = {k: v for k, v in shaping.items() if v not in (None, False)}
     if trace.bad_rows:  # a warning, not progress: --quiet keeps it
         click.echo(f"warning: skipped {trace.bad_rows} bad row(s) of {trace_src}; first: "
