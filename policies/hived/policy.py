@@ -34,7 +34,7 @@ its VC, health, doomed cells returned) unless the ordering has a `period`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
@@ -423,9 +423,15 @@ class HivedPolicy(Policy):
                 for v in self.algo.victims_of(idx):
                     yield from self._preempt_victim(ctx, v, job)
             if self.algo.ready(idx):
+                gpus = tuple(sorted(leaf.gpu for leaf in g.leaves))
+                if not self._host_fits_on(ctx, job, gpus, ()):
+                    # another job took the host share of its nodes during the delay
+                    # (HiveD's cells are GPUs only): give the cells up and wait again
+                    self.algo.cancel(idx)
+                    self._drain_cancelled(ctx)
+                    continue
                 del self.preempting[idx]
                 self.algo.allocate(idx)
-                gpus = tuple(sorted(leaf.gpu for leaf in g.leaves))
                 yield from self._started(ctx, q, job, kind, gpus, -1)
 
     def _drain_cancelled(self, ctx: SchedContext) -> None:
@@ -514,16 +520,20 @@ class HivedPolicy(Policy):
         Counted once its victims stopped. HiveD's cells are GPUs only; the engine checks
         the host share.
         """
+        return self._host_fits_on(ctx, job, plan.gpus, plan.victims)
+
+    def _host_fits_on(self, ctx: SchedContext, job: JobState, gpus: tuple[int, ...],
+                      victims: Sequence[int]) -> bool:
+        """Whether the nodes of `gpus` hold the job's host share once `victims` stopped."""
         s = job.spec
         if not _asks_host(s):
             return True
         host = (s.num_cpus, s.mem_gb, s.disk_gb * s.num_tasks)
-        gpus = plan.gpus
         per_node: dict[int, int] = {}
         for g in gpus:
             n = ctx.topology.gpu_node[g]
             per_node[n] = per_node.get(n, 0) + 1
-        with ctx.what_if([ctx.job_at(i) for i in plan.victims]) as view:
+        with ctx.what_if([ctx.job_at(i) for i in victims]) as view:
             c = view.cluster
             return all(c.node_fits_host(n, *(v * k / len(gpus) for v in host))
                        for n, k in per_node.items())
