@@ -17,7 +17,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from sim.errors import InvalidParameter, did_you_mean
-from sim.jobstate import FINAL, HELD, PENDING, RETRYING, RUNNING, JobState
+from sim.jobstate import FINAL, HELD, PENDING, RETRYING, RUNNING, WAITING, JobState
 from sim.model import PRIORITY_NAMES
 from topologies.native import load_yaml
 
@@ -187,10 +187,11 @@ class LiveJobs:
         self._due: list[float] = []  # when retrying jobs come back to the queue
 
     def _arrivals(self, ctx: SchedContext) -> list[JobState]:
-        now = ctx.now
         out = []
         job = self._next
-        while job is not None and job.spec.submit_time <= now:
+        # by status, not by submit time: the engine submits in this order, and its clock
+        # can sit one ulp below a submit time it has reached (14.698999999999998 for 14.699)
+        while job is not None and job.status != WAITING:
             out.append(job)
             self.cursor += 1
             try:
@@ -210,7 +211,7 @@ class LiveJobs:
         now = ctx.now
         nxt = self._next
         due = self._due
-        if ((nxt is None or nxt.spec.submit_time > now)
+        if ((nxt is None or nxt.status == WAITING)
                 and not (self._ends and self._ends[0][0] <= now)
                 and not (due and due[0] <= now)
                 and len(ctx.running()) == len(self.running)
