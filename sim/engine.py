@@ -359,6 +359,7 @@ class Run(RunState):
                 break
             if t > env.now:
                 yield env.timeout(t - env.now)
+                env.land(t)  # now + (t - now) can miss t by an ulp
             while self.next_arrival < n and jobs[self.next_arrival].spec.submit_time <= t:
                 self.arrive(jobs[self.next_arrival])
                 self.next_arrival += 1

@@ -9,6 +9,7 @@ application of the policy's decisions on top.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +46,23 @@ if TYPE_CHECKING:
     from sim.engine import Simulation
 
 
+class Clock(simpy.Environment):
+    """SimPy's environment that lands exactly on the instants the engine aims at.
+
+    SimPy advances by adding a delay to `now`, and `now + (t - now)` can miss `t` by an
+    ulp (4.909 + (14.699 - 4.909) is 14.698999999999998, and no delay gives 14.699): a
+    job would start 1.8e-15 s before its submit time. `land(t)` moves the clock onto `t`
+    when it stopped within a few ulps of it, never past an event already scheduled.
+    """
+
+    def land(self, t: float) -> None:
+        """Set the clock to `t` if it is within a few ulps of it."""
+        now = self._now
+        if now != t and abs(now - t) <= 4 * math.ulp(t) and (not self._queue
+                                                             or self._queue[0][0] >= t):
+            self._now = t
+
+
 class RunState:
     """All mutable state of one run, in parts, and the lifecycle of its jobs."""
 
@@ -58,7 +76,7 @@ class RunState:
         seeds = np.random.SeedSequence(sim.seed).spawn(3)
         self.policy_rng = np.random.default_rng(seeds[0])
         self.fail_rng = np.random.default_rng(seeds[1])
-        self.env = simpy.Environment()
+        self.env = Clock()
         clock: Callable[[], float] = lambda: self.env.now  # noqa: E731
         self.cluster = ClusterState(self.topo, fgd=FgdMetric(sim.jobs))
         self.placer: Any = PLACERS.get(sim.placer_name)()

@@ -278,3 +278,14 @@ def test_place_if_freed_is_a_pure_what_if(dgx2):
     Simulation(trace, dgx2, WhatIf()).run(until=5.0)
     now, freed, free_after = seen["b"]
     assert isinstance(now, Unschedulable) and len(freed) == 4 and free_after == 0
+
+
+def test_the_clock_lands_exactly_on_each_instant(dgx2):
+    # 4.909 + (14.699 - 4.909) is 14.698999999999998 in floats: SimPy's clock used to stop
+    # there, so b started 1.8e-15 s before it was submitted
+    assert 4.909 + (14.699 - 4.909) != 14.699
+    trace = make_trace(("a", 4.909, 1, 100.0), ("b", 14.699, 1, 5.0))
+    j = rows(Simulation(trace, dgx2, "fifo").run())
+    assert j.loc["b", "start_time"] == 14.699
+    assert j.loc["b", "queueing_delay"] == 0.0
+    assert j.loc["b", "end_time"] == 14.699 + 5.0
