@@ -369,7 +369,8 @@ def _fuzz_engine_params(rng: np.random.Generator) -> dict[str, Any]:
     """Engine parameters (SPEC sec. 7), each given only sometimes."""
     p: dict[str, Any] = {}
     if rng.random() < 0.6:
-        p["placer"] = str(rng.choice(["consolidated", "pack", "first-fit", "fgd"]))
+        p["placer"] = str(rng.choice(["consolidated", "pack", "first-fit", "fgd", "best-fit",
+                                      "gpu-packing", "dot-product"]))
     if rng.random() < 0.25:
         p["mtbf"] = float(rng.choice([300.0, 1000.0, 5000.0]))
         p["mttr"] = float(rng.choice([30.0, 200.0, 1000.0]))
