@@ -261,7 +261,8 @@ class HivedAlgorithm:
         HiveD re-checks doomed cells at every step of a change. Mid-change, a lazy
         preemption or a victim's release could bind the very virtual cells the plan is
         about to use to bad hardware; so the checks of a compound change (lazy preemption,
-        mapping, commit, release, node health) run once it is complete.
+        mapping, commit, release) run once it is complete. Node health changes check at
+        every step, as HiveD does.
         """
         self._defer -= 1
         while not self._defer and self._pending:
@@ -601,15 +602,14 @@ class HivedAlgorithm:
         if cell is None:
             return
         self.version += 1
-        self._defer += 1
-        try:
-            for leaf in cell.leaves():
-                if up:
-                    self._set_healthy(leaf)
-                else:
-                    self._set_bad(leaf)
-        finally:
-            self._end_defer()
+        # leaf by leaf with the doomed-cell checks at each step, as HiveD's setBadCell /
+        # setHealthyCell (settling them once per node, lowest level first, could leave a
+        # VC a guarantee with no cell left: fuzz case 3002176)
+        for leaf in cell.leaves():
+            if up:
+                self._set_healthy(leaf)
+            else:
+                self._set_bad(leaf)
 
     def _set_bad(self, c: PCell) -> None:
         if not c.healthy:
