@@ -272,14 +272,24 @@ class RunState:
         if job.status not in (RUNNING, PENDING, RETRYING):
             return
         self.events_processed += 1
+        if not self._withdraw(job):  # waiting out its retry delay: queueing too (as on RETRY)
+            job.queue_time += self.env.now - job.queued_since
+        self.finalize(job, KILLED, EventKind.KILL, "max_lifetime")
+
+    def _withdraw(self, job: JobState) -> bool:
+        """Take a running or pending job out of the run before it is finalized, else False.
+
+        A running job's work up to now is accounted and its GPUs released; a pending one
+        leaves the queue.
+        """
         if job.status == RUNNING:
             self.progress.advance(job)
             self.release(job)
         elif job.status == PENDING:
             self.dequeue(job)
-        else:  # waiting out its retry delay: that wait is queueing too (as on a RETRY)
-            job.queue_time += self.env.now - job.queued_since
-        self.finalize(job, KILLED, EventKind.KILL, "max_lifetime")
+        else:
+            return False
+        return True
 
     def _job_event(self, job: JobState, kind: Due) -> None:
         if kind is Due.FINISH:
@@ -343,14 +353,8 @@ class RunState:
         """
         for idx, why in self.futile.items():
             job = self.jobs[idx]
-            if job.status == PENDING:
-                self.dequeue(job)
-            elif job.status == RUNNING:
-                self.progress.advance(job)
-                self.release(job)
-            else:  # ended otherwise within the pass
-                continue
-            self.finalize(job, FAILED, EventKind.FAIL, why)
+            if self._withdraw(job):  # else it ended otherwise within the pass
+                self.finalize(job, FAILED, EventKind.FAIL, why)
         self.futile.clear()
 
     def _futile_restart(self, job: JobState, *, stop: bool) -> str:
