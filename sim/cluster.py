@@ -470,9 +470,7 @@ class ClusterState:
 
     def best_cell(self, gpu_type: str, level: Level, n: int) -> tuple[int, ...] | None:
         """Key of the tightest cell at `level` of `gpu_type` with >= n whole free GPUs."""
-        if self._dirty_keys:
-            self._flush_keys()
-        lst = self._level_index.get((gpu_type, level))
+        lst = self.level_index.get((gpu_type, level))
         if not lst:
             return None
         i = bisect_left(lst, (n,))
@@ -484,9 +482,7 @@ class ClusterState:
         The index is brought up to date before each key is read, so a caller changing
         the state while iterating sees it as it is at each step.
         """
-        if self._dirty_keys:
-            self._flush_keys()
-        lst = self._level_index.get((gpu_type, level))
+        lst = self.level_index.get((gpu_type, level))
         if not lst:
             return
         for i in range(bisect_left(lst, (n,)), len(lst)):
