@@ -204,7 +204,12 @@ def plan_key(level: int, job: PlanJob | JobState) -> PlanKey:
     `running_first` may move a running job just ahead of a waiting job of its user.
     """
     submit = job.submit if isinstance(job, PlanJob) else job.spec.submit_time
-    return (-level, submit, job.idx, 1, job.idx)
+    return own_key(level, submit, job.idx)
+
+
+def own_key(level: int, submit: float, idx: int) -> PlanKey:
+    """A job's key at its own place in the plan (not moved by `running_first`)."""
+    return (-level, submit, idx, 1, idx)
 
 
 def pinned_key(level: int, first: tuple[float, int], idx: int) -> PlanKey:
@@ -229,7 +234,7 @@ def running_first(level: int, members: Sequence[tuple[float, int, bool]]
         if running and first is not None and (t, i) > first:
             out[i] = pinned_key(level, first, i)
         else:
-            out[i] = (-level, t, i, 1, i)
+            out[i] = own_key(level, t, i)
     return out
 
 
