@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import re
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import click
 
@@ -41,3 +42,9 @@ def policy_label(policy: str) -> str:
     name = own if isinstance(own, str) and own.strip() and own != "policy" \
         else str(getattr(cls, "__name__", "policy"))
     return _UNSAFE.sub("-", name.strip()).strip("-.") or "policy"
+
+
+def pool_context() -> Any:
+    """The process pools' multiprocessing context: forkserver where there is one, else spawn."""
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")

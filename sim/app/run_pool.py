@@ -12,7 +12,6 @@ Progress (jobs final / total, simulated time) reaches the terminal through a que
 from __future__ import annotations
 
 import math
-import multiprocessing
 import os
 import queue
 import sys
@@ -23,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sim.app.common import pool_context
 from sim.errors import SimError
 
 __all__ = ["PolicyTask", "ProgressBoard", "default_jobs", "previous_wall", "run_tasks",
@@ -210,12 +210,6 @@ class ProgressBoard:
 # --------------------------------------------------------------------------- running
 
 
-def _context() -> Any:
-    """The pool's multiprocessing context: forkserver where there is one, else spawn."""
-    methods = multiprocessing.get_all_start_methods()
-    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-
-
 def warm_up(policies: Sequence[str], jobs: int) -> None:
     """Start the fork server now, so it imports the modules while the inputs load.
 
@@ -223,7 +217,7 @@ def warm_up(policies: Sequence[str], jobs: int) -> None:
     """
     if min(jobs, len(policies)) <= 1:
         return
-    ctx = _context()
+    ctx = pool_context()
     if ctx.get_start_method() != "forkserver":
         return
     from multiprocessing import forkserver
@@ -251,7 +245,7 @@ def run_tasks(inputs: RunInputs, tasks: Sequence[PolicyTask], jobs: int,
                 board.finish(task.label, summary)
             out.append(summary)
         return out
-    ctx = _context()
+    ctx = pool_context()
     if ctx.get_start_method() == "forkserver":  # no effect once warm_up started it
         ctx.set_forkserver_preload(preload_modules(tasks))
     messages = ctx.Queue() if board is not None else None

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-import multiprocessing
 import os
 import time
 import traceback
@@ -21,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sim.app.common import pool_context
 from sim.app.sweep_file import RunPoint, Sweep
 from sim.app.sweep_summary import is_finished, write_summary
 from sim.errors import InvalidParameter
@@ -196,9 +196,7 @@ def open_executor(scheduler: str | None = None, jobs: int | None = None
         if n == 1:
             yield InlineExecutor()
             return
-        methods = multiprocessing.get_all_start_methods()
-        ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-        with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
+        with ProcessPoolExecutor(max_workers=n, mp_context=pool_context()) as pool:
             yield pool
         return
     if scheduler != "dask-local" and "://" not in scheduler:
