@@ -196,7 +196,7 @@ _TRUE = frozenset({"true", "yes", "1", "1.0", "t", "y"})
 _FALSE = frozenset({"false", "no", "0", "0.0", "f", "n"})
 
 
-def parse_bool(text: str) -> bool | None:
+def parse_bool(text: str) -> bool:
     """'true'/'false' (any case; yes/no, 1/0) as a bool; raises ValueError otherwise."""
     t = text.strip().lower()
     if t in _TRUE:
