@@ -120,8 +120,8 @@ class UtilScaler:
             job = ctx.job_at(idx)
             n = len(job.gpus)
             k = min(bounds(job)[1], n + scale_step(job.spec))
-            if k - n > free:
-                continue
+            if k - n > free or ctx.share_mode(job) != "":
+                continue  # too few idle GPUs, or time-sliced (gandiva): not alone to scale
             got = ctx.place_if_freed(job, [job], num_gpus=k)
             if not isinstance(got, Unschedulable):
                 yield Resize(job.job_id, got, self.pause)
