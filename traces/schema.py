@@ -48,8 +48,8 @@ MAX_INT = float(2**53)
 
 MAX_SECONDS = 1e12
 """Largest time in seconds (~31,700 years): submit_time, duration, checkpoint_interval,
-fail_at, max_lifetime, deadline, active_deadline, scale_interval. A larger finite value is an input error
-(a unit mix-up, a sentinel like 1e300), not a job."""
+fail_at, max_lifetime, deadline, active_deadline, scale_interval. A larger finite value
+is an input error (a unit mix-up, a sentinel like 1e300), not a job."""
 
 MAX_HOURS = 1e8
 """Largest time in hours (~11,400 years): max_wait_hours."""
