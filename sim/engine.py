@@ -324,17 +324,17 @@ class Run(RunState):
         if mine != tuple(sorted(gpus)):
             raise InvalidDecision(f"{label}: GPUs {gpus} are not its tasks' GPUs {mine}")
         done: list[tuple[TaskPlacement, TaskRole]] = []
-        try:
-            for t in tasks:
-                r = want[(t.role, t.index)]
+        for t in tasks:
+            r = want[(t.role, t.index)]
+            try:
                 if not self.cluster.node_up[t.node]:
                     raise InvalidDecision(f"node {topo.nodes[t.node].name} is failed")
                 hold_task(self.cluster, job.idx, t, r)
-                done.append((t, r))
-        except InvalidDecision as e:
-            for t, r in reversed(done):
-                free_task(self.cluster, job.idx, t, r)
-            raise InvalidDecision(f"{label}: task {t.role}[{t.index}]: {e}") from None
+            except InvalidDecision as e:
+                for u, q in reversed(done):
+                    free_task(self.cluster, job.idx, u, q)
+                raise InvalidDecision(f"{label}: task {t.role}[{t.index}]: {e}") from None
+            done.append((t, r))
         job.tasks = tuple(tasks)
         job.milli = MILLI
         job.host = _NO_HOST

@@ -1,8 +1,8 @@
 """Jobs made of roles (issue 16): what a job's roles add up to, and what the engine runs.
 
-Model layer: imports only `sim.model`. The trace schema (`traces.schema`) parses the
-`tasks` column into `TaskRole`s; `role_totals` gives the job-level columns the roles
-imply (filled in or checked by validation); `not_simulated` is the one engine-facing
+Model layer: imports only `sim.model` and `sim.errors`. The trace schema
+(`traces.schema`) parses the `tasks` column into `TaskRole`s; `role_totals` gives the
+job-level columns the roles imply (filled in or checked by validation); `not_simulated` is the one engine-facing
 gate: a job with roles (not one gang of identical GPU tasks: `has_roles`) runs only under
 a policy that declares `supports_roles`, others reject it at submission; container jobs
 are rejected with their reason until the engine runs them.
@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from sim.errors import InvalidDecision
 from sim.model import MILLI, JobSpec, TaskPlacement, TaskRole
 
 __all__ = [
@@ -162,7 +163,9 @@ def hold_task(cluster: Any, job: int, t: TaskPlacement, r: TaskRole) -> None:
     task takes its asks on its node (`take_host`; nothing when it asks for nothing).
     """
     if t.gpus:
-        cluster.check_host(t.gpus, r.cpus, r.mem_gb, r.disk_gb)
+        why = cluster.host_shortfall(t.node, r.cpus, r.mem_gb, r.disk_gb)
+        if why:
+            raise InvalidDecision(f"node {cluster.topo.nodes[t.node].name} {why}")
         cluster.allocate(job, t.gpus, MILLI, r.cpus, r.mem_gb, r.disk_gb)
     elif r.cpus > 0 or r.mem_gb > 0 or r.disk_gb > 0:
         cluster.take_host(job, t.node, r.cpus, r.mem_gb, r.disk_gb)
