@@ -2,10 +2,10 @@
 
 Model layer: imports only `sim.model` and `sim.errors`. The trace schema
 (`traces.schema`) parses the `tasks` column into `TaskRole`s; `role_totals` gives the
-job-level columns the roles imply (filled in or checked by validation); `not_simulated` is the one engine-facing
-gate: a job with roles (not one gang of identical GPU tasks: `has_roles`) runs only under
-a policy that declares `supports_roles`, others reject it at submission; container jobs
-are rejected with their reason until the engine runs them.
+job-level columns the roles imply (filled in or checked by validation). `not_simulated`
+is the one engine-facing gate: a job with roles (not one gang of identical GPU tasks:
+`has_roles`) runs only under a policy that declares `supports_roles`, others reject it at
+submission; container jobs are rejected with their reason until the engine runs them.
 
 A job with roles runs as its gang: every gang task placed at once, each on one node
 (`sim.model.TaskPlacement`), held and released together; its non-gang tasks (an
