@@ -246,7 +246,7 @@ class Run(RunState):
             note = f"node={self.topo.nodes[job.node].name}"
         elif job.tasks:
             names = self.topo.nodes
-            note = "tasks=" + ",".join(f"{t.role}{t.index}@{names[t.node].name}"
+            note = "tasks=" + ",".join(f"{t.role}[{t.index}]@{names[t.node].name}"
                                        for t in job.tasks)
         overhead = self.engine_params["restore_overhead"] if resumed and job.work > 0 else 0.0
         job.attempt_start = now

@@ -109,8 +109,8 @@ def test_tf_job_places_every_role_and_the_evaluator_after_the_gang() -> None:
     # 9 gang GPUs over two nodes: the best level for 9 GPUs is the cluster: no slowdown
     assert (j.status["tf"], j.start_time["tf"], j.end_time["tf"]) == ("completed", 0.0, 100.0)
     start = r.events[r.events.kind == "start"].detail.iloc[0]
-    assert start == ("tasks=ps0@node0,ps1@node0,worker0@node0,worker1@node0,"
-                     "worker2@node0,worker3@node0,chief0@node1")
+    assert start == ("tasks=ps[0]@node0,ps[1]@node0,worker[0]@node0,worker[1]@node0,"
+                     "worker[2]@node0,worker[3]@node0,chief[0]@node1")
     # everything is given back at the end
     assert run.cluster.free_whole == 16 and run.cluster.node_cpu_free == [32.0, 32.0]
     assert run.cluster.host_jobs == [{}, {}]
