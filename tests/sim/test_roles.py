@@ -251,3 +251,40 @@ def test_over_committed_host_is_refused_and_nothing_is_taken() -> None:
         run.env.run()
     assert run.cluster.free_whole == 16 and run.cluster.node_cpu_free == [20.0, 20.0]
     assert run.cluster.host_jobs == [{}, {}]
+
+
+def test_node_failures_stop_the_evaluator_alone_or_the_whole_gang(tmp_path) -> None:
+    # PyTorch master (1 GPU) + 3 workers x 2 GPUs on node0 (GPUs 0-6); its evaluator
+    # (2 GPUs, not in the gang) does not fit the one GPU left there: node1, GPUs 8-9
+    tasks = [{"role": "master", "count": 1, "gpus": 1},
+             {"role": "worker", "count": 3, "gpus": 2},
+             {"role": "evaluator", "count": 1, "gpus": 2, "gang": False}]
+    failures = tmp_path / "failures.csv"
+    failures.write_text("node,fail_time,repair_time\nnode1,20,60\nnode0,80,200\n")
+    sim = Simulation(from_records([tf_job("pt", tasks=tasks)]), dgx(), "fifo", seed=0,
+                     params={"failures": str(failures), "retry_delay": 10.0})
+    run = sim.start()
+    pt = run.jobs[0]
+
+    def evaluator() -> Any:
+        assert pt.side is not None
+        v = pt.side[("evaluator", 0)]
+        return v if v is None else (v[0].node, v[0].gpus, v[2])
+
+    run.env.run(until=10)
+    assert evaluator() == (1, (8, 9), 0.0)
+    run.env.run(until=30)  # node1 failed at 20: the evaluator alone stops, nowhere to go
+    assert evaluator() is None and pt.status == "running" and pt.gpus == tuple(range(7))
+    run.env.run(until=70)  # node1 back at 60: the evaluator runs there again
+    assert evaluator() == (1, (8, 9), 60.0)
+    run.env.run(until=85)  # node0 failed at 80: the whole gang stops, evaluator with it
+    assert pt.status == "retrying" and pt.side is None and run.cluster.free_whole == 8
+    run.env.run(until=150)  # retried at 90 on node1; no room left there for the evaluator
+    assert pt.status == "running" and {t.node for t in pt.tasks} == {1}
+    assert evaluator() is None
+    run.env.run()
+    j = sim.result(run, 0.0).jobs.set_index("job_id")
+    # lost 0..80 (no checkpoint), ran again 90..190
+    assert (j.status["pt"], j.end_time["pt"], j.restarts["pt"]) == ("completed", 190.0, 1)
+    # GPU time: gang 7 x (80 + 100) + evaluator 2 x (20 + 20)
+    assert j.gpu_seconds["pt"] == pytest.approx(7 * 180 + 2 * 40)
