@@ -24,7 +24,7 @@ __all__ = [
     "CONTAINER_NOT_SIMULATED", "ROLES_NOT_SIMULATED", "RoleTotals", "gang_tasks",
     "drop_side_on", "drop_tasks", "free_task", "free_tasks", "has_roles", "hold_task",
     "is_plain_gang", "no_roles_reason", "not_simulated", "role_of", "role_totals",
-    "side_tasks", "with_tasks",
+    "side_gpu_seconds", "side_tasks", "with_tasks",
 ]
 
 ROLES_NOT_SIMULATED = "task roles are not simulated yet (issue 16)"
@@ -196,12 +196,15 @@ def free_tasks(cluster: Any, job: Any) -> None:
 def drop_tasks(cluster: Any, job: Any, side_jobs: dict[int, Any], now: float) -> None:
     """The job's gang stops: free every task, count its non-gang GPU time, clear it all."""
     free_tasks(cluster, job)
-    for v in (job.side or {}).values():
-        if v:
-            job.gpu_seconds += (now - v[2]) * len(v[0].gpus)
+    job.gpu_seconds += side_gpu_seconds(job, now)
     job.tasks = ()
     job.side = None
     side_jobs.pop(job.idx, None)
+
+
+def side_gpu_seconds(job: Any, now: float) -> float:
+    """GPU-seconds the job's running non-gang tasks have held since they started."""
+    return sum((now - v[2]) * len(v[0].gpus) for v in (job.side or {}).values() if v)
 
 
 def drop_side_on(cluster: Any, side_jobs: dict[int, Any], node: int, now: float) -> None:

@@ -288,3 +288,10 @@ def test_node_failures_stop_the_evaluator_alone_or_the_whole_gang(tmp_path) -> N
     assert (j.status["pt"], j.end_time["pt"], j.restarts["pt"]) == ("completed", 190.0, 1)
     # GPU time: gang 7 x (80 + 100) + evaluator 2 x (20 + 20)
     assert j.gpu_seconds["pt"] == pytest.approx(7 * 180 + 2 * 40)
+
+
+def test_a_run_cut_short_counts_the_running_evaluator_gpu_time() -> None:
+    # at until=50: the gang's 9 GPUs and the evaluator's one, each held for 50 s
+    r = Simulation(from_records([tf_job()]), dgx(), "fifo", seed=0).run(until=50)
+    j = r.jobs.set_index("job_id")
+    assert (j.status["tf"], j.gpu_seconds["tf"]) == ("unfinished", 10 * 50.0)
