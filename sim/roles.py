@@ -160,14 +160,15 @@ def hold_task(cluster: Any, job: int, t: TaskPlacement, r: TaskRole) -> None:
     """Take one task's GPUs and host asks on its node, or raise InvalidDecision unchanged.
 
     A GPU task takes whole GPUs and its CPUs, memory and disk on their node; a CPU-only
-    task takes its asks on its node (`take_host`; nothing when it asks for nothing).
+    task takes its asks on its node (`take_host`, even of nothing, so that the node's
+    failure finds the job).
     """
     if t.gpus:
         why = cluster.host_shortfall(t.node, r.cpus, r.mem_gb, r.disk_gb)
         if why:
             raise InvalidDecision(f"node {cluster.topo.nodes[t.node].name} {why}")
         cluster.allocate(job, t.gpus, MILLI, r.cpus, r.mem_gb, r.disk_gb)
-    elif r.cpus > 0 or r.mem_gb > 0 or r.disk_gb > 0:
+    else:  # held even when it asks for nothing: a failure of its node stops it
         cluster.take_host(job, t.node, r.cpus, r.mem_gb, r.disk_gb)
 
 
@@ -175,7 +176,7 @@ def free_task(cluster: Any, job: int, t: TaskPlacement, r: TaskRole) -> None:
     """Give back what `hold_task` took."""
     if t.gpus:
         cluster.release(job, t.gpus, MILLI, r.cpus, r.mem_gb, r.disk_gb)
-    elif r.cpus > 0 or r.mem_gb > 0 or r.disk_gb > 0:
+    else:
         cluster.give_host(job, t.node, r.cpus, r.mem_gb, r.disk_gb)
 
 
