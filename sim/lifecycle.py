@@ -38,7 +38,7 @@ from sim.progress import Progress
 from sim.queue import PendingQueue
 from sim.recorder import FgdMetric, Recorder
 from sim.registry import PLACERS
-from sim.roles import not_simulated
+from sim.roles import drop_side_on, drop_tasks, not_simulated
 from sim.speed import ColocationSpeed, ElasticSpeed, GpuTypeSpeed, LocalitySpeed, SpeedChain
 
 if TYPE_CHECKING:
@@ -86,6 +86,7 @@ class RunState:
         self.agenda = Agenda(self.jobs)
         self.queue = PendingQueue()
         self.running: dict[int, JobState] = {}
+        self.side_jobs: dict[int, JobState] = {}  # running jobs with non-gang tasks (roles)
         self.recorder = Recorder(self.topo, clock)
         self.colocation = Colocation(self.cluster, self.jobs)
         chain = SpeedChain(
@@ -155,7 +156,9 @@ class RunState:
 
     def release(self, job: JobState) -> None:
         """A running job gives back its GPUs and host resources (work already advanced)."""
-        if job.gpus:
+        if job.tasks:  # a job with roles: task by task (sim.roles)
+            drop_tasks(self.cluster, job, self.side_jobs, self.env.now)
+        elif job.gpus:
             self.cluster.release(job.idx, job.gpus, job.milli, *job.host)
         elif job.node >= 0:
             self.cluster.release_host(job.idx, job.node, *job.host)
@@ -207,7 +210,7 @@ class RunState:
             self.finalize(job, REJECTED, EventKind.REJECT,
                           f"depends on jobs not in this run: {';'.join(missing)}")
             return
-        bad = not_simulated(s) or self.infeasible(
+        bad = not_simulated(s, self.sim.policy) or self.infeasible(
             s if s.min_gpus is None else resized(s, s.min_gpus))
         if bad:
             self.finalize(job, REJECTED, EventKind.REJECT, bad)
@@ -257,6 +260,8 @@ class RunState:
             self.events_processed += 1
         elif kind is Due.NODE_FAIL:
             self.events_processed += 1
+            if self.side_jobs:  # non-gang tasks on the node stop alone (sim.roles)
+                drop_side_on(self.cluster, self.side_jobs, idx, self.env.now)
             self.health.fail(idx, version, self.jobs,
                              lambda j, why: self.interrupt(j, why, counts_retry=False))
         elif kind is Due.NODE_REPAIR:
