@@ -211,32 +211,43 @@ class ClusterState:
         proportion to the job's GPUs on each; `check_host` validates them beforehand.
         """
         gpus = tuple(gpus)
-        if len(set(gpus)) != len(gpus):
+        if len(gpus) > 1 and len(set(gpus)) != len(gpus):
             raise InvalidDecision(f"job index {job}: a GPU is listed twice in {gpus}")
+        gf = self.gpu_free
+        up = self.node_up
+        gnode = self.topo.gpu_node
+        total = self.total_gpus
         for g in gpus:
-            if not 0 <= g < self.total_gpus:
-                raise InvalidDecision(f"GPU {g} does not exist (0..{self.total_gpus - 1})")
-            if self.gpu_free[g] < milli:
+            if not 0 <= g < total:
+                raise InvalidDecision(f"GPU {g} does not exist (0..{total - 1})")
+            if gf[g] < milli:
                 raise InvalidDecision(
                     f"GPU {g} ({self.topo.cells[self.topo.gpu_cells[g]].name}) has "
-                    f"{self.gpu_free[g] / MILLI:g} free, job needs {milli / MILLI:g}"
+                    f"{gf[g] / MILLI:g} free, job needs {milli / MILLI:g}"
                 )
-            if not self.node_up[self.topo.gpu_node[g]]:
+            if not up[gnode[g]]:
                 raise InvalidDecision(f"GPU {g} is on a failed node")
         self._apply(job, gpus, -milli, cpus, mem, disk)
-        self._changed("release", (job, gpus, milli, cpus, mem, disk),
-                      ("allocate", (job, gpus, milli, cpus, mem, disk)))
+        if self._undo is None and self._twin is None:
+            self.version += 1  # nobody to log the change for (`_changed`)
+        else:
+            self._changed("release", (job, gpus, milli, cpus, mem, disk),
+                          ("allocate", (job, gpus, milli, cpus, mem, disk)))
 
     def release(self, job: int, gpus: Iterable[int], milli: int, cpus: float = 0.0,
                 mem: float = 0.0, disk: float = 0.0) -> None:
         """Give back what `allocate` took for `job`."""
         gpus = tuple(gpus)
+        holders = self.gpu_holders
         for g in gpus:
-            if self.gpu_holders[g].get(job, 0) < milli:
+            if holders[g].get(job, 0) < milli:
                 raise InvalidDecision(f"job index {job} releases GPU {g} it does not hold")
         self._apply(job, gpus, milli, -cpus, -mem, -disk)
-        self._changed("allocate", (job, gpus, milli, cpus, mem, disk),
-                      ("release", (job, gpus, milli, cpus, mem, disk)))
+        if self._undo is None and self._twin is None:
+            self.version += 1  # nobody to log the change for (`_changed`)
+        else:
+            self._changed("allocate", (job, gpus, milli, cpus, mem, disk),
+                          ("release", (job, gpus, milli, cpus, mem, disk)))
 
     def check_host(self, gpus: tuple[int, ...], cpus: float, mem: float, disk: float,
                    what: str = "job") -> None:
@@ -314,16 +325,12 @@ class ClusterState:
         all_holders = self.gpu_holders
         gtype = self._gpu_type
         by_type = self.free_by_type
-        touched: dict[int, int] = {}
-        per_node: dict[int, int] = {}
+        touched: dict[int, int] = {}  # node -> its whole free GPUs before
         whole = 0  # change of free_whole
         for g in gpus:
             n = gnode[g]
-            if n in per_node:
-                per_node[n] += 1
-            else:
+            if n not in touched:
                 touched[n] = cf[node_cell[n]]
-                per_node[n] = 1
             old = gf[g]
             new = old + delta
             gf[g] = new
@@ -344,6 +351,10 @@ class ClusterState:
         self.free_whole += whole
         self.busy_milli -= delta * len(gpus)
         if gpus and (cpus or mem or disk):
+            per_node: dict[int, int] = {}
+            for g in gpus:
+                n = gnode[g]
+                per_node[n] = per_node.get(n, 0) + 1
             share = 1.0 / len(gpus)
             for n, k in per_node.items():
                 self.node_cpu_free[n] -= cpus * share * k

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterator
+from typing import Any
 
+from sim.cluster import ClusterState
 from sim.interfaces import ClusterView
 from sim.model import (
     MILLI,
@@ -212,6 +214,9 @@ class BasePlacer:
                      avoid: frozenset[int]) -> list[int] | None:
         topo = cluster.topo
         cpus, mem, disk = self._host_need(job, n)
+        if isinstance(cluster, ClusterState):  # read its index directly (it stays still)
+            return self._single_node_indexed(cluster, types, n, avoid,
+                                             cpus > 0 or mem > 0 or disk > 0, cpus, mem, disk)
         for level in topo.levels:
             if level > Level.NODE or (level == Level.GPU and n > 1):
                 continue
@@ -227,6 +232,59 @@ class BasePlacer:
                         if best is None or key < best:
                             best = key
                         break
+            if best is not None:
+                return take_gpus(cluster, best[-1], n)
+        return None
+
+    def _search_plan(self, cluster: ClusterState, types: list[str], n: int
+                     ) -> tuple[tuple[tuple[str, Level], ...], ...]:
+        """The (type, level) index lists `_single_node` reads, level by level (memoised)."""
+        if self._plans_layout is not cluster.layout:
+            self._plans = {}
+            self._plans_layout = cluster.layout
+        key = (*types, n)
+        plan = self._plans.get(key)
+        if plan is None:
+            steps = []
+            for level in cluster.topo.levels:
+                if level > Level.NODE or (level == Level.GPU and n > 1):
+                    continue
+                steps.append(tuple(
+                    (t, lv) for t in types
+                    for lv in (cluster.gpu_parent_levels[t] if level == Level.GPU else (level,))))
+            plan = self._plans[key] = tuple(steps)
+        return plan
+
+    _plans: dict[tuple[Any, ...], tuple[tuple[tuple[str, Level], ...], ...]]
+    _plans_layout: Any = None  # the layout the memoised plans are of (set on first use)
+
+    def _single_node_indexed(self, cluster: ClusterState, types: list[str], n: int,
+                             avoid: frozenset[int], host: bool, cpus: float, mem: float,
+                             disk: float) -> list[int] | None:
+        """`_single_node` on a ClusterState: the same search over its index lists.
+
+        Nothing changes the state during the search, so the index is brought up to date
+        once and its lists are bisected directly.
+        """
+        index = cluster.level_index
+        cells = cluster.topo.cells
+        check = host or avoid
+        start = (n,)
+        for step in self._search_plan(cluster, types, n):
+            best: tuple[int, ...] | None = None
+            for tl in step:
+                lst = index.get(tl)
+                if not lst:
+                    continue
+                for i in range(bisect_left(lst, start), len(lst)):
+                    key = lst[i]
+                    if check:
+                        node = cells[key[-1]].node
+                        if node in avoid or not cluster.node_fits_host(node, cpus, mem, disk):
+                            continue
+                    if best is None or key < best:
+                        best = key
+                    break
             if best is not None:
                 return take_gpus(cluster, best[-1], n)
         return None
