@@ -52,7 +52,7 @@ from sim.agenda import Due
 from sim.context import SchedContext
 from sim.engine_params import ENGINE_PARAMS, split_params
 from sim.errors import InvalidDecision, InvalidParameter
-from sim.jobstate import PENDING, RUNNING, JobState, transition
+from sim.jobstate import PENDING, RUNNING, JobState
 from sim.lifecycle import RunState
 from sim.model import (
     Await,
@@ -60,6 +60,7 @@ from sim.model import (
     EventKind,
     JobSpec,
     JobStatus,
+    Level,
     Migrate,
     Preempt,
     Reject,
@@ -79,6 +80,7 @@ from traces.base import Trace
 __all__ = ["ENGINE_PARAMS", "TIMELINE_COLUMNS", "Run", "Simulation"]
 
 _NO_HOST = (0.0, 0.0, 0.0)
+_GPU_LEVEL = int(Level.GPU)  # the lowest common level of a single GPU
 GC_THRESHOLDS = (50_000, 50, 1000)
 """Collector thresholds during the engine loop (Python's defaults: 700, 10, 10)."""
 
@@ -205,9 +207,11 @@ class Run(RunState):
                node: int = -1) -> None:
         if job.status != PENDING:
             raise InvalidDecision(f"{what} {job.job_id!r}: job is {job.status}, must be pending")
-        self._check_gpus(job, gpus, what)
         s = job.spec
-        now = self.env.now
+        if (len(gpus) != s.num_gpus or s.gpu_type or s.min_gpus is not None
+                or s.max_gpus is not None):  # else nothing to check
+            self._check_gpus(job, gpus, what)
+        now = self.env._now
         if share and not gpus:
             raise InvalidDecision(f"{what} {job.job_id!r}: share={share} needs GPUs")
         if share and node >= 0:
@@ -222,7 +226,7 @@ class Run(RunState):
             job.milli = milli
         self.dequeue(job)
         job.gpus = gpus
-        transition(job, RUNNING)
+        job.status = RUNNING  # pending -> running (checked above)
         job.held_since = now
         self.running[job.idx] = job
         if share:
@@ -238,8 +242,10 @@ class Run(RunState):
         if not resumed:
             job.first_start = now
             job.started_before = True
-            if gpus:
+            if len(gpus) > 1:
                 job.locality_level = int(self.topo.lowest_common_level(gpus))
+            elif gpus:
+                job.locality_level = _GPU_LEVEL
             self.record(job, EventKind.START, note)
             if s.max_lifetime:
                 self.agenda.schedule(now + s.max_lifetime, Due.LIFETIME, job.idx, -1)
@@ -252,8 +258,10 @@ class Run(RunState):
 
     def _schedule_failure(self, job: JobState) -> None:
         s = job.spec
-        t = s.fail_at if s.fail_at is not None else math.inf
         rate = self.engine_params["failure_rate"]
+        if s.fail_at is None and rate <= 0:
+            return  # the common case: no failure to schedule
+        t = s.fail_at if s.fail_at is not None else math.inf
         if rate > 0:
             t = min(t, float(self.fail_rng.exponential(3600.0 / rate)))
         if t < math.inf:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -77,7 +78,8 @@ class RunState:
         self.policy_rng = np.random.default_rng(seeds[0])
         self.fail_rng = np.random.default_rng(seeds[1])
         self.env = Clock()
-        clock: Callable[[], float] = lambda: self.env.now  # noqa: E731
+        # env.now without a Python frame per call: read millions of times a run
+        clock: Callable[[], float] = partial(getattr, self.env, "_now")
         self.cluster = ClusterState(self.topo, fgd=FgdMetric(sim.jobs))
         self.placer: Any = PLACERS.get(sim.placer_name)()
         self.jobs = [JobState(i, spec) for i, spec in enumerate(sim.jobs)]
