@@ -104,6 +104,9 @@ class ClusterState:
         self.busy_milli = 0
         self.free_in_free_nodes = sum(n.num_gpus for n in topo.nodes)
         self._fgd = fgd
+        # the metric's own memo, read without a call when it has one (FgdMetric)
+        self._fgd_memo: dict[tuple[int, int, tuple[int, ...]], float] | None = getattr(
+            fgd, "memo", None)
         self._node_fgd: list[float] = [0.0] * len(topo.nodes)
         self.fgd_sum = 0.0
         if fgd is not None:
@@ -173,21 +176,29 @@ class ClusterState:
             old_b = bucket[old_free]
             del old_b[bisect_left(old_b, node)]
             insort(bucket[new_free], node)
-            if old_free == spec.num_gpus:
-                self.free_in_free_nodes -= spec.num_gpus
-            if new_free == spec.num_gpus:
-                self.free_in_free_nodes += spec.num_gpus
+            cap = spec.num_gpus
+            if old_free == cap:
+                self.free_in_free_nodes -= cap
+            if new_free == cap:
+                self.free_in_free_nodes += cap
             # every whole-GPU change moves the node's own count, so an unchanged node
             # count means no cell of the node changed: its keys stay as they are
             self._dirty_keys.add(node)
-        if self._fgd is not None:
+        fgd = self._fgd
+        if fgd is not None:
             partial: tuple[int, ...] = ()
             if self._node_partial[node]:
                 cell = topo.cells[spec.cell]
                 gf = self.gpu_free
                 partial = tuple(gf[g] for g in range(cell.gpu_lo, cell.gpu_hi)
                                 if 0 < gf[g] < MILLI)
-            v = self._fgd(spec.num_gpus, new_free, partial) if self.node_up[node] else 0.0
+            if not self.node_up[node]:
+                v = 0.0
+            else:
+                memo = self._fgd_memo
+                key = (spec.num_gpus, new_free, partial)
+                got = memo.get(key) if memo is not None else None
+                v = fgd(*key) if got is None else got
             self.fgd_sum += v - self._node_fgd[node]
             self._node_fgd[node] = v
 
@@ -325,12 +336,20 @@ class ClusterState:
         all_holders = self.gpu_holders
         gtype = self._gpu_type
         by_type = self.free_by_type
-        touched: dict[int, int] = {}  # node -> its whole free GPUs before
+        first = -1  # the first node touched and its whole free GPUs before
+        first_free = 0
+        more: dict[int, int] | None = None  # the others (a job spread over nodes)
         whole = 0  # change of free_whole
         for g in gpus:
             n = gnode[g]
-            if n not in touched:
-                touched[n] = cf[node_cell[n]]
+            if n != first:
+                if first < 0:
+                    first = n
+                    first_free = cf[node_cell[n]]
+                elif more is None:
+                    more = {n: cf[node_cell[n]]}
+                elif n not in more:
+                    more[n] = cf[node_cell[n]]
             old = gf[g]
             new = old + delta
             gf[g] = new
@@ -362,8 +381,11 @@ class ClusterState:
                 self.node_disk_free[n] -= disk * share * k
             if self._host_dirty is not None:
                 self._host_dirty.update(per_node)
-        for n, old_free in touched.items():
-            self._node_changed(n, old_free)
+        if first >= 0:
+            self._node_changed(first, first_free)
+        if more is not None:
+            for n, old_free in more.items():
+                self._node_changed(n, old_free)
 
     # --- health ---
 

@@ -354,32 +354,40 @@ class Run(RunState):
         """The SimPy process driving the run."""
         env = self.env
         policy = self.sim.policy
+        ctx = self.ctx
         jobs = self.jobs
         n = len(jobs)
+        agenda = self.agenda
+        step, on_entry, arrive, apply = agenda.step, self.on_entry, self.arrive, self.apply
         stuck = False
         while self.open_jobs > 0:
-            t = self._next_time()
+            t = agenda.peek()  # the next instant (`_next_time`)
+            na = self.next_arrival
+            if na < n:
+                t = min(t, jobs[na].spec.submit_time)
             if stuck or t == math.inf:  # nothing can change any more
                 if not settle(self):
                     break
                 t = env.now  # some jobs were rejected: the rest may start now
             elif self.until is not None and t > self.until:
                 break
-            if t > env.now:
-                yield env.timeout(t - env.now)
+            if t > env._now:
+                yield env.timeout(t - env._now)
                 env.land(t)  # now + (t - now) can miss t by an ulp
-            while self.next_arrival < n and jobs[self.next_arrival].spec.submit_time <= t:
-                self.arrive(jobs[self.next_arrival])
-                self.next_arrival += 1
-            while (entry := self.agenda.step(t)) is not None:
-                self.on_entry(entry)
+            na = self.next_arrival
+            while na < n and jobs[na].spec.submit_time <= t:
+                arrive(jobs[na])
+                na += 1
+                self.next_arrival = na
+            while (entry := step(t)) is not None:
+                on_entry(entry)
             before = self.decisions
-            for d in policy.schedule(self.ctx):
+            for d in policy.schedule(ctx):
                 if isinstance(d, Await):  # hand control to the driver (`advance`)
                     self.paused = env.event()
                     yield self.paused
                     continue
-                self.apply(d)
+                apply(d)
             if self.futile:
                 self.fail_futile()
             stuck = self._idle_for_good(before)

@@ -46,6 +46,8 @@ if TYPE_CHECKING:
     from sim.context import SchedContext
     from sim.engine import Simulation
 
+_FINISH = Due.FINISH
+
 
 class Clock(simpy.Environment):
     """SimPy's environment that lands exactly on the instants the engine aims at.
@@ -253,7 +255,12 @@ class RunState:
     def on_entry(self, entry: Entry) -> None:
         """Apply one agenda entry that is due now (a stale one is ignored)."""
         _, _, kind, idx, version = entry
-        if kind is Due.TIMER or kind is Due.TICK:
+        if kind is _FINISH:  # the common case first (the same test as below)
+            job = self.jobs[idx]
+            if job.version == version:
+                self.events_processed += 1
+                self._job_event(job, kind)
+        elif kind is Due.TIMER or kind is Due.TICK:
             if kind is Due.TICK:
                 self.tick_armed = False
             self.events_processed += 1
