@@ -7,10 +7,12 @@ counts of the touched cells and their ancestors, and the indexes placers query:
 * `level_index[(gpu_type, level)]`: sorted keys of cells with at least one whole free
   GPU, key = (free of the cell, free of each ancestor up to its node, cell id), so the
   first key >= (n,) is the tightest cell that fits n GPUs, ties broken by the fullest
-  switch, socket, node. It is re-keyed lazily: a change marks its node (only when the
-  node's whole free GPUs moved: otherwise no key of it changed) and the marked nodes are
-  re-keyed when the index is next read, so a node allocated and released several times
-  between two placements (finishes, what-ifs on the twin) is re-keyed once;
+  switch, socket, node. It is re-keyed lazily, list by list: a change marks its node in
+  each list holding cells of it (only when the node's whole free GPUs moved: otherwise no
+  key of it changed) and a list re-keys its marked nodes when it is next read
+  (`index_list`), so a node allocated and released several times between two placements
+  (finishes, what-ifs on the twin) is re-keyed once, and a list no placement reads (the
+  sockets' and nodes' of 8-GPU machines under single-GPU jobs) waits;
 * `node_buckets[gpu_type][k]`: sorted node indices with exactly k whole free GPUs;
 * `partial[gpu_type]`: sorted (free milli, gpu) of GPUs that are shared but not full.
 
@@ -42,6 +44,7 @@ from topologies.tree import Topology
 __all__ = ["MILLI", "ClusterState", "job_milli"]
 
 _DOWN = -2  # holder id of the GPUs of a failed node
+_Entry = tuple[int, tuple[int, ...]]  # an indexed cell and the cells whose counts key it
 _LOG_LIMIT = 20_000  # live changes kept for the scratch twin before it is dropped instead
 
 
@@ -83,19 +86,28 @@ class ClusterState:
         }
         self.partial: dict[str, list[tuple[int, int]]] = {t: [] for t in topo.gpu_types}
         self._keys: list[tuple[int, ...] | None] = [None] * len(cells)
-        # nodes whose cells' keys are stale: re-keyed when the index is next read, so a
-        # node changed several times between two placements is re-keyed once
-        self._dirty_keys: set[int] = set()
-        # per node: (cell, chain of cells whose free counts form its key, its index list)
-        self._entries: list[tuple[tuple[int, tuple[int, ...], list], ...]] = []
+        # per index list: the nodes whose cells in it have stale keys, re-keyed when that
+        # list is next read; so a node changed several times between two placements is
+        # re-keyed once, and only in the lists placements read
+        self._dirty: dict[tuple[str, Level], set[int]] = {}
+        # per index list and node: (cell, chain of cells whose free counts form its key)
+        self._list_entries: dict[tuple[str, Level], dict[int, list[_Entry]]] = {}
+        self._node_dirty: list[tuple[set[int], ...]] = []  # per node: its lists' dirty sets
         for n in topo.nodes:
             if n.num_gpus:
                 self.node_buckets[n.gpu_type][n.num_gpus].append(n.index)
-            self._entries.append(tuple(
-                (c, lay.chain[c], self._level_index.setdefault((n.gpu_type, cells[c].level), []))
-                for c in lay.indexed[n.index]
-            ))
-            self._refresh_keys(n.index)
+            lists: list[tuple[str, Level]] = []
+            for c in lay.indexed[n.index]:
+                lk = (n.gpu_type, cells[c].level)
+                self._level_index.setdefault(lk, [])
+                self._list_entries.setdefault(lk, {}).setdefault(n.index, []).append(
+                    (c, lay.chain[c]))
+                if lk not in lists:
+                    lists.append(lk)
+            self._node_dirty.append(tuple(self._dirty.setdefault(lk, set()) for lk in lists))
+            for lk in lists:
+                self._dirty[lk].add(n.index)
+        self._flush_keys()
         # aggregates
         self.total_gpus = topo.num_gpus
         self.healthy_gpus = topo.num_gpus
@@ -133,37 +145,47 @@ class ClusterState:
     @property
     def level_index(self) -> dict[tuple[str, Level], list[tuple[int, ...]]]:
         """The tightest-cell index (see the module doc), brought up to date."""
-        if self._dirty_keys:
-            self._flush_keys()
+        self._flush_keys()
         return self._level_index
+
+    def index_list(self, gpu_type: str, level: Level) -> list[tuple[int, ...]] | None:
+        """One list of `level_index` (None when the type has no such cells), up to date."""
+        lk = (gpu_type, level)
+        if self._dirty.get(lk):
+            self._flush_list(lk)
+        return self._level_index.get(lk)
 
     # --- index maintenance ---
 
-    def _refresh_keys(self, node: int) -> None:
-        """Re-key the indexed cells of one node whose free counts changed."""
+    def _flush_list(self, lk: tuple[str, Level]) -> None:
+        """Re-key the cells of one index list on the nodes changed since it was read."""
+        dirty = self._dirty[lk]
+        entries = self._list_entries[lk]
+        lst = self._level_index[lk]
         cf = self.cell_free
         get = cf.__getitem__
         keys = self._keys
-        for c, chain, lst in self._entries[node]:
-            old = keys[c]
-            if cf[c] > 0:
-                new = (*map(get, chain), c)
-                if new == old:
-                    continue
-                if old is not None:
+        for node in dirty:
+            for c, chain in entries[node]:
+                old = keys[c]
+                if cf[c] > 0:
+                    new = (*map(get, chain), c)
+                    if new == old:
+                        continue
+                    if old is not None:
+                        del lst[bisect_left(lst, old)]
+                    insort(lst, new)
+                    keys[c] = new
+                elif old is not None:
                     del lst[bisect_left(lst, old)]
-                insort(lst, new)
-                keys[c] = new
-            elif old is not None:
-                del lst[bisect_left(lst, old)]
-                keys[c] = None
+                    keys[c] = None
+        dirty.clear()
 
     def _flush_keys(self) -> None:
-        """Re-key the nodes whose whole free GPUs changed since the index was last read."""
-        dirty = self._dirty_keys
-        for node in dirty:
-            self._refresh_keys(node)
-        dirty.clear()
+        """Bring every index list up to date."""
+        for lk, dirty in self._dirty.items():
+            if dirty:
+                self._flush_list(lk)
 
     def _node_changed(self, node: int, old_free: int) -> None:
         for w in self._watchers:
@@ -183,7 +205,8 @@ class ClusterState:
                 self.free_in_free_nodes += cap
             # every whole-GPU change moves the node's own count, so an unchanged node
             # count means no cell of the node changed: its keys stay as they are
-            self._dirty_keys.add(node)
+            for dirty in self._node_dirty[node]:
+                dirty.add(node)
         fgd = self._fgd
         if fgd is not None:
             partial: tuple[int, ...] = ()
@@ -503,7 +526,7 @@ class ClusterState:
 
     def best_cell(self, gpu_type: str, level: Level, n: int) -> tuple[int, ...] | None:
         """Key of the tightest cell at `level` of `gpu_type` with >= n whole free GPUs."""
-        lst = self.level_index.get((gpu_type, level))
+        lst = self.index_list(gpu_type, level)
         if not lst:
             return None
         i = bisect_left(lst, (n,))
@@ -515,12 +538,14 @@ class ClusterState:
         The index is brought up to date before each key is read, so a caller changing
         the state while iterating sees it as it is at each step.
         """
-        lst = self.level_index.get((gpu_type, level))
+        lk = (gpu_type, level)
+        lst = self.index_list(gpu_type, level)
         if not lst:
             return
+        dirty = self._dirty[lk]
         for i in range(bisect_left(lst, (n,)), len(lst)):
-            if self._dirty_keys:
-                self._flush_keys()
+            if dirty:
+                self._flush_list(lk)
             yield lst[i]
 
     def free_gpus_in(self, cell: int) -> list[int]:

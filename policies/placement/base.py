@@ -263,17 +263,17 @@ class BasePlacer:
                              disk: float) -> list[int] | None:
         """`_single_node` on a ClusterState: the same search over its index lists.
 
-        Nothing changes the state during the search, so the index is brought up to date
-        once and its lists are bisected directly.
+        Nothing changes the state during the search, so each index list is brought up to
+        date once and bisected directly.
         """
-        index = cluster.level_index
+        index_list = cluster.index_list
         cells = cluster.topo.cells
         check = host or avoid
         start = (n,)
         for step in self._search_plan(cluster, types, n):
             best: tuple[int, ...] | None = None
-            for tl in step:
-                lst = index.get(tl)
+            for t, lv in step:
+                lst = index_list(t, lv)
                 if not lst:
                     continue
                 for i in range(bisect_left(lst, start), len(lst)):
