@@ -159,13 +159,17 @@ class BasePlacer:
 
     def place(self, job: JobSpec, cluster: ClusterView) -> Placement:
         """GPU indices for the whole gang (sorted), or Unschedulable (Placer protocol)."""
-        types = candidate_types(job, cluster)
+        if isinstance(cluster, ClusterState):
+            types, tiers = self._type_plan(job, cluster)
+        else:
+            types = candidate_types(job, cluster)
+            tiers = speed_tiers(job, types)
         early = reject_early(job, cluster, types)
         if early is not None:
             return early
         milli = job_milli(job)
         got = None
-        for tier in speed_tiers(job, types):  # the fastest types that can hold it
+        for tier in tiers:  # the fastest types that can hold it
             if milli < MILLI:
                 got = self._place_fraction(job, cluster, tier, milli)
             elif job.num_tasks == 1:
@@ -236,13 +240,26 @@ class BasePlacer:
                 return take_gpus(cluster, best[-1], n)
         return None
 
+    def _type_plan(self, job: JobSpec, cluster: ClusterState
+                   ) -> tuple[list[str], list[list[str]]]:
+        """`candidate_types` and `speed_tiers` of the job, memoised per type and speeds."""
+        if self._plans_layout is not cluster.layout:
+            self._plans = {}
+            self._plans_layout = cluster.layout
+        key = ("types", job.gpu_type, job.gpu_speeds)
+        got = self._plans.get(key)
+        if got is None:
+            types = candidate_types(job, cluster)
+            got = self._plans[key] = (types, speed_tiers(job, types))
+        return got
+
     def _search_plan(self, cluster: ClusterState, types: list[str], n: int
                      ) -> tuple[tuple[tuple[str, Level], ...], ...]:
         """The (type, level) index lists `_single_node` reads, level by level (memoised)."""
         if self._plans_layout is not cluster.layout:
             self._plans = {}
             self._plans_layout = cluster.layout
-        key = (*types, n)
+        key = (n, *types)
         plan = self._plans.get(key)
         if plan is None:
             steps = []
@@ -255,7 +272,7 @@ class BasePlacer:
             plan = self._plans[key] = tuple(steps)
         return plan
 
-    _plans: dict[tuple[Any, ...], tuple[tuple[tuple[str, Level], ...], ...]]
+    _plans: dict[tuple[Any, ...], Any]  # memoised search plans (`_search_plan`, `_type_plan`)
     _plans_layout: Any = None  # the layout the memoised plans are of (set on first use)
 
     def _single_node_indexed(self, cluster: ClusterState, types: list[str], n: int,
