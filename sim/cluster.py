@@ -85,6 +85,9 @@ class ClusterState:
             t: [[] for _ in range(max_gpn + 1)] for t in topo.gpu_types
         }
         self.partial: dict[str, list[tuple[int, int]]] = {t: [] for t in topo.gpu_types}
+        # per node: the buckets of its GPU type (a node without GPUs never moves in them)
+        self._node_bucket: list[list[list[int]]] = [
+            self.node_buckets.get(n.gpu_type, []) for n in topo.nodes]
         self._keys: list[tuple[int, ...] | None] = [None] * len(cells)
         # per index list: the nodes whose cells in it have stale keys, re-keyed when that
         # list is next read; so a node changed several times between two placements is
@@ -188,17 +191,18 @@ class ClusterState:
                 self._flush_list(lk)
 
     def _node_changed(self, node: int, old_free: int) -> None:
-        for w in self._watchers:
-            w.add(node)
+        if self._watchers:
+            for w in self._watchers:
+                w.add(node)
         topo = self.topo
         spec = topo.nodes[node]
         new_free = self.cell_free[spec.cell]
+        cap = spec.num_gpus
         if new_free != old_free:
-            bucket = self.node_buckets[spec.gpu_type]
+            bucket = self._node_bucket[node]
             old_b = bucket[old_free]
             del old_b[bisect_left(old_b, node)]
             insort(bucket[new_free], node)
-            cap = spec.num_gpus
             if old_free == cap:
                 self.free_in_free_nodes -= cap
             if new_free == cap:
@@ -219,7 +223,7 @@ class ClusterState:
                 v = 0.0
             else:
                 memo = self._fgd_memo
-                key = (spec.num_gpus, new_free, partial)
+                key = (cap, new_free, partial)
                 got = memo.get(key) if memo is not None else None
                 v = fgd(*key) if got is None else got
             self.fgd_sum += v - self._node_fgd[node]

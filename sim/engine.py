@@ -81,6 +81,10 @@ __all__ = ["ENGINE_PARAMS", "TIMELINE_COLUMNS", "Run", "Simulation"]
 
 _NO_HOST = (0.0, 0.0, 0.0)
 _GPU_LEVEL = int(Level.GPU)  # the lowest common level of a single GPU
+# decision kinds as tuples (an `A | B` union would be built again on every isinstance)
+_STARTS = (Start, Resume)
+_STOPS = (Preempt, Suspend)
+_MOVES = (Migrate, Resize)
 GC_THRESHOLDS = (50_000, 50, 1000)
 """Collector thresholds during the engine loop (Python's defaults: 700, 10, 10)."""
 
@@ -108,9 +112,9 @@ class Run(RunState):
         if idx is None:
             raise InvalidDecision(f"{type(d).__name__}: unknown job {d.job_id!r}")
         job = self.jobs[idx]
-        if isinstance(d, Start | Resume):
+        if isinstance(d, _STARTS):
             self._start(job, tuple(d.gpus), type(d).__name__, d.share, d.node)
-        elif isinstance(d, Preempt | Suspend):
+        elif isinstance(d, _STOPS):
             self._need(job, RUNNING, d)
             job.preemptions += 1
             if isinstance(d, Suspend):
@@ -120,7 +124,7 @@ class Run(RunState):
             else:
                 self._stop(job, False, EventKind.PREEMPT, d.reason)
             self.stopped(job)
-        elif isinstance(d, Migrate | Resize):
+        elif isinstance(d, _MOVES):
             self._need(job, RUNNING, d)
             s = job.spec
             if isinstance(d, Resize) and s.min_gpus is None and s.max_gpus is None:
