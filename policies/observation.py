@@ -238,6 +238,8 @@ class Observer:
                     hist[min(n_free, _HIST - 1)] += len(nodes)
         out: list[float] = [1.0, free / total]
         out.extend(h / self._gpu_nodes for h in hist)
+        if self._levels:  # the index lists held below are read as they are: update them
+            getattr(c, "level_index", None)
         for i, groups in enumerate(self._levels):
             whole = 0
             for lst, size, mixed in groups:

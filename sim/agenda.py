@@ -69,10 +69,15 @@ class Agenda:
     def peek(self) -> float:
         """Time of the next live entry (inf when none), dropping stale ones in front."""
         heap = self.heap
-        while heap and self.stale(heap[0]):
-            heapq.heappop(heap)
-            self._dead = max(0, self._dead - 1)
-        return heap[0][0] if heap else math.inf
+        jobs = self._jobs
+        while heap:
+            head = heap[0]
+            if head[2] in VERSIONED and jobs[head[3]].version != head[4]:  # stale
+                heapq.heappop(heap)
+                self._dead = max(0, self._dead - 1)
+            else:
+                return head[0]
+        return math.inf
 
     def step(self, until: float) -> Entry | None:
         """Pop the next entry due at or before `until` (stale ones included), or None."""

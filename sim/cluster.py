@@ -7,10 +7,12 @@ counts of the touched cells and their ancestors, and the indexes placers query:
 * `level_index[(gpu_type, level)]`: sorted keys of cells with at least one whole free
   GPU, key = (free of the cell, free of each ancestor up to its node, cell id), so the
   first key >= (n,) is the tightest cell that fits n GPUs, ties broken by the fullest
-  switch, socket, node. It is re-keyed lazily: a change marks its node (only when the
-  node's whole free GPUs moved: otherwise no key of it changed) and the marked nodes are
-  re-keyed when the index is next read, so a node allocated and released several times
-  between two placements (finishes, what-ifs on the twin) is re-keyed once;
+  switch, socket, node. It is re-keyed lazily, list by list: a change marks its node in
+  each list holding cells of it (only when the node's whole free GPUs moved: otherwise no
+  key of it changed) and a list re-keys its marked nodes when it is next read
+  (`index_list`), so a node allocated and released several times between two placements
+  (finishes, what-ifs on the twin) is re-keyed once, and a list no placement reads (the
+  sockets' and nodes' of 8-GPU machines under single-GPU jobs) waits;
 * `node_buckets[gpu_type][k]`: sorted node indices with exactly k whole free GPUs;
 * `partial[gpu_type]`: sorted (free milli, gpu) of GPUs that are shared but not full.
 
@@ -42,6 +44,7 @@ from topologies.tree import Topology
 __all__ = ["MILLI", "ClusterState", "job_milli"]
 
 _DOWN = -2  # holder id of the GPUs of a failed node
+_Entry = tuple[int, tuple[int, ...]]  # an indexed cell and the cells whose counts key it
 _LOG_LIMIT = 20_000  # live changes kept for the scratch twin before it is dropped instead
 
 
@@ -83,20 +86,32 @@ class ClusterState:
             t: [[] for _ in range(max_gpn + 1)] for t in topo.gpu_types
         }
         self.partial: dict[str, list[tuple[int, int]]] = {t: [] for t in topo.gpu_types}
+        # per node: the buckets of its GPU type (a node without GPUs never moves in them)
+        self._node_bucket: list[list[list[int]]] = [
+            self.node_buckets.get(n.gpu_type, []) for n in topo.nodes]
         self._keys: list[tuple[int, ...] | None] = [None] * len(cells)
-        # nodes whose cells' keys are stale: re-keyed when the index is next read, so a
-        # node changed several times between two placements is re-keyed once
-        self._dirty_keys: set[int] = set()
-        # per node: (cell, chain of cells whose free counts form its key, its index list)
-        self._entries: list[tuple[tuple[int, tuple[int, ...], list], ...]] = []
+        # per index list: the nodes whose cells in it have stale keys, re-keyed when that
+        # list is next read; so a node changed several times between two placements is
+        # re-keyed once, and only in the lists placements read
+        self._dirty: dict[tuple[str, Level], set[int]] = {}
+        # per index list and node: (cell, chain of cells whose free counts form its key)
+        self._list_entries: dict[tuple[str, Level], dict[int, list[_Entry]]] = {}
+        self._node_dirty: list[tuple[set[int], ...]] = []  # per node: its lists' dirty sets
         for n in topo.nodes:
             if n.num_gpus:
                 self.node_buckets[n.gpu_type][n.num_gpus].append(n.index)
-            self._entries.append(tuple(
-                (c, lay.chain[c], self._level_index.setdefault((n.gpu_type, cells[c].level), []))
-                for c in lay.indexed[n.index]
-            ))
-            self._refresh_keys(n.index)
+            lists: list[tuple[str, Level]] = []
+            for c in lay.indexed[n.index]:
+                lk = (n.gpu_type, cells[c].level)
+                self._level_index.setdefault(lk, [])
+                self._list_entries.setdefault(lk, {}).setdefault(n.index, []).append(
+                    (c, lay.chain[c]))
+                if lk not in lists:
+                    lists.append(lk)
+            self._node_dirty.append(tuple(self._dirty.setdefault(lk, set()) for lk in lists))
+            for lk in lists:
+                self._dirty[lk].add(n.index)
+        self._flush_keys()
         # aggregates
         self.total_gpus = topo.num_gpus
         self.healthy_gpus = topo.num_gpus
@@ -105,6 +120,9 @@ class ClusterState:
         self.busy_milli = 0
         self.free_in_free_nodes = sum(n.num_gpus for n in topo.nodes)
         self._fgd = fgd
+        # the metric's own memo, read without a call when it has one (FgdMetric)
+        self._fgd_memo: dict[tuple[int, int, tuple[int, ...]], float] | None = getattr(
+            fgd, "memo", None)
         self._node_fgd: list[float] = [0.0] * len(topo.nodes)
         self.fgd_sum = 0.0
         if fgd is not None:
@@ -131,64 +149,84 @@ class ClusterState:
     @property
     def level_index(self) -> dict[tuple[str, Level], list[tuple[int, ...]]]:
         """The tightest-cell index (see the module doc), brought up to date."""
-        if self._dirty_keys:
-            self._flush_keys()
+        self._flush_keys()
         return self._level_index
+
+    def index_list(self, gpu_type: str, level: Level) -> list[tuple[int, ...]] | None:
+        """One list of `level_index` (None when the type has no such cells), up to date."""
+        lk = (gpu_type, level)
+        if self._dirty.get(lk):
+            self._flush_list(lk)
+        return self._level_index.get(lk)
 
     # --- index maintenance ---
 
-    def _refresh_keys(self, node: int) -> None:
-        """Re-key the indexed cells of one node whose free counts changed."""
+    def _flush_list(self, lk: tuple[str, Level]) -> None:
+        """Re-key the cells of one index list on the nodes changed since it was read."""
+        dirty = self._dirty[lk]
+        entries = self._list_entries[lk]
+        lst = self._level_index[lk]
         cf = self.cell_free
         get = cf.__getitem__
         keys = self._keys
-        for c, chain, lst in self._entries[node]:
-            old = keys[c]
-            if cf[c] > 0:
-                new = (*map(get, chain), c)
-                if new == old:
-                    continue
-                if old is not None:
-                    del lst[bisect_left(lst, old)]
-                insort(lst, new)
-                keys[c] = new
-            elif old is not None:
-                del lst[bisect_left(lst, old)]
-                keys[c] = None
-
-    def _flush_keys(self) -> None:
-        """Re-key the nodes whose whole free GPUs changed since the index was last read."""
-        dirty = self._dirty_keys
         for node in dirty:
-            self._refresh_keys(node)
+            for c, chain in entries[node]:
+                old = keys[c]
+                if cf[c] > 0:
+                    new = (*map(get, chain), c)
+                    if new == old:
+                        continue
+                    if old is not None:
+                        del lst[bisect_left(lst, old)]
+                    insort(lst, new)
+                    keys[c] = new
+                elif old is not None:
+                    del lst[bisect_left(lst, old)]
+                    keys[c] = None
         dirty.clear()
 
+    def _flush_keys(self) -> None:
+        """Bring every index list up to date."""
+        for lk, dirty in self._dirty.items():
+            if dirty:
+                self._flush_list(lk)
+
     def _node_changed(self, node: int, old_free: int) -> None:
-        for w in self._watchers:
-            w.add(node)
+        if self._watchers:
+            for w in self._watchers:
+                w.add(node)
         topo = self.topo
         spec = topo.nodes[node]
         new_free = self.cell_free[spec.cell]
+        cap = spec.num_gpus
         if new_free != old_free:
-            bucket = self.node_buckets[spec.gpu_type]
+            bucket = self._node_bucket[node]
             old_b = bucket[old_free]
             del old_b[bisect_left(old_b, node)]
             insort(bucket[new_free], node)
-            if old_free == spec.num_gpus:
-                self.free_in_free_nodes -= spec.num_gpus
-            if new_free == spec.num_gpus:
-                self.free_in_free_nodes += spec.num_gpus
+            if old_free == cap:
+                self.free_in_free_nodes -= cap
+            if new_free == cap:
+                self.free_in_free_nodes += cap
             # every whole-GPU change moves the node's own count, so an unchanged node
             # count means no cell of the node changed: its keys stay as they are
-            self._dirty_keys.add(node)
-        if self._fgd is not None:
+            for dirty in self._node_dirty[node]:
+                dirty.add(node)
+        fgd = self._fgd
+        if fgd is not None:
             partial: tuple[int, ...] = ()
             if self._node_partial[node]:
                 cell = topo.cells[spec.cell]
                 gf = self.gpu_free
                 partial = tuple(gf[g] for g in range(cell.gpu_lo, cell.gpu_hi)
                                 if 0 < gf[g] < MILLI)
-            v = self._fgd(spec.num_gpus, new_free, partial) if self.node_up[node] else 0.0
+            if not self.node_up[node]:
+                v = 0.0
+            else:
+                memo = self._fgd_memo
+                key = (cap, new_free, partial)
+                got = memo.get(key) if memo is not None else None
+                v = fgd(*key) if got is None else got
             self.fgd_sum += v - self._node_fgd[node]
             self._node_fgd[node] = v
 
@@ -212,32 +250,43 @@ class ClusterState:
         proportion to the job's GPUs on each; `check_host` validates them beforehand.
         """
         gpus = tuple(gpus)
-        if len(set(gpus)) != len(gpus):
+        if len(gpus) > 1 and len(set(gpus)) != len(gpus):
             raise InvalidDecision(f"job index {job}: a GPU is listed twice in {gpus}")
+        gf = self.gpu_free
+        up = self.node_up
+        gnode = self.topo.gpu_node
+        total = self.total_gpus
         for g in gpus:
-            if not 0 <= g < self.total_gpus:
-                raise InvalidDecision(f"GPU {g} does not exist (0..{self.total_gpus - 1})")
-            if self.gpu_free[g] < milli:
+            if not 0 <= g < total:
+                raise InvalidDecision(f"GPU {g} does not exist (0..{total - 1})")
+            if gf[g] < milli:
                 raise InvalidDecision(
                     f"GPU {g} ({self.topo.cells[self.topo.gpu_cells[g]].name}) has "
-                    f"{self.gpu_free[g] / MILLI:g} free, job needs {milli / MILLI:g}"
+                    f"{gf[g] / MILLI:g} free, job needs {milli / MILLI:g}"
                 )
-            if not self.node_up[self.topo.gpu_node[g]]:
+            if not up[gnode[g]]:
                 raise InvalidDecision(f"GPU {g} is on a failed node")
         self._apply(job, gpus, -milli, cpus, mem, disk)
-        self._changed("release", (job, gpus, milli, cpus, mem, disk),
-                      ("allocate", (job, gpus, milli, cpus, mem, disk)))
+        if self._undo is None and self._twin is None:
+            self.version += 1  # nobody to log the change for (`_changed`)
+        else:
+            self._changed("release", (job, gpus, milli, cpus, mem, disk),
+                          ("allocate", (job, gpus, milli, cpus, mem, disk)))
 
     def release(self, job: int, gpus: Iterable[int], milli: int, cpus: float = 0.0,
                 mem: float = 0.0, disk: float = 0.0) -> None:
         """Give back what `allocate` took for `job`."""
         gpus = tuple(gpus)
+        holders = self.gpu_holders
         for g in gpus:
-            if self.gpu_holders[g].get(job, 0) < milli:
+            if holders[g].get(job, 0) < milli:
                 raise InvalidDecision(f"job index {job} releases GPU {g} it does not hold")
         self._apply(job, gpus, milli, -cpus, -mem, -disk)
-        self._changed("allocate", (job, gpus, milli, cpus, mem, disk),
-                      ("release", (job, gpus, milli, cpus, mem, disk)))
+        if self._undo is None and self._twin is None:
+            self.version += 1  # nobody to log the change for (`_changed`)
+        else:
+            self._changed("allocate", (job, gpus, milli, cpus, mem, disk),
+                          ("release", (job, gpus, milli, cpus, mem, disk)))
 
     def check_host(self, gpus: tuple[int, ...], cpus: float, mem: float, disk: float,
                    what: str = "job") -> None:
@@ -352,16 +401,20 @@ class ClusterState:
         all_holders = self.gpu_holders
         gtype = self._gpu_type
         by_type = self.free_by_type
-        touched: dict[int, int] = {}
-        per_node: dict[int, int] = {}
+        first = -1  # the first node touched and its whole free GPUs before
+        first_free = 0
+        more: dict[int, int] | None = None  # the others (a job spread over nodes)
         whole = 0  # change of free_whole
         for g in gpus:
             n = gnode[g]
-            if n in per_node:
-                per_node[n] += 1
-            else:
-                touched[n] = cf[node_cell[n]]
-                per_node[n] = 1
+            if n != first:
+                if first < 0:
+                    first = n
+                    first_free = cf[node_cell[n]]
+                elif more is None:
+                    more = {n: cf[node_cell[n]]}
+                elif n not in more:
+                    more[n] = cf[node_cell[n]]
             old = gf[g]
             new = old + delta
             gf[g] = new
@@ -382,6 +435,10 @@ class ClusterState:
         self.free_whole += whole
         self.busy_milli -= delta * len(gpus)
         if gpus and (cpus or mem or disk):
+            per_node: dict[int, int] = {}
+            for g in gpus:
+                n = gnode[g]
+                per_node[n] = per_node.get(n, 0) + 1
             share = 1.0 / len(gpus)
             for n, k in per_node.items():
                 self.node_cpu_free[n] -= cpus * share * k
@@ -389,8 +446,11 @@ class ClusterState:
                 self.node_disk_free[n] -= disk * share * k
             if self._host_dirty is not None:
                 self._host_dirty.update(per_node)
-        for n, old_free in touched.items():
-            self._node_changed(n, old_free)
+        if first >= 0:
+            self._node_changed(first, first_free)
+        if more is not None:
+            for n, old_free in more.items():
+                self._node_changed(n, old_free)
 
     # --- health ---
 
@@ -508,7 +568,7 @@ class ClusterState:
 
     def best_cell(self, gpu_type: str, level: Level, n: int) -> tuple[int, ...] | None:
         """Key of the tightest cell at `level` of `gpu_type` with >= n whole free GPUs."""
-        lst = self.level_index.get((gpu_type, level))
+        lst = self.index_list(gpu_type, level)
         if not lst:
             return None
         i = bisect_left(lst, (n,))
@@ -520,12 +580,14 @@ class ClusterState:
         The index is brought up to date before each key is read, so a caller changing
         the state while iterating sees it as it is at each step.
         """
-        lst = self.level_index.get((gpu_type, level))
+        lk = (gpu_type, level)
+        lst = self.index_list(gpu_type, level)
         if not lst:
             return
+        dirty = self._dirty[lk]
         for i in range(bisect_left(lst, (n,)), len(lst)):
-            if self._dirty_keys:
-                self._flush_keys()
+            if dirty:
+                self._flush_list(lk)
             yield lst[i]
 
     def free_gpus_in(self, cell: int) -> list[int]:

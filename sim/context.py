@@ -144,28 +144,32 @@ class SchedContext:
         request or when an identical request already failed since the cluster last
         changed; so asking for every pending job on every pass stays cheap.
         """
-        spec = _spec(job, num_gpus)
+        if num_gpus is None and type(job) is JobState and not job.fit_gpus:
+            spec = job.spec  # the common case of `_spec`
+        else:
+            spec = _spec(job, num_gpus)
         c = self._cluster
+        failed = self._failed
         if self._failed_at != c.version:  # the cluster changed: forget earlier answers
-            self._failed.clear()
+            failed.clear()
             self._failed_at = c.version
         n = spec.num_gpus
         if n > c.free_whole and spec.gpu_share >= 1.0:  # whole GPUs, too few free
             t = spec.gpu_type
-            no = self._failed.get((n, t))
+            no = failed.get((n, t))
             if no is not None:
                 return no
             if n <= (self.topology.gpu_types.get(t, 0) if t else c.total_gpus):
-                no = self._failed[(n, t)] = Unschedulable(
+                no = failed[(n, t)] = Unschedulable(
                     f"needs {n} GPUs, {c.free_whole} are free now", True)
                 return no
-        key = request_class(spec)
-        no = self._failed.get(key)
-        if no is not None:
-            return no
+        if failed:  # else no request failed in this state: nothing to look up
+            no = failed.get(request_class(spec))
+            if no is not None:
+                return no
         got = self._placer.place(spec, c)
         if isinstance(got, Unschedulable):
-            self._failed[key] = got
+            failed[request_class(spec)] = got
         return got
 
     @contextmanager

@@ -16,9 +16,12 @@ awaits: it has nobody to answer.
 
 SimPy stays the clock: the loop is one SimPy process that yields one timeout per
 instant (not per event: every event due at an instant is applied from the agenda's own
-heap), which costs about 1.5 us an instant against some 25-35 us of engine work per event
-(cluster indexes, placement, recording; `benchmarks/bench_scale.py` measures both), so
-replacing it would gain little and lose the SimPy environment extensions build on.
+heap), which costs about 1.5 us an instant against some 15-25 us of engine work per
+event under fifo (50-75 us a job that arrives, starts and finishes: placement, the
+cluster's indexes, the lifecycle, recording; `benchmarks/bench_scale.py` measures both).
+Setting the clock directly instead of yielding a timeout when SimPy holds nothing else
+was tried and saved nothing measurable, so SimPy keeps the clock and the environment
+extensions build on.
 
 `events_processed` counts every engine event: each arrival, each live agenda entry
 applied (completion, failure, retry, timer, tick, node failure or repair, lifetime), each
@@ -52,7 +55,7 @@ from sim.agenda import Due
 from sim.context import SchedContext
 from sim.engine_params import ENGINE_PARAMS, split_params
 from sim.errors import InvalidDecision, InvalidParameter
-from sim.jobstate import PENDING, RUNNING, JobState, transition
+from sim.jobstate import PENDING, RUNNING, JobState
 from sim.lifecycle import RunState
 from sim.model import (
     MILLI,
@@ -61,6 +64,7 @@ from sim.model import (
     EventKind,
     JobSpec,
     JobStatus,
+    Level,
     Migrate,
     Preempt,
     Reject,
@@ -84,6 +88,11 @@ from traces.base import Trace
 __all__ = ["ENGINE_PARAMS", "TIMELINE_COLUMNS", "Run", "Simulation"]
 
 _NO_HOST = (0.0, 0.0, 0.0)
+_GPU_LEVEL = int(Level.GPU)  # the lowest common level of a single GPU
+# decision kinds as tuples (an `A | B` union would be built again on every isinstance)
+_STARTS = (Start, Resume)
+_STOPS = (Preempt, Suspend)
+_MOVES = (Migrate, Resize)
 GC_THRESHOLDS = (50_000, 50, 1000)
 """Collector thresholds during the engine loop (Python's defaults: 700, 10, 10)."""
 
@@ -112,9 +121,9 @@ class Run(RunState):
         if idx is None:
             raise InvalidDecision(f"{type(d).__name__}: unknown job {d.job_id!r}")
         job = self.jobs[idx]
-        if isinstance(d, Start | Resume):
+        if isinstance(d, _STARTS):
             self._start(job, tuple(d.gpus), type(d).__name__, d.share, d.node, d.tasks)
-        elif isinstance(d, Preempt | Suspend):
+        elif isinstance(d, _STOPS):
             self._need(job, RUNNING, d)
             job.preemptions += 1
             if isinstance(d, Suspend):
@@ -124,7 +133,7 @@ class Run(RunState):
             else:
                 self._stop(job, False, EventKind.PREEMPT, d.reason)
             self.stopped(job)
-        elif isinstance(d, Migrate | Resize):
+        elif isinstance(d, _MOVES):
             self._need(job, RUNNING, d)
             s = job.spec
             if job.tasks:
@@ -215,9 +224,11 @@ class Run(RunState):
                node: int = -1, tasks: tuple[TaskPlacement, ...] = ()) -> None:
         if job.status != PENDING:
             raise InvalidDecision(f"{what} {job.job_id!r}: job is {job.status}, must be pending")
-        self._check_gpus(job, gpus, what)
         s = job.spec
-        now = self.env.now
+        if (len(gpus) != s.num_gpus or s.gpu_type or s.min_gpus is not None
+                or s.max_gpus is not None):  # else nothing to check
+            self._check_gpus(job, gpus, what)
+        now = self.env._now
         if share and not gpus:
             raise InvalidDecision(f"{what} {job.job_id!r}: share={share} needs GPUs")
         if share and node >= 0:
@@ -234,7 +245,7 @@ class Run(RunState):
             job.milli = milli
         self.dequeue(job)
         job.gpus = gpus
-        transition(job, RUNNING)
+        job.status = RUNNING  # pending -> running (checked above)
         job.held_since = now
         self.running[job.idx] = job
         if share:
@@ -256,8 +267,10 @@ class Run(RunState):
             job.started_before = True
             if job.tasks:
                 job.locality_level = int(roles_level(self.topo, gpus, job.tasks)[0])
-            elif gpus:
+            elif len(gpus) > 1:
                 job.locality_level = int(self.topo.lowest_common_level(gpus))
+            elif gpus:
+                job.locality_level = _GPU_LEVEL
             self.record(job, EventKind.START, note)
             if s.max_lifetime:
                 self.agenda.schedule(now + s.max_lifetime, Due.LIFETIME, job.idx, -1)
@@ -394,8 +407,10 @@ class Run(RunState):
 
     def _schedule_failure(self, job: JobState) -> None:
         s = job.spec
-        t = s.fail_at if s.fail_at is not None else math.inf
         rate = self.engine_params["failure_rate"]
+        if s.fail_at is None and rate <= 0:
+            return  # the common case: no failure to schedule
+        t = s.fail_at if s.fail_at is not None else math.inf
         if rate > 0:
             t = min(t, float(self.fail_rng.exponential(3600.0 / rate)))
         if t < math.inf:
@@ -488,34 +503,42 @@ class Run(RunState):
         """The SimPy process driving the run."""
         env = self.env
         policy = self.sim.policy
+        ctx = self.ctx
         jobs = self.jobs
         n = len(jobs)
+        agenda = self.agenda
+        step, on_entry, arrive, apply = agenda.step, self.on_entry, self.arrive, self.apply
         stuck = False
         while self.open_jobs > 0:
-            t = self._next_time()
+            t = agenda.peek()  # the next instant (`_next_time`)
+            na = self.next_arrival
+            if na < n:
+                t = min(t, jobs[na].spec.submit_time)
             if stuck or t == math.inf:  # nothing can change any more
                 if not settle(self):
                     break
                 t = env.now  # some jobs were rejected: the rest may start now
             elif self.until is not None and t > self.until:
                 break
-            if t > env.now:
-                yield env.timeout(t - env.now)
+            if t > env._now:
+                yield env.timeout(t - env._now)
                 env.land(t)  # now + (t - now) can miss t by an ulp
-            while self.next_arrival < n and jobs[self.next_arrival].spec.submit_time <= t:
-                self.arrive(jobs[self.next_arrival])
-                self.next_arrival += 1
-            while (entry := self.agenda.step(t)) is not None:
-                self.on_entry(entry)
+            na = self.next_arrival
+            while na < n and jobs[na].spec.submit_time <= t:
+                arrive(jobs[na])
+                na += 1
+                self.next_arrival = na
+            while (entry := step(t)) is not None:
+                on_entry(entry)
             if self.side_jobs:  # non-gang tasks of jobs with roles (sim.roles)
                 self._end_side()
             before = self.decisions
-            for d in policy.schedule(self.ctx):
+            for d in policy.schedule(ctx):
                 if isinstance(d, Await):  # hand control to the driver (`advance`)
                     self.paused = env.event()
                     yield self.paused
                     continue
-                self.apply(d)
+                apply(d)
             if self.futile:
                 self.fail_futile()
             if self.side_jobs:

@@ -2,8 +2,10 @@
 
 Keys are (submit time, job index), so the order is the trace's arrival order. Request
 classes group jobs whose requests are identical: they fit or fail to fit together, so a
-backfilling pass tries only each class's head. Demand counts (milli-GPUs per request)
-let the timeline tell idle capacity that some waiting job could use.
+backfilling pass tries only each class's head; they are built on first use (a policy
+that never asks, such as strict fifo, never pays for them) and kept from then on. Demand
+counts (milli-GPUs per request) let the timeline tell idle capacity that some waiting job
+could use.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 from sortedcontainers import SortedList
 
 from sim.jobstate import PENDING, JobState, transition
-from sim.model import job_milli, request_class
+from sim.model import MILLI, job_milli, request_class
 
 QueueKey = tuple[float, int]
 
@@ -24,7 +26,9 @@ class PendingQueue:
 
     def __init__(self) -> None:
         self.keys: SortedList = SortedList()
-        self.classes: dict[tuple[Any, ...], SortedList] = {}
+        self._classes: dict[tuple[Any, ...], SortedList] | None = None  # built on first use
+        # until then, queued jobs per class, in the order `classes` would hold the classes
+        self._class_count: dict[tuple[Any, ...], int] = {}
         self.demand_count: dict[int, int] = {}
         self.version = 0  # grows on every change, so iterators know when to re-seek
         # per queued job: its key, request class and demand, computed once when it is added
@@ -36,33 +40,62 @@ class PendingQueue:
     def __bool__(self) -> bool:
         return bool(self.keys)
 
+    @property
+    def classes(self) -> dict[tuple[Any, ...], SortedList]:
+        """Queued keys by request class, each sorted (built on first use, then kept)."""
+        classes = self._classes
+        if classes is None:
+            # the classes in the order they were created (as if kept all along)
+            classes = self._classes = {ck: SortedList() for ck in self._class_count}
+            for key, ck, _ in self._held.values():
+                classes[ck].add(key)
+            self._class_count.clear()
+        return classes
+
     def add(self, job: JobState, now: float) -> None:
         """Queue a job (its status becomes pending, its wait starts now)."""
         transition(job, PENDING)
         self.version += 1
         job.queued_since = now
         s = job.spec
-        key = (s.submit_time, job.idx)
+        idx = job.idx
+        key = (s.submit_time, idx)
         self.keys.add(key)
         ck = request_class(s)
-        lst = self.classes.get(ck)
-        if lst is None:
-            lst = self.classes[ck] = SortedList()
-        lst.add(key)
-        d = s.num_gpus * job_milli(s) if s.num_gpus > 0 else 0
+        classes = self._classes
+        if classes is None:
+            count = self._class_count
+            count[ck] = count.get(ck, 0) + 1
+        else:
+            lst = classes.get(ck)
+            if lst is None:
+                lst = classes[ck] = SortedList()
+            lst.add(key)
+        n = s.num_gpus
+        d = n * (MILLI if s.gpu_share >= 1.0 else job_milli(s)) if n > 0 else 0
         if d:
             self.demand_count[d] = self.demand_count.get(d, 0) + 1
-        self._held[job.idx] = (key, ck, d)
+        self._held[idx] = (key, ck, d)
 
     def remove(self, job: JobState, now: float) -> None:
         """Take a job out, adding the time it waited to its queueing time."""
-        key, ck, d = self._held.pop(job.idx)
+        idx = job.idx
+        key, ck, d = self._held.pop(idx)
         self.keys.remove(key)
         self.version += 1
-        lst = self.classes[ck]
-        lst.remove(key)
-        if not lst:
-            del self.classes[ck]
+        classes = self._classes
+        if classes is None:
+            count = self._class_count
+            left = count[ck] - 1
+            if left:
+                count[ck] = left
+            else:
+                del count[ck]
+        else:
+            lst = classes[ck]
+            lst.remove(key)
+            if not lst:
+                del classes[ck]
         if d:
             left = self.demand_count[d] - 1
             if left:

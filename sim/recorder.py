@@ -53,16 +53,17 @@ class FgdMetric:
 
     def __init__(self, jobs: tuple[JobSpec, ...]) -> None:
         self._dist = size_distribution(jobs)
-        self._cache: dict[tuple[int, int, tuple[int, ...]], float] = {}
+        # (capacity, free whole, partial) -> value; callers may read it before calling
+        self.memo: dict[tuple[int, int, tuple[int, ...]], float] = {}
 
     def __call__(self, capacity: int, free_whole: int, partial: tuple[int, ...]) -> float:
         """Fragmentation of a node with this capacity, whole free GPUs and shared GPUs."""
         key = (capacity, free_whole, partial)
-        v = self._cache.get(key)
+        v = self.memo.get(key)
         if v is None:
             v = fgd_node(capacity, free_whole, partial, self._dist)
-            if len(self._cache) < 100_000:
-                self._cache[key] = v
+            if len(self.memo) < 100_000:
+                self.memo[key] = v
         return v
 
 
@@ -77,7 +78,8 @@ class Recorder:
         self._tl = array("d")  # flat: TIMELINE_COLUMNS values of each row in turn
         self.nodes: list[tuple[float, str, str, int]] = []  # rows of NODE_COLUMNS
         self._last: tuple[float, ...] | None = None
-        self._seen = (-1, -1, -1)  # cluster version, queue version, running at the last sample
+        # cluster version, queue version and running jobs at the last sample
+        self._cv = self._qv = self._running = -1
         self._cells: dict[tuple[int, ...], str] = {}
         self.keep_events = True
         self.timeline_mode = "full"
@@ -97,8 +99,10 @@ class Recorder:
         self.event_count += 1
         if self.keep_events:
             s = job.spec
-            self._events.extend((self._clock(), s.job_id, kind.value, s.num_gpus,
-                                 self.cells(job.gpus), detail))
+            gpus = job.gpus
+            cells = self._cells.get(gpus) if gpus else ""
+            self._events.extend((self._clock(), s.job_id, kind._value_, s.num_gpus,
+                                 self.cells(gpus) if cells is None else cells, detail))
 
     def node(self, name: str, kind: str) -> None:
         """One row of nodes.parquet (a failure or a repair) now."""
@@ -124,20 +128,24 @@ class Recorder:
 
     def sample(self, c: ClusterState, queue: PendingQueue, running: int) -> None:
         """Add a timeline row if the cluster or queue changed since the last one."""
-        seen = (c.version, queue.version, running)
-        if seen == self._seen:
+        cv = c.version
+        qv = queue.version
+        if cv == self._cv and qv == self._qv and running == self._running:
             return
-        self._seen = seen
+        self._cv = cv
+        self._qv = qv
+        self._running = running
         busy = c.busy_milli / MILLI
-        state = (busy, c.free_whole, c.free_in_free_nodes, len(queue), running,
-                 c.healthy_gpus, c.fgd_sum)
+        pending = len(queue.keys)
+        healthy = c.healthy_gpus
+        state = (busy, c.free_whole, c.free_in_free_nodes, pending, running, healthy,
+                 c.fgd_sum)
         if state == self._last:
             return
         self._last = state
         now = self._clock()
-        healthy = c.healthy_gpus
         row = (now, healthy, busy, busy / healthy if healthy else 0.0, c.fragmentation,
-               c.fragmentation_fgd, len(queue), running, queue.blocked_free(healthy - busy))
+               c.fragmentation_fgd, pending, running, queue.blocked_free(healthy - busy))
         tl = self._tl
         if tl and tl[-_TL] == now:
             tl[-_TL:] = array("d", row)

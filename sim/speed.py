@@ -183,12 +183,21 @@ class SpeedChain:
         self.factors: tuple[Any, ...] = tuple(builtin) + tuple(
             make_factor(name) for name in extra)
         self._run = run
+        # only the built-in factors: a job none of them slows down runs at 1 (`rate`)
+        self._builtin_only = not extra and tuple(map(type, self.factors)) == (
+            GpuTypeSpeed, LocalitySpeed, ElasticSpeed, ColocationSpeed)
 
     def rate(self, job: JobState) -> float:
         """The job's speed on its current GPUs (1 for a job that holds none)."""
         gpus = job.gpus
         if not gpus:
             return 1.0
+        # a job with roles may pay for an off-node `ps` even on one GPU (`LocalitySpeed`)
+        if self._builtin_only and job.group is None and not job.tasks:
+            s = job.spec
+            if (not s.gpu_speeds and len(gpus) == s.num_gpus
+                    and (len(gpus) == 1 or s.locality_sensitivity <= 0)):
+                return 1.0  # each built-in factor is 1: alone, own type, size, locality
         speed = 1.0
         run = self._run
         for f in self.factors:

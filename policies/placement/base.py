@@ -26,7 +26,9 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from typing import Any
 
+from sim.cluster import ClusterState
 from sim.interfaces import ClusterView
 from sim.model import (
     MILLI,
@@ -174,13 +176,17 @@ class BasePlacer:
         """
         if job.tasks and has_roles(job):
             return place_roles(job, cluster, self._one_node)
-        types = candidate_types(job, cluster)
+        if isinstance(cluster, ClusterState):
+            types, tiers = self._type_plan(job, cluster)
+        else:
+            types = candidate_types(job, cluster)
+            tiers = speed_tiers(job, types)
         early = reject_early(job, cluster, types)
         if early is not None:
             return early
         milli = job_milli(job)
         got = None
-        for tier in speed_tiers(job, types):  # the fastest types that can hold it
+        for tier in tiers:  # the fastest types that can hold it
             if milli < MILLI:
                 got = self._place_fraction(job, cluster, tier, milli)
             elif job.num_tasks == 1:
@@ -229,6 +235,9 @@ class BasePlacer:
                      avoid: frozenset[int]) -> list[int] | None:
         topo = cluster.topo
         cpus, mem, disk = self._host_need(job, n)
+        if isinstance(cluster, ClusterState):  # read its index directly (it stays still)
+            return self._single_node_indexed(cluster, types, n, avoid,
+                                             cpus > 0 or mem > 0 or disk > 0, cpus, mem, disk)
         for level in topo.levels:
             if level > Level.NODE or (level == Level.GPU and n > 1):
                 continue
@@ -244,6 +253,72 @@ class BasePlacer:
                         if best is None or key < best:
                             best = key
                         break
+            if best is not None:
+                return take_gpus(cluster, best[-1], n)
+        return None
+
+    def _type_plan(self, job: JobSpec, cluster: ClusterState
+                   ) -> tuple[list[str], list[list[str]]]:
+        """`candidate_types` and `speed_tiers` of the job, memoised per type and speeds."""
+        if self._plans_layout is not cluster.layout:
+            self._plans = {}
+            self._plans_layout = cluster.layout
+        key = ("types", job.gpu_type, job.gpu_speeds)
+        got = self._plans.get(key)
+        if got is None:
+            types = candidate_types(job, cluster)
+            got = self._plans[key] = (types, speed_tiers(job, types))
+        return got
+
+    def _search_plan(self, cluster: ClusterState, types: list[str], n: int
+                     ) -> tuple[tuple[tuple[str, Level], ...], ...]:
+        """The (type, level) index lists `_single_node` reads, level by level (memoised)."""
+        if self._plans_layout is not cluster.layout:
+            self._plans = {}
+            self._plans_layout = cluster.layout
+        key = (n, *types)
+        plan = self._plans.get(key)
+        if plan is None:
+            steps = []
+            for level in cluster.topo.levels:
+                if level > Level.NODE or (level == Level.GPU and n > 1):
+                    continue
+                steps.append(tuple(
+                    (t, lv) for t in types
+                    for lv in (cluster.gpu_parent_levels[t] if level == Level.GPU else (level,))))
+            plan = self._plans[key] = tuple(steps)
+        return plan
+
+    _plans: dict[tuple[Any, ...], Any]  # memoised search plans (`_search_plan`, `_type_plan`)
+    _plans_layout: Any = None  # the layout the memoised plans are of (set on first use)
+
+    def _single_node_indexed(self, cluster: ClusterState, types: list[str], n: int,
+                             avoid: frozenset[int], host: bool, cpus: float, mem: float,
+                             disk: float) -> list[int] | None:
+        """`_single_node` on a ClusterState: the same search over its index lists.
+
+        Nothing changes the state during the search, so each index list is brought up to
+        date once and bisected directly.
+        """
+        index_list = cluster.index_list
+        cells = cluster.topo.cells
+        check = host or avoid
+        start = (n,)
+        for step in self._search_plan(cluster, types, n):
+            best: tuple[int, ...] | None = None
+            for t, lv in step:
+                lst = index_list(t, lv)
+                if not lst:
+                    continue
+                for i in range(bisect_left(lst, start), len(lst)):
+                    key = lst[i]
+                    if check:
+                        node = cells[key[-1]].node
+                        if node in avoid or not cluster.node_fits_host(node, cpus, mem, disk):
+                            continue
+                    if best is None or key < best:
+                        best = key
+                    break
             if best is not None:
                 return take_gpus(cluster, best[-1], n)
         return None

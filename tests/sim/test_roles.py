@@ -295,3 +295,16 @@ def test_a_run_cut_short_counts_the_running_evaluator_gpu_time() -> None:
     r = Simulation(from_records([tf_job()]), dgx(), "fifo", seed=0).run(until=50)
     j = r.jobs.set_index("job_id")
     assert (j.status["tf"], j.gpu_seconds["tf"]) == ("unfinished", 10 * 50.0)
+
+
+def test_a_one_gpu_job_with_an_off_node_ps_pays_the_cross_node_factor() -> None:
+    # 1 ps (8 CPUs) + 1 worker of 1 GPU (4 CPUs) on nodes of 8 CPUs: the ps goes on
+    # node1. Alone the worker would run at full speed (one GPU: level gpu, factor 1);
+    # with the ps across nodes the level is the cluster (5.0): the 100 s job takes 500 s.
+    # (The engine's shortcut for a plain one-GPU job must not skip a job with roles.)
+    tasks = [{"role": "ps", "count": 1, "gpus": 0, "cpus": 8},
+             {"role": "worker", "count": 1, "gpus": 1, "cpus": 4}]
+    sim = Simulation(from_records([tf_job(tasks=tasks)]), dgx(cpus=8.0), "fifo", seed=0)
+    j = sim.run().jobs.set_index("job_id")
+    assert j.end_time["tf"] == pytest.approx(500.0, abs=1e-9)
+    assert j.locality_level["tf"] == "cluster"
