@@ -35,6 +35,9 @@ class Policy:
     ordering_param: ClassVar[str | None] = None
     """The parameter naming another policy that orders jobs inside this one (hived's
     `order`), so the conformance harness can run every composition."""
+    container_jobs: ClassVar[bool] = True
+    """Whether the policy runs container jobs' task runs (`sim.containers`) as ordinary
+    jobs; False: such a job is rejected at submission, naming the policy."""
     orders: ClassVar[bool] = True
     """Whether the policy can order the jobs of another policy's queues (a HiveD VC): it
     only starts, preempts, suspends or rejects jobs, at the places the context offers."""

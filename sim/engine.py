@@ -308,14 +308,14 @@ class Run(RunState):
 
     def _next_time(self) -> float:
         t = self.agenda.peek()
-        if self.next_arrival < len(self.jobs):
+        if self.next_arrival < self.num_trace:
             t = min(t, self.jobs[self.next_arrival].spec.submit_time)
         return t
 
     def _only_churn_left(self, before: int) -> bool:
         """Nothing runs or can arrive, every node is up and the pass started nothing."""
         return (not self.running and self.decisions == before
-                and self.next_arrival >= len(self.jobs)
+                and self.next_arrival >= self.num_trace
                 and not self.cluster.nodes_down
                 and not self.agenda.any_live(
                     lambda k: k not in (Due.NODE_FAIL, Due.NODE_REPAIR, Due.TICK)))
@@ -324,7 +324,7 @@ class Run(RunState):
         """Tick only while something can change (else the queue is stuck for good)."""
         if self.tick_armed or not (self.queue or self.running):
             return
-        if (self.running or self.decisions > before or self.next_arrival < len(self.jobs)
+        if (self.running or self.decisions > before or self.next_arrival < self.num_trace
                 or self.agenda.any_live(lambda k: k is not Due.TICK)):
             self.tick_armed = True
             self.agenda.schedule(self.env.now + period, Due.TICK)
@@ -336,7 +336,7 @@ class Run(RunState):
         has been woken `IDLE_PASS_LIMIT` times in a row with nothing running and started
         nothing (a timer loop that can never end the run).
         """
-        if self.running or self.decisions != before or self.next_arrival < len(self.jobs):
+        if self.running or self.decisions != before or self.next_arrival < self.num_trace:
             self.idle_passes = 0
             return False
         self.idle_passes += 1
@@ -347,7 +347,7 @@ class Run(RunState):
         env = self.env
         policy = self.sim.policy
         jobs = self.jobs
-        n = len(jobs)
+        n = self.num_trace
         stuck = False
         while self.open_jobs > 0:
             t = self._next_time()

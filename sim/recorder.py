@@ -92,12 +92,16 @@ class Recorder:
         self.timeline_mode = timeline
         self.timeline_interval = interval
 
-    def event(self, job: JobState, kind: EventKind, detail: str = "") -> None:
-        """One row of events.parquet for `job` now (only counted with events off)."""
+    def event(self, job: JobState, kind: EventKind, detail: str = "",
+              job_id: str | None = None) -> None:
+        """One row of events.parquet for `job` now (only counted with events off).
+
+        `job_id` names another job for the row (a container job's, for its task runs).
+        """
         self.event_count += 1
         if self.keep_events:
             s = job.spec
-            self._events.extend((self._clock(), s.job_id, kind.value, s.num_gpus,
+            self._events.extend((self._clock(), job_id or s.job_id, kind.value, s.num_gpus,
                                  self.cells(job.gpus), detail))
 
     def node(self, name: str, kind: str) -> None:

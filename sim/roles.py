@@ -4,7 +4,7 @@ Model layer: imports only `sim.model`. The trace schema (`traces.schema`) parses
 `tasks` column into `TaskRole`s; `role_totals` gives the job-level columns the roles
 imply (filled in or checked by validation); `not_simulated` is the one engine-facing
 gate: until the engine places roles, a job whose roles are not one gang of identical GPU
-tasks, and a container job, are rejected at submission with its reason.
+tasks is rejected at submission with its reason (container jobs run: `sim.containers`).
 """
 
 from __future__ import annotations
@@ -14,15 +14,12 @@ from dataclasses import dataclass, replace
 from sim.model import JobSpec, TaskRole
 
 __all__ = [
-    "CONTAINER_NOT_SIMULATED", "ROLES_NOT_SIMULATED", "RoleTotals", "is_plain_gang",
+    "ROLES_NOT_SIMULATED", "RoleTotals", "is_plain_gang",
     "not_simulated", "role_totals", "with_tasks",
 ]
 
 ROLES_NOT_SIMULATED = "task roles are not simulated yet (issue 16)"
 """Reject reason of a job whose roles are not one gang of identical GPU tasks."""
-
-CONTAINER_NOT_SIMULATED = "container jobs are not simulated yet (issue 16)"
-"""Reject reason of a container job (`completions` given)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,11 +76,9 @@ def not_simulated(spec: JobSpec) -> str:
     """Why the engine cannot run this job yet ('' when it can), for a Reject at submission.
 
     A job of one gang of identical GPU tasks runs as the existing gang (its job-level
-    columns are the roles' totals, as validation fills them in); other role mixes and
-    container jobs wait for the engine part of issue 16.
+    columns are the roles' totals, as validation fills them in); other role mixes wait
+    for the engine part of issue 16.
     """
-    if spec.completions is not None:
-        return CONTAINER_NOT_SIMULATED
     if not spec.tasks:
         return ""
     if not is_plain_gang(spec.tasks, spec.duration):

@@ -1,6 +1,7 @@
-"""Jobs of roles and container jobs at the engine (issue 16, first layer): one gang of
-identical GPU tasks runs as the existing gang; everything else is rejected at submission,
-in one place (`sim.roles.not_simulated`), with its reason, under every policy."""
+"""Jobs of roles at the engine (issue 16, first layer): one gang of identical GPU tasks
+runs as the existing gang; other role mixes are rejected at submission, in one place
+(`sim.roles.not_simulated`), with its reason, under every policy. Container jobs run
+(`sim.containers`, tests/sim/test_containers.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 from sim.engine import Simulation
 from sim.model import JobSpec, TaskRole
-from sim.roles import CONTAINER_NOT_SIMULATED, ROLES_NOT_SIMULATED, not_simulated, with_tasks
+from sim.roles import ROLES_NOT_SIMULATED, not_simulated, with_tasks
 from traces.synthetic import from_records
 
 TF = [{"role": "ps", "count": 2, "gpus": 0, "cpus": 2},
@@ -52,7 +53,7 @@ def test_identical_roles_make_one_gang(dgx2) -> None:
 
 
 @pytest.mark.parametrize("policy", ["fifo", "fifo-backfill", "drf", "gandiva", "sjf"])
-def test_roles_and_container_jobs_are_rejected_at_submission(dgx2, policy: str) -> None:
+def test_roles_are_rejected_at_submission_and_container_jobs_run(dgx2, policy: str) -> None:
     records = [
         {"job_id": "tf", "submit_time": 0, "num_gpus": 9, "duration": 100,
          "tasks": json.dumps(TF)},
@@ -66,14 +67,12 @@ def test_roles_and_container_jobs_are_rejected_at_submission(dgx2, policy: str) 
         {"job_id": "plain", "submit_time": 4, "num_gpus": 2, "duration": 10},
     ]
     j, ev = run(records, dgx2, policy)
-    assert dict(j.status) == {"tf": "rejected", "c": "rejected", "mixed": "rejected",
+    assert dict(j.status) == {"tf": "rejected", "c": "completed", "mixed": "rejected",
                               "own-duration": "rejected", "plain": "completed"}
     rejects = ev[ev.kind == "reject"]
     assert list(zip(rejects.time, rejects.job_id, rejects.detail, strict=True)) == [
-        (0.0, "tf", ROLES_NOT_SIMULATED), (1.0, "c", CONTAINER_NOT_SIMULATED),
-        (2.0, "mixed", ROLES_NOT_SIMULATED), (3.0, "own-duration", ROLES_NOT_SIMULATED)]
+        (0.0, "tf", ROLES_NOT_SIMULATED), (2.0, "mixed", ROLES_NOT_SIMULATED), (3.0, "own-duration", ROLES_NOT_SIMULATED)]
     assert ROLES_NOT_SIMULATED == "task roles are not simulated yet (issue 16)"
-    assert CONTAINER_NOT_SIMULATED == "container jobs are not simulated yet (issue 16)"
 
 
 def test_not_simulated_on_specs_built_in_code() -> None:
@@ -87,6 +86,6 @@ def test_not_simulated_on_specs_built_in_code() -> None:
     assert not_simulated(wrong).startswith(
         f"{ROLES_NOT_SIMULATED}: its num_gpus, gpus_per_task, num_cpus, mem_gb, disk_gb "
         "(6, 2, 8.0, 0.0, 0.0) are not its roles' totals (4, 2, 8.0, 0.0, 0.0)")
-    assert not_simulated(replace(base, completions=3)) == CONTAINER_NOT_SIMULATED
+    assert not_simulated(replace(base, completions=3)) == ""
     cpu_only = with_tasks(base, (TaskRole("ps", 1, 0, cpus=4.0),))
     assert not_simulated(cpu_only) == ROLES_NOT_SIMULATED

@@ -1,0 +1,210 @@
+"""Container jobs (Kubernetes Job semantics, `sim.containers`): exact, hand-computed runs.
+
+Every scenario gives the time of each task run's events, the job's end, status and
+totals; events of task runs carry the container job's id and `run=k` in the detail.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from sim.engine import Simulation
+from topologies.build import uniform_topology
+from traces.synthetic import from_records
+
+
+@pytest.fixture
+def four():
+    """One node of 4 GPUs."""
+    return uniform_topology(1, gpus_per_switch=4, name="four")
+
+
+@pytest.fixture
+def two():
+    """One node of 2 GPUs."""
+    return uniform_topology(1, sockets=1, switches_per_socket=1, gpus_per_switch=2, name="two")
+
+
+def container(**kw: Any) -> dict[str, Any]:
+    """The container job `c`: 1 GPU and 100 s per task run, 5 completions, 2 at once."""
+    return {"job_id": "c", "submit_time": 0, "num_gpus": 1, "duration": 100,
+            "completions": 5, "parallelism": 2, **kw}
+
+
+def simulate(records: list[dict[str, Any]], topo: Any, policy: str = "fifo",
+             **params: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
+    r = Simulation(from_records(records), topo, policy, seed=0, params=params).run()
+    return r.jobs.set_index("job_id"), r.events
+
+
+def runs(events: pd.DataFrame, job: str = "c") -> dict[int, list[tuple[str, float]]]:
+    """(kind, time) of each task run's events but submit, by run number."""
+    out: dict[int, list[tuple[str, float]]] = {}
+    ev = events[events.job_id == job]
+    for t, kind, detail in zip(ev.time, ev.kind, ev.detail, strict=True):
+        tag = [p for p in str(detail).split(";") if p.startswith("run=")]
+        if tag and kind != "submit":
+            out.setdefault(int(tag[0][4:]), []).append((kind, float(t)))
+    return out
+
+
+def row(jobs: pd.DataFrame, job: str = "c") -> tuple[Any, ...]:
+    j = jobs.loc[job]
+    return (j.status, float(j.start_time), float(j.end_time), float(j.jct),
+            float(j.queueing_delay), float(j.run_time), float(j.gpu_seconds), int(j.restarts),
+            float(j.lost_work))
+
+
+def test_never_replaces_the_failed_run_with_a_new_one(four) -> None:
+    # run 0 fails 30 s in; run 2 replaces it at once, from zero (its checkpoint at 20 is
+    # lost with it: lost_work 30); each success makes room for the next run
+    jobs, ev = simulate([container(fail_at=30, failed_runs=1, checkpoint_interval=20)], four)
+    assert runs(ev) == {
+        0: [("start", 0.0), ("fail", 30.0)],
+        1: [("start", 0.0), ("finish", 100.0)],
+        2: [("start", 30.0), ("finish", 130.0)],
+        3: [("start", 100.0), ("finish", 200.0)],
+        4: [("start", 130.0), ("finish", 230.0)],
+        5: [("start", 200.0), ("finish", 300.0)],
+    }
+    assert row(jobs) == ("completed", 0.0, 300.0, 300.0, 0.0, 530.0, 530.0, 1, 30.0)
+    assert float(jobs.gpu_time["c"]) == 500.0  # 5 completions x 100 s x 1 GPU
+    assert len(jobs) == 1  # one row per trace job
+    last = ev.iloc[-1]
+    assert (last.job_id, last.kind, last.time, last.detail) == ("c", "finish", 300.0, "")
+
+
+def test_on_failure_restarts_the_run_in_place(four) -> None:
+    # run 0 fails 30 s in and restarts on its own GPU from its checkpoint at 20 (lost 10):
+    # it finishes at 30 + 80 = 110; runs 2-4 follow the successes
+    jobs, ev = simulate([container(fail_at=30, failed_runs=1, checkpoint_interval=20,
+                                   restart_policy="OnFailure")], four)
+    assert runs(ev) == {
+        0: [("start", 0.0), ("fail", 30.0), ("resume", 30.0), ("finish", 110.0)],
+        1: [("start", 0.0), ("finish", 100.0)],
+        2: [("start", 100.0), ("finish", 200.0)],
+        3: [("start", 110.0), ("finish", 210.0)],
+        4: [("start", 200.0), ("finish", 300.0)],
+    }
+    assert row(jobs) == ("completed", 0.0, 300.0, 300.0, 0.0, 510.0, 510.0, 1, 10.0)
+    r0 = ev[ev.detail.astype(str).str.endswith("run=0")]
+    assert set(r0.cells[r0.kind.isin(["start", "fail", "resume"])]) == {"node0:1"}
+    assert list(r0.detail[r0.kind == "resume"]) == ["in place;run=0"]
+
+
+def test_on_failure_restart_waits_retry_delay_on_its_gpus(four) -> None:
+    # restarted in place after retry_delay 5, holding its GPU: 30 + 5 + 100 = 135
+    jobs, ev = simulate([container(fail_at=30, failed_runs=1, restart_policy="OnFailure",
+                                   completions=1)], four, retry_delay=5.0)
+    assert runs(ev) == {0: [("start", 0.0), ("fail", 30.0), ("resume", 30.0),
+                            ("finish", 135.0)]}
+    assert row(jobs) == ("completed", 0.0, 135.0, 135.0, 0.0, 135.0, 135.0, 1, 30.0)
+
+
+def test_active_deadline_from_first_start_kills_the_live_runs(four) -> None:
+    # b holds all 4 GPUs until 50, so c (submitted at 10) first starts at 50; 150 s later
+    # (at 200) runs 3 and 4 are killed and the job with them
+    records = [{"job_id": "b", "submit_time": 0, "num_gpus": 4, "duration": 50},
+               container(submit_time=10, fail_at=30, failed_runs=1, active_deadline=150)]
+    jobs, ev = simulate(records, four)
+    why = "DeadlineExceeded: active_deadline 150s since the first start"
+    assert runs(ev) == {
+        0: [("start", 50.0), ("fail", 80.0)],
+        1: [("start", 50.0), ("finish", 150.0)],
+        2: [("start", 80.0), ("finish", 180.0)],
+        3: [("start", 150.0), ("kill", 200.0)],
+        4: [("start", 180.0), ("kill", 200.0)],
+    }
+    assert row(jobs) == ("killed", 50.0, 200.0, 190.0, 40.0, 300.0, 300.0, 1, 30.0)
+    assert jobs.reason["c"] == why
+    assert float(jobs.response_time["c"]) == 40.0
+    kills = ev[(ev.job_id == "c") & (ev.kind == "kill")]
+    assert list(kills.detail) == [f"{why};run=3", f"{why};run=4", why]
+
+
+@pytest.mark.parametrize("policy", ["Never", "OnFailure"])
+def test_backoff_limit_exceeded_fails_the_job(four, policy: str) -> None:
+    # runs 0 and 1 both fail at 30: the second failure is more than backoff_limit 1.
+    # Never: run 0's replacement (run 2) was queued and is killed with the job;
+    # OnFailure: run 0 restarted in place and is killed with the job
+    jobs, ev = simulate([container(fail_at=30, failed_runs=3, backoff_limit=1,
+                                   restart_policy=policy)], four)
+    why = "BackoffLimitExceeded: 2 failed task runs, backoff_limit 1"
+    if policy == "Never":
+        assert runs(ev) == {0: [("start", 0.0), ("fail", 30.0)],
+                            1: [("start", 0.0), ("fail", 30.0)], 2: [("kill", 30.0)]}
+    else:
+        assert runs(ev) == {0: [("start", 0.0), ("fail", 30.0), ("resume", 30.0),
+                                ("kill", 30.0)],
+                            1: [("start", 0.0), ("fail", 30.0)]}
+    # both runs lose their 30 s (run 0 under OnFailure on its failure, none after)
+    assert row(jobs) == ("failed", 0.0, 30.0, 30.0, 0.0, 60.0, 60.0, 2, 60.0)
+    assert jobs.reason["c"] == why
+
+
+def test_parallelism_above_the_remaining_completions(four) -> None:
+    # completions 3, parallelism 5: only 3 runs at once; when run 0 fails at 30 its
+    # replacement is the only one needed after runs 1 and 2 succeed at 100
+    jobs, ev = simulate([container(completions=3, parallelism=5, fail_at=30,
+                                   failed_runs=1)], four)
+    assert runs(ev) == {
+        0: [("start", 0.0), ("fail", 30.0)],
+        1: [("start", 0.0), ("finish", 100.0)],
+        2: [("start", 0.0), ("finish", 100.0)],
+        3: [("start", 30.0), ("finish", 130.0)],
+    }
+    assert row(jobs) == ("completed", 0.0, 130.0, 130.0, 0.0, 330.0, 330.0, 1, 30.0)
+
+
+def test_a_preempted_task_run_is_requeued_neither_success_nor_failure(two) -> None:
+    # srtf suspends both runs (80 s left each) for s (10 s on both GPUs) at 20; they
+    # resume at 30 with restore_overhead 30 and their 80 s left: 140; run 2 140..240.
+    # The job waited 20..30 with no run holding GPUs
+    records = [container(completions=3), {"job_id": "s", "submit_time": 20,
+                                          "num_gpus": 2, "duration": 10}]
+    jobs, ev = simulate(records, two, "srtf")
+    assert runs(ev) == {
+        0: [("start", 0.0), ("suspend", 20.0), ("resume", 30.0), ("finish", 140.0)],
+        1: [("start", 0.0), ("suspend", 20.0), ("resume", 30.0), ("finish", 140.0)],
+        2: [("start", 140.0), ("finish", 240.0)],
+    }
+    assert row(jobs) == ("completed", 0.0, 240.0, 240.0, 10.0, 360.0, 360.0, 0, 0.0)
+    assert int(jobs.preemptions["c"]) == 2
+
+
+def test_a_container_job_waits_for_its_dependency(four) -> None:
+    # d depends on a (0..40): its runs start at 40, after x (3 GPUs, 1..11) went by
+    records = [{"job_id": "a", "submit_time": 0, "num_gpus": 1, "duration": 40},
+               container(job_id="d", submit_time=0, completions=2, depends_on="a"),
+               {"job_id": "x", "submit_time": 1, "num_gpus": 3, "duration": 10}]
+    jobs, ev = simulate(records, four)
+    assert runs(ev, "d") == {0: [("start", 40.0), ("finish", 140.0)],
+                             1: [("start", 40.0), ("finish", 140.0)]}
+    # time held for a dependency is not queueing
+    assert row(jobs, "d") == ("completed", 40.0, 140.0, 140.0, 0.0, 200.0, 200.0, 0, 0.0)
+    assert float(jobs.start_time["x"]) == 1.0
+
+
+def test_policy_without_container_support_rejects_with_its_reason(four) -> None:
+    from policies.fifo import FifoPolicy
+
+    class NoContainers(FifoPolicy):
+        name = "no-containers"
+        container_jobs = False
+
+    r = Simulation(from_records([container()]), four, NoContainers(), seed=0).run()
+    assert r.jobs.status.tolist() == ["rejected"]
+    assert r.jobs.reason[0] == ("policy 'no-containers' does not support container jobs "
+                                "(completions 5): its own per-job structures cannot take "
+                                "task runs")
+
+
+def test_unfinished_container_job_is_censored_with_its_runs_so_far(four) -> None:
+    r = Simulation(from_records([container()]), four, "fifo", seed=0).run(until=150)
+    j = r.jobs.set_index("job_id").loc["c"]
+    # runs 0, 1 done at 100; runs 2, 3 running 100..150
+    assert (j.status, j.censored, float(j.run_time), float(j.gpu_seconds)) == (
+        "unfinished", True, 300.0, 300.0)
