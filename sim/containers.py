@@ -110,7 +110,8 @@ class Containers:
     def begin(self, parent: JobState) -> None:
         """The job is submitted and free of dependencies: spawn its first task runs."""
         job = self.jobs[parent.idx] = _Job(parent)
-        transition(parent, RUNNING)  # active: its task runs are the sub-jobs in the queue
+        # pending (its task runs are the jobs queued, never itself) until a run starts
+        transition(parent, PENDING)
         job.wait_since = self.run.now
         self._fill(job)
 
@@ -207,6 +208,7 @@ class Containers:
     def _first_start(self, job: _Job, child: JobState) -> None:
         run = self.run
         p = job.parent
+        transition(p, RUNNING)
         p.first_start = run.now
         p.started_before = True
         p.locality_level = child.locality_level

@@ -20,14 +20,12 @@ FINAL = (COMPLETED, FAILED, KILLED, REJECTED, JobStatus.UNFINISHED)
 
 # the job state machine of the seeds: every other transition is an engine bug
 TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {
-    # waiting/held -> running: a container job becomes active (sim.containers: its task
-    # runs are the jobs queued); running -> rejected: a task run of it was rejected
-    WAITING: frozenset({HELD, PENDING, RUNNING, REJECTED, KILLED}),
-    HELD: frozenset({PENDING, RUNNING, KILLED}),
+    WAITING: frozenset({HELD, PENDING, REJECTED, KILLED}),
+    HELD: frozenset({PENDING, KILLED}),
     # pending -> failed: stopped by the policy once too often without progress
     # (`stop_retries`), failed at the end of that scheduling pass
     PENDING: frozenset({RUNNING, REJECTED, KILLED, FAILED}),
-    RUNNING: frozenset({PENDING, RETRYING, COMPLETED, FAILED, KILLED, REJECTED}),
+    RUNNING: frozenset({PENDING, RETRYING, COMPLETED, FAILED, KILLED}),
     RETRYING: frozenset({PENDING, KILLED}),
 }
 
