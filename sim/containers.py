@@ -46,6 +46,7 @@ from sim.jobstate import (
     transition,
 )
 from sim.model import EventKind, JobSpec, RestartPolicy, is_missing
+from sim.registry import POLICIES
 
 if TYPE_CHECKING:
     from sim.engine import Run
@@ -74,6 +75,12 @@ def run_fail_at(spec: JobSpec, k: int) -> float | None:
     return spec.fail_at if n is None or k < n else None
 
 
+def _walk(job: JobState, *steps: Any) -> None:
+    """Move a container job through the given statuses, each a legal transition."""
+    for status in steps:
+        transition(job, status)
+
+
 @dataclass(slots=True)
 class _Job:
     """Run state of one container job: its counters and live task runs."""
@@ -100,9 +107,16 @@ class Containers:
     def refuse(self, spec: JobSpec) -> str:
         """Why the run's policy cannot take this container job ('' when it can)."""
         pol = self.run.sim.policy
-        if getattr(pol, "container_jobs", True):
+        name = repr(pol.name)
+        ok = getattr(pol, "container_jobs", True)
+        param = getattr(pol, "ordering_param", None)
+        if ok and param:  # a policy ordering its queues by another (hived's `order`)
+            inner = pol.settings[param]
+            ok = getattr(POLICIES.get(inner), "container_jobs", True)
+            name = f"{inner!r} (the {param} of {pol.name!r})"
+        if ok:
             return ""
-        return (f"policy {pol.name!r} does not support container jobs (completions "
+        return (f"policy {name} does not support container jobs (completions "
                 f"{spec.completions}): its own per-job structures cannot take task runs")
 
     # --- the container job ---
@@ -110,8 +124,9 @@ class Containers:
     def begin(self, parent: JobState) -> None:
         """The job is submitted and free of dependencies: spawn its first task runs."""
         job = self.jobs[parent.idx] = _Job(parent)
-        # pending (its task runs are the jobs queued, never itself) until a run starts
-        transition(parent, PENDING)
+        # running while active, though it holds nothing itself: never queued and never
+        # among the running jobs, so policies that scan statuses for arrivals pass it by
+        _walk(parent, PENDING, RUNNING)
         job.wait_since = self.run.now
         self._fill(job)
 
@@ -208,7 +223,6 @@ class Containers:
     def _first_start(self, job: _Job, child: JobState) -> None:
         run = self.run
         p = job.parent
-        transition(p, RUNNING)
         p.first_start = run.now
         p.started_before = True
         p.locality_level = child.locality_level
@@ -248,8 +262,11 @@ class Containers:
             delay = run.engine_params["retry_delay"]
             child.attempt_start = now + delay
             run.progress.set_rate(child, resume_at=now + delay, reschedule=False)
+            mode = run.colocation.mode(child)  # a time-share or pack group stays as it is
+            note = f"{mode} N={len(run.colocation.members(child))};" if mode else ""
             self.record(child, EventKind.RESUME,
-                        "in place" + (f";restore={delay:g}" if delay else ""), notify=False)
+                        f"{note}in place" + (f";restore={delay:g}" if delay else ""),
+                        notify=False)
             run.progress.schedule_finish(child)
             run._schedule_failure(child)
             return lost * gpus
@@ -282,9 +299,12 @@ class Containers:
                           f"backoff_limit {s.backoff_limit}")
                 return
         elif child.status == REJECTED:
-            status = KILLED if job.parent.started_before else REJECTED
-            kind = EventKind.KILL if status == KILLED else EventKind.REJECT
-            self._end(job, status, kind, f"task run {k}: {child.reason}")
+            why = f"task run {k}: {child.reason}"
+            if job.parent.started_before:
+                self._end(job, KILLED, EventKind.KILL, why)
+            else:  # it never ran: rejected, by the legal way back through pending
+                _walk(job.parent, PENDING)
+                self._end(job, REJECTED, EventKind.REJECT, why)
             return
         if not job.holding and math.isnan(job.wait_since):
             job.wait_since = self.run.now
