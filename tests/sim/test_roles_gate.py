@@ -71,7 +71,10 @@ def test_roles_are_rejected_at_submission_and_container_jobs_run(dgx2, policy: s
                               "own-duration": "rejected", "plain": "completed"}
     rejects = ev[ev.kind == "reject"]
     assert list(zip(rejects.time, rejects.job_id, rejects.detail, strict=True)) == [
-        (0.0, "tf", ROLES_NOT_SIMULATED), (2.0, "mixed", ROLES_NOT_SIMULATED), (3.0, "own-duration", ROLES_NOT_SIMULATED)]
+        (0.0, "tf", ROLES_NOT_SIMULATED), (2.0, "mixed", ROLES_NOT_SIMULATED),
+        (3.0, "own-duration", ROLES_NOT_SIMULATED)]
+    # the container job's 5 task runs, 2 at once, 10 s each: 1..11, 11..21, 21..31
+    assert float(j.end_time["c"]) == 31.0
     assert ROLES_NOT_SIMULATED == "task roles are not simulated yet (issue 16)"
 
 
