@@ -10,9 +10,14 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from policies.conformance import check_invariants
 from sim.engine import Simulation
+from sim.model import JobSpec, RestartPolicy
 from topologies.build import uniform_topology
+from traces.base import Trace
 from traces.synthetic import from_records
 
 
@@ -208,3 +213,95 @@ def test_unfinished_container_job_is_censored_with_its_runs_so_far(four) -> None
     # runs 0, 1 done at 100; runs 2, 3 running 100..150
     assert (j.status, j.censored, float(j.run_time), float(j.gpu_seconds)) == (
         "unfinished", True, 300.0, 300.0)
+
+
+# --- invariants over random mixes of container jobs and gangs (hypothesis, bounded) ---
+
+POLICIES = ["fifo", "fifo-backfill", "sjf", "srtf", "drf", "gandiva", "tiresias-las",
+            "easy-backfill", "hived", "themis-ftf"]
+
+
+@st.composite
+def container_mix(draw: Any) -> tuple[Any, Trace, list[tuple[int, int, int]]]:
+    topo = uniform_topology(draw(st.integers(1, 3)), switches_per_socket=2,
+                            gpus_per_switch=draw(st.integers(1, 2)))
+    jobs = []
+    for i in range(draw(st.integers(1, 12))):
+        g = draw(st.integers(0, min(4, topo.num_gpus)))
+        t = float(draw(st.integers(0, 100)))
+        d = float(draw(st.integers(5, 150)))
+        ckpt = draw(st.sampled_from([None, 20.0]))
+        if draw(st.booleans()):
+            failing = draw(st.sampled_from([None, 1, 2, -1]))  # -1: every attempt
+            jobs.append(JobSpec(
+                f"c{i}", t, g, d, checkpoint_interval=ckpt,
+                completions=draw(st.integers(1, 5)), parallelism=draw(st.integers(1, 4)),
+                restart_policy=draw(st.sampled_from(list(RestartPolicy))),
+                backoff_limit=draw(st.integers(0, 3)),
+                active_deadline=draw(st.sampled_from([None, None, 120.0])),
+                fail_at=None if failing is None else float(draw(st.integers(3, 60))),
+                extra=(("failed_runs", failing),) if failing and failing > 0 else ()))
+        else:
+            jobs.append(JobSpec(f"p{i}", t, g, d, checkpoint_interval=ckpt,
+                                fail_at=draw(st.sampled_from([None, None, 30.0])),
+                                max_retries=draw(st.integers(0, 2))))
+    failures = draw(st.lists(st.tuples(st.integers(0, len(topo.nodes) - 1),
+                                       st.integers(0, 300), st.integers(1, 100)),
+                             max_size=2))
+    return topo, Trace("hyp-containers", tuple(jobs)), failures
+
+
+def _run_tag(detail: Any) -> int | None:
+    for part in str(detail).split(";"):
+        if part.startswith("run="):
+            return int(part[4:])
+    return None
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=container_mix(), policy=st.sampled_from(POLICIES))
+def test_container_invariants(case: Any, policy: str, tmp_path_factory: Any) -> None:
+    topo, trace, failures = case
+    f = tmp_path_factory.mktemp("fail") / "failures.csv"
+    f.write_text("node,fail_time,repair_time\n" + "".join(
+        f"{n},{t},{t + dt}\n" for n, t, dt in failures))
+    r = Simulation(trace, topo, policy, seed=0,
+                   params={"failures": str(f), "failure_rate": 2.0}).run()
+    # GPU time conserved, no over-commit, every task run holds its whole request
+    check_invariants(r, topo, trace)
+    assert sorted(r.jobs.job_id) == sorted(j.job_id for j in trace.jobs)
+    jobs = r.jobs.set_index("job_id")
+    for s in trace.jobs:
+        if s.completions is None:
+            continue
+        ev = r.events[r.events.job_id == s.job_id]
+        tags = [_run_tag(d) for d in ev.detail]
+        own = ev[[t is None for t in tags]]
+        status = jobs.status[s.job_id]
+        if status == "rejected" and not len(ev[[t is not None for t in tags]]):
+            continue
+        # the job's last own event is its end; no task run has an event after it
+        assert own.kind.iloc[0] == "submit"
+        end = float(jobs.end_time[s.job_id])
+        assert (ev.time <= end + 1e-9).all()
+        holding: set[int] = set()
+        most = 0
+        done = attempts_failed = 0
+        for kind, tag, detail in zip(ev.kind, tags, ev.detail, strict=True):
+            if tag is None:
+                continue
+            if kind in ("start", "resume"):
+                holding.add(tag)
+            elif kind in ("preempt", "suspend", "fail", "finish", "kill", "reject"):
+                holding.discard(tag)
+            most = max(most, len(holding))
+            done += kind == "finish"
+            attempts_failed += kind == "fail" and str(detail).startswith("attempt failed")
+        assert most <= min(s.parallelism, s.completions)
+        if status == "completed":
+            assert done == s.completions
+            assert attempts_failed <= s.backoff_limit
+        elif str(jobs.reason[s.job_id]).startswith("BackoffLimitExceeded"):
+            assert attempts_failed == s.backoff_limit + 1
+            assert done < s.completions
+        assert float(jobs.gpu_seconds[s.job_id]) >= 0.0
