@@ -16,7 +16,9 @@ live at once, and never more than the completions still needed.
   starts, the job is killed with its live runs (`DeadlineExceeded`).
 - A preemption, suspension or node failure requeues a run (neither success nor
   failure); a run rejected by the policy, or left unschedulable when the run settles,
-  rejects the job (`killed` once some run had started).
+  rejects the job (`killed` once some run had started). A policy's Reject ends the job
+  at the same instant but after the policy's pass, so its other decisions of the pass
+  (about the job's other runs) stay valid.
 - `fail_at` applies to every attempt of every run, as for any job; the pass-through
   column `failed_runs` (k) narrows it to runs 0..k-1, each failing once.
 
@@ -94,6 +96,7 @@ class _Job:
     holding: set[int] = field(default_factory=set)  # task runs holding resources
     wait_since: float = math.nan  # when the job last had no run holding resources
     ending: bool = False
+    doom: str = ""  # a run was rejected within the policy's pass: why the job ends after it
 
 
 class Containers:
@@ -164,6 +167,9 @@ class Containers:
         if job is None or job.ending:
             return
         self.run.events_processed += 1
+        if job.doom:
+            self._reject(job, job.doom)
+            return
         s = parent.spec
         ad, ml = s.active_deadline, s.max_lifetime
         if ad is not None and (ml is None or ad <= ml):
@@ -282,7 +288,7 @@ class Containers:
         job, k = self.owner[child.idx]
         del job.live[child.idx]
         job.holding.discard(child.idx)
-        if job.ending:
+        if job.ending or job.doom:
             return
         s = job.parent.spec
         assert s.completions is not None
@@ -300,15 +306,23 @@ class Containers:
                 return
         elif child.status == REJECTED:
             why = f"task run {k}: {child.reason}"
-            if job.parent.started_before:
-                self._end(job, KILLED, EventKind.KILL, why)
-            else:  # it never ran: rejected, by the legal way back through pending
-                _walk(job.parent, PENDING)
-                self._end(job, REJECTED, EventKind.REJECT, why)
+            if self.run.in_pass:  # the policy may still decide on its other runs: end
+                job.doom = why  # the job at this instant, after the pass (as a lifetime)
+                self.run.agenda.schedule(self.run.now, Due.LIFETIME, job.parent.idx, -1)
+            else:
+                self._reject(job, why)
             return
         if not job.holding and math.isnan(job.wait_since):
             job.wait_since = self.run.now
         self._fill(job)
+
+    def _reject(self, job: _Job, why: str) -> None:
+        """A task run was rejected: the job ends, `rejected` if no run ever started."""
+        if job.parent.started_before:
+            self._end(job, KILLED, EventKind.KILL, why)
+        else:  # it never ran: rejected, by the legal way back through pending
+            _walk(job.parent, PENDING)
+            self._end(job, REJECTED, EventKind.REJECT, why)
 
     # --- results ---
 

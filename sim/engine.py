@@ -366,12 +366,14 @@ class Run(RunState):
             while (entry := self.agenda.step(t)) is not None:
                 self.on_entry(entry)
             before = self.decisions
+            self.in_pass = True
             for d in policy.schedule(self.ctx):
                 if isinstance(d, Await):  # hand control to the driver (`advance`)
                     self.paused = env.event()
                     yield self.paused
                     continue
                 self.apply(d)
+            self.in_pass = False
             if self.futile:
                 self.fail_futile()
             stuck = self._idle_for_good(before)

@@ -105,6 +105,7 @@ class RunState:
         self.next_arrival = 0
         self.events_processed = 0
         self.open_jobs = len(self.jobs)
+        self.in_pass = False  # the policy's scheduling pass is under way
         self.futile: dict[int, str] = {}  # job index -> why: stopped once too often this pass
         self._empty: ClusterState | None = None
         self._infeasible_cache: dict[tuple[Any, ...], str] = {}

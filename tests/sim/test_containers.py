@@ -305,3 +305,27 @@ def test_container_invariants(case: Any, policy: str, tmp_path_factory: Any) -> 
             assert attempts_failed == s.backoff_limit + 1
             assert done < s.completions
         assert float(jobs.gpu_seconds[s.job_id]) >= 0.0
+
+
+def test_runs_rejected_in_one_pass_end_the_job_after_the_pass(four) -> None:
+    # the policy rejects both pending runs in one pass: the job is rejected at once, after
+    # the pass (the second Reject is still valid), naming the first rejected run
+    from policies.base import Policy
+    from sim.model import Reject
+
+    class NoRuns(Policy):
+        name = "no-runs"
+
+        def schedule(self, ctx: Any) -> Any:
+            for job in list(ctx.pending()):
+                yield Reject(job.job_id, "no task runs here")
+
+    r = Simulation(from_records([container()]), four, NoRuns(), seed=0).run()
+    j = r.jobs.set_index("job_id").loc["c"]
+    assert (j.status, float(j.end_time), j.reason) == (
+        "rejected", 0.0, "task run 0: no task runs here")
+    ev = r.events
+    assert list(zip(ev.kind, ev.detail, strict=True)) == [
+        ("submit", ""), ("submit", "run=0"), ("submit", "run=1"),
+        ("reject", "no task runs here;run=0"), ("reject", "no task runs here;run=1"),
+        ("reject", "task run 0: no task runs here")]
