@@ -150,6 +150,38 @@ def test_backoff_limit_exceeded_fails_the_job(four, policy: str) -> None:
     assert jobs.reason["c"] == why
 
 
+@pytest.mark.parametrize("policy", ["Never", "OnFailure"])
+def test_fail_at_without_failed_runs_fails_every_attempt(four, policy: str) -> None:
+    # as for any job, every attempt fails 30 s in: the third failure passes backoff 2
+    jobs, ev = simulate([container(completions=2, parallelism=1, fail_at=30,
+                                   backoff_limit=2, restart_policy=policy)], four)
+    if policy == "Never":
+        assert runs(ev) == {0: [("start", 0.0), ("fail", 30.0)],
+                            1: [("start", 30.0), ("fail", 60.0)],
+                            2: [("start", 60.0), ("fail", 90.0)]}
+    else:
+        assert runs(ev) == {0: [("start", 0.0), ("fail", 30.0), ("resume", 30.0),
+                                ("fail", 60.0), ("resume", 60.0), ("fail", 90.0)]}
+    assert row(jobs) == ("failed", 0.0, 90.0, 90.0, 0.0, 90.0, 90.0, 3, 90.0)
+
+
+def test_a_node_failure_requeues_the_runs_without_counting_a_failure(
+        four, tmp_path: Any) -> None:
+    # the node fails at 50 and is back at 80: both runs are requeued (same run numbers,
+    # no backoff used), wait 50..80 and run again from zero: 80..180
+    f = tmp_path / "failures.csv"
+    f.write_text("node,fail_time,repair_time\nnode0,50,80\n")
+    jobs, ev = simulate([container(completions=2, backoff_limit=0)], four,
+                        failures=str(f))
+    assert runs(ev) == {
+        0: [("start", 0.0), ("fail", 50.0), ("retry", 50.0), ("resume", 80.0),
+            ("finish", 180.0)],
+        1: [("start", 0.0), ("fail", 50.0), ("retry", 50.0), ("resume", 80.0),
+            ("finish", 180.0)],
+    }
+    assert row(jobs) == ("completed", 0.0, 180.0, 180.0, 30.0, 300.0, 300.0, 2, 100.0)
+
+
 def test_parallelism_above_the_remaining_completions(four) -> None:
     # completions 3, parallelism 5: only 3 runs at once; when run 0 fails at 30 its
     # replacement is the only one needed after runs 1 and 2 succeed at 100
