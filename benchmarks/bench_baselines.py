@@ -22,10 +22,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+from bench_common import run_child, text_table
 
 SHARED = Path(os.environ.get("SCHEDLAB_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 PHILLY = SHARED / "traces" / "philly" / "philly_jobs_pollux.csv"
@@ -90,28 +91,6 @@ def openb_fill(label: str) -> dict:
     return fgd_run(label, 42, "gpu")
 
 
-def run_child(args: list[str], timeout: float) -> dict | None:
-    """Run this script on one case in a subprocess; its JSON row, or None on timeout."""
-    cmd = [sys.executable, __file__, "--inproc", *args]
-    try:
-        out = subprocess.run(cmd, check=True, capture_output=True, text=True,
-                             timeout=timeout).stdout
-    except subprocess.TimeoutExpired:
-        return None
-    return json.loads(out.strip().splitlines()[-1])
-
-
-def table(rows: list[dict]) -> str:
-    """Rows as an aligned text table."""
-    if not rows:
-        return ""
-    keys = list(rows[0])
-    width = {k: max(len(k), *(len(str(r.get(k, ""))) for r in rows)) for k in keys}
-    lines = ["  ".join(k.rjust(width[k]) for k in keys)]
-    lines += ["  ".join(str(r.get(k, "")).rjust(width[k]) for k in keys) for r in rows]
-    return "\n".join(lines)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trace", action="append", choices=("default", "philly"))
@@ -137,18 +116,18 @@ def main() -> None:
     rows = []
     for trace in traces:
         for p in policies:
-            row = run_child(["--trace", trace, "--policy", p, "--philly-topology",
+            row = run_child(__file__, ["--trace", trace, "--policy", p, "--philly-topology",
                              args.philly_topology], args.timeout)
             rows.append(row or {"trace": trace, "policy": p, "wall_s": f">{args.timeout:g}"})
             print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
-    print(table(rows))
+    print(text_table(rows))
     fills = []
     if not args.skip_openb and (OPENB / "openb_pod_list_default.csv").exists():
         for label in ("fgd", "pack", "consolidated"):
-            row = run_child(["--fill", label], args.timeout)
+            row = run_child(__file__, ["--fill", label], args.timeout)
             fills.append(row or {"placement": label, "wall_s": f">{args.timeout:g}"})
         print()
-        print(table(fills))
+        print(text_table(fills))
     if args.json:
         Path(args.json).write_text(json.dumps({"runs": rows, "openb_fill": fills},
                                               indent=2) + "\n")

@@ -22,11 +22,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from bench_common import print_rows, run_child
 
 SHARED = Path(os.environ.get("SCHEDLAB_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 PHILLY = SHARED / "traces" / "philly" / "philly_jobs_pollux.csv"
@@ -153,22 +154,18 @@ def main() -> None:
         return
     rows = []
     for r in runs:
-        cmd = [sys.executable, __file__, "--inproc", "--run", r, "--topology", args.topology]
+        cmd = ["--run", r, "--topology", args.topology]
         if args.max_jobs is not None:
             cmd += ["--max-jobs", str(args.max_jobs)]
-        out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-        rows.append(json.loads(out.strip().splitlines()[-1]))
+        row = run_child(__file__, cmd)
+        assert row is not None  # no timeout given
+        rows.append(row)
         print(json.dumps(rows[-1]), file=sys.stderr)
     base = next((r for r in rows if r["run"] == "fifo"), None)
     for r in rows:
         for k in ("jct_mean", "qd_mean"):
             r[k + "_vs_fifo"] = (round(r[k] / base[k], 3) if base and base[k] else None)
-    keys = list(rows[0])
-    print("  ".join(keys))
-    for r in rows:
-        print("  ".join(str(r[k]) for k in keys))
-    if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
+    print_rows(rows, args.json)
 
 
 if __name__ == "__main__":

@@ -37,10 +37,11 @@ import json
 import math
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+from bench_common import markdown_table, run_child
 
 SHARED = Path(os.environ.get("SCHEDLAB_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 OPENB = SHARED / "traces" / "alibaba-gpu-v2023"
@@ -188,17 +189,6 @@ def one(label: str, seed: int, nodes: str) -> dict:
     return row
 
 
-def run_child(label: str, seed: int, nodes: str, timeout: float) -> dict | None:
-    """One run in a subprocess; its JSON row, or None on timeout."""
-    cmd = [sys.executable, __file__, "--inproc", label, str(seed), nodes]
-    try:
-        out = subprocess.run(cmd, check=True, capture_output=True, text=True,
-                             timeout=timeout).stdout
-    except subprocess.TimeoutExpired:
-        return None
-    return json.loads(out.strip().splitlines()[-1])
-
-
 def summarise(rows: list[dict]) -> list[dict]:
     """Per placement: mean +- std (and min..max) over the seeds, beside the published."""
     out = []
@@ -223,16 +213,6 @@ def summarise(rows: list[dict]) -> list[dict]:
     return out
 
 
-def table(rows: list[dict]) -> str:
-    """Rows as a Markdown table."""
-    if not rows:
-        return ""
-    keys = list(rows[0])
-    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
-    lines += ["| " + " | ".join(str(r.get(k, "")) for k in keys) + " |" for r in rows]
-    return "\n".join(lines)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=5, help="seeds 42, 43, ... (theirs: 10)")
@@ -252,10 +232,10 @@ def main() -> None:
     rows = []
     for label in args.placement or list(PLACEMENTS):
         for seed in range(42, 42 + args.seeds):
-            row = run_child(label, seed, args.nodes, args.timeout)
+            row = run_child(__file__, [label, str(seed), args.nodes], args.timeout)
             rows.append(row or {"placement": label, "seed": seed, "wall_s": ">timeout"})
             print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
-    print(table(summarise(rows)))
+    print(markdown_table(summarise(rows)))
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
 

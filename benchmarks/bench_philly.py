@@ -15,10 +15,11 @@ import argparse
 import json
 import os
 import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+from bench_common import print_rows, run_child
 
 SHARED = Path(os.environ.get("SCHEDLAB_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 PHILLY = SHARED / "traces" / "philly" / "philly_jobs_pollux.csv"
@@ -74,17 +75,13 @@ def main() -> None:
         return
     rows = []
     for p in policies:
-        cmd = [sys.executable, __file__, "--inproc", "--policy", p]
+        cmd = ["--policy", p]
         if args.placer:
             cmd += ["--placer", args.placer]
-        out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-        rows.append(json.loads(out.strip().splitlines()[-1]))
-    keys = list(rows[0])
-    print("  ".join(keys))
-    for r in rows:
-        print("  ".join(str(r[k]) for k in keys))
-    if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
+        row = run_child(__file__, cmd)
+        assert row is not None  # no timeout given
+        rows.append(row)
+    print_rows(rows, args.json)
 
 
 if __name__ == "__main__":

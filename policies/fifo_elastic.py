@@ -10,6 +10,10 @@ Rules (documented in `schedlab policies`):
    `resize_interval` seconds, and only when the shrinks can free enough for the head.
 3. When nothing is pending, running elastic jobs below their maximum grow, oldest first,
    into free GPUs (the engine may move them to a tighter set of GPUs while doing so).
+4. A job with `target_util` scales on utilization instead (`policies.elastic`): it starts
+   at most at `num_gpus`, steps out one task at a time while its utilization
+   min(1, gpu_util x num_gpus / n) is above target and nothing is pending, at most once
+   per its `scale_interval`, before rule 3's grows; rule 2 shrinks it at once.
 Every resize pays the engine's checkpoint/restore pause (`restore_overhead`); the speed on
 k GPUs follows the engine's `elastic_scaling` model. PyTorch-style elastic jobs of the
 seeds (min/max replicas) map onto `min_gpus`/`max_gpus`.
@@ -21,7 +25,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from policies.base import Policy
-from policies.elastic import ElasticRules, bounds, is_elastic
+from policies.elastic import ElasticRules, bounds, is_elastic, start_cap
 from sim.jobstate import JobState
 from sim.model import Decision, Start, Unschedulable
 from sim.params import Param, as_float
@@ -35,7 +39,7 @@ def start_elastic(ctx: SchedContext, job: JobState) -> Start | None:
     if not is_elastic(job) or not job.spec.num_gpus:
         got = ctx.place(job)
         return None if isinstance(got, Unschedulable) else Start(job.job_id, got)
-    lo, hi = bounds(job)
+    lo, hi = bounds(job)[0], start_cap(job)
     for k in range(min(hi, max(lo, ctx.cluster.free_whole)), lo - 1, -1):
         got = ctx.place(job, num_gpus=k)
         if not isinstance(got, Unschedulable):
@@ -58,6 +62,10 @@ class FifoElasticPolicy(Policy):
         """Per-run memory of when each job was last resized."""
         self.rules = ElasticRules(self.p["resize_interval"])
 
+    def notify(self, ctx: SchedContext, job: JobState, kind: str) -> None:
+        """Arm the scale-out timer of a utilization-driven job."""
+        self.rules.util.notice(ctx, job, kind)
+
     def schedule(self, ctx: SchedContext) -> Iterator[Decision]:
         """Start in order; shrink for a blocked head; grow into idle GPUs."""
         head: JobState | None = None
@@ -79,4 +87,5 @@ class FifoElasticPolicy(Policy):
                 if start is not None:
                     yield start
         elif ctx.pending_count == 0:
+            yield from self.rules.util.scale_out(ctx)
             yield from self.rules.grow(ctx)

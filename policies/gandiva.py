@@ -30,7 +30,11 @@ Introspective mode, every `introspection_interval` while there is something to i
   time-slicing's (1 - switch_cost / time_slice). With the trace's static utilizations a
   pair that beats time-slicing when formed keeps doing so, so pairs are never unpacked;
 * grow-shrink: elastic jobs grow into idle GPUs when nobody waits and shrink back (to
-  num_gpus, then min_gpus) when jobs queue; each resize pays a checkpoint/restore.
+  num_gpus, then min_gpus) when jobs queue; each resize pays a checkpoint/restore. Jobs
+  with `target_util` grow by utilization instead (`policies.elastic`): one task per
+  `scale_interval` while min(1, gpu_util x num_gpus / n) is above target and nobody
+  waits, on their own timers (not the introspection rounds); they shrink in the rounds
+  like the others, whatever `resize_interval` says.
 `gandiva` with `introspective=false` is the reactive-only variant.
 """
 
@@ -138,6 +142,7 @@ class GandivaPolicy(Policy):
             self._remember(ctx, job)
             if is_elastic(job):
                 self.elastic_running.add(idx)
+        self.elastic.util.notice(ctx, job, kind)
 
     def _nodes_of(self, ctx: SchedContext, gpus: tuple[int, ...]) -> dict[int, int]:
         out: dict[int, int] = {}
@@ -369,6 +374,8 @@ class GandivaPolicy(Policy):
                 yield d
             if changed:  # room made by shrinks and moves goes to waiting jobs at once
                 yield from self._place_waiting(ctx)
+        if self.p["grow_shrink"] and not ctx.pending_count:
+            yield from self.elastic.util.scale_out(ctx)
         if self.next_round is None and self._improvable(ctx):
             self.next_round = ctx.now + self.p["introspection_interval"]
             ctx.wake_at(self.next_round)
@@ -409,7 +416,8 @@ class GandivaPolicy(Policy):
             jobs = [ctx.job_at(i) for i in sorted(self.elastic_running)]
             if ctx.pending_count:
                 return any(len(j.gpus) > bounds(j)[0] for j in jobs)
-            return bool(free) and any(len(j.gpus) < bounds(j)[1] for j in jobs)
+            return bool(free) and any(len(j.gpus) < bounds(j)[1] and j.spec.target_util is None
+                                      for j in jobs)
         return False
 
     def _cost(self, job: JobState) -> float:

@@ -94,6 +94,8 @@ class JobSpec:
     max_lifetime: float | None = None
     min_gpus: int | None = None
     max_gpus: int | None = None
+    target_util: float | None = None  # scale on utilization toward this (None: not driven)
+    scale_interval: float = 60.0  # s at least from a start or resize to a scale-out
     depends_on: tuple[str, ...] = ()
     locality_sensitivity: float = 1.0
     gpu_speeds: tuple[tuple[str, float], ...] = ()

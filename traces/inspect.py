@@ -82,6 +82,8 @@ class TraceStats:
     role_jobs: int = 0  # jobs with a `tasks` column (issue 16)
     role_kinds: tuple[tuple[str, int], ...] = ()  # role name -> jobs that have it
     container_jobs: int = 0  # jobs with `completions` (Kubernetes Job semantics)
+    elastic_jobs: int = 0  # jobs with a min_gpus/max_gpus range
+    util_scaled_jobs: int = 0  # elastic jobs with `target_util` (scale on utilization)
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data (JSON-ready)."""
@@ -162,6 +164,8 @@ def trace_stats(trace: Trace, topology: Topology | None = None) -> TraceStats:
         role_jobs=sum(1 for j in jobs if j.tasks),
         role_kinds=tuple(sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))),
         container_jobs=sum(1 for j in jobs if j.completions is not None),
+        elastic_jobs=sum(1 for j in jobs if j.min_gpus is not None or j.max_gpus is not None),
+        util_scaled_jobs=sum(1 for j in jobs if j.target_util is not None),
     )
 
 
@@ -209,6 +213,9 @@ def format_stats(stats: TraceStats) -> str:
         lines.append(f"task roles: {s.role_jobs} jobs" + (f" (jobs per role: {kinds})"
                                                            if kinds else "")
                      + f"; container jobs: {s.container_jobs}")
+    if s.elastic_jobs:
+        lines.append(f"elastic jobs: {s.elastic_jobs} ({s.util_scaled_jobs} scale on "
+                     "utilization: target_util)")
     if s.topology is not None:
         if s.offered_load is None:
             lines.append(f"offered load on {s.topology} ({s.topology_gpus} GPUs): - (all jobs "

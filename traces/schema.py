@@ -35,9 +35,10 @@ OPTIONAL_COLUMNS: tuple[str, ...] = (
     "max_gpus", "depends_on", "locality_sensitivity", "gpu_speeds", "gpu_share",
     "gpu_util", "gpu_mem_gb", "max_wait_hours", "deadline", "lazy_preemption", "disk_gb",
     "tasks", "completions", "parallelism", "active_deadline", "restart_policy",
-    "backoff_limit",
+    "backoff_limit", "target_util", "scale_interval",
 )
-"""Optional columns of SPEC sec. 2, in their documented order."""
+"""Optional columns of SPEC sec. 2, in their documented order, then the project's own
+(`target_util`, `scale_interval`: utilization-driven elastic jobs)."""
 
 CANONICAL_COLUMNS: tuple[str, ...] = REQUIRED_COLUMNS + OPTIONAL_COLUMNS
 """Every column with a meaning; any other column is passed through as `JobSpec.extra`."""
@@ -47,8 +48,8 @@ MAX_INT = float(2**53)
 
 MAX_SECONDS = 1e12
 """Largest time in seconds (~31,700 years): submit_time, duration, checkpoint_interval,
-fail_at, max_lifetime, deadline, active_deadline. A larger finite value is an input error
-(a unit mix-up, a sentinel like 1e300), not a job."""
+fail_at, max_lifetime, deadline, active_deadline, scale_interval. A larger finite value
+is an input error (a unit mix-up, a sentinel like 1e300), not a job."""
 
 MAX_HOURS = 1e8
 """Largest time in hours (~11,400 years): max_wait_hours."""
@@ -149,6 +150,10 @@ NUM_COLS: dict[str, NumCol] = {
         _count("parallelism", 1, 1),
         _seconds("active_deadline", positive=True),
         _count("backoff_limit", 6),
+        NumCol("target_util", False, None, "a number in (0, 1]", lo=0.0, lo_open=True,
+               hi=1.0),
+        NumCol("scale_interval", False, 60.0, _SECONDS_GT0, lo=0.0, lo_open=True,
+               hi=MAX_SECONDS),
     )
 }
 """Every numeric column of the schema the simulator reads, with its rule."""

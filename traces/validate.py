@@ -309,6 +309,7 @@ def _cross_checks(
 ) -> None:
     """Rules that relate two columns of the same row (only on individually valid cells)."""
     _container_checks(df, check, numbers, given, colbad)
+    _utilization_checks(df, check, numbers, given, colbad)
     gpus = numbers["num_gpus"]
     gpus_ok = ~colbad["num_gpus"]
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -376,6 +377,42 @@ def _container_checks(
             check.cell(pos, col, df[col].iat[pos],
                        f"is set on a container job (completions {done}); each task run of "
                        "a container job is one task of the row's num_gpus")
+
+
+def _utilization_checks(
+    df: pd.DataFrame,
+    check: FrameErrors,
+    numbers: dict[str, np.ndarray],
+    given: dict[str, np.ndarray],
+    colbad: dict[str, np.ndarray],
+) -> None:
+    """`target_util` needs GPUs and an elastic range; `scale_interval` needs `target_util`."""
+    if "target_util" not in given and "scale_interval" not in given:
+        return
+    n = len(df)
+    none = np.zeros(n, dtype=bool)
+    driven = given.get("target_util", none)
+    if "target_util" in given:
+        ranged = given.get("min_gpus", none) | given.get("max_gpus", none)
+        ok_gpus = ~colbad["num_gpus"]
+        for pos in np.flatnonzero(driven & ok_gpus & (numbers["num_gpus"] < 1)).tolist():
+            check.cell(pos, "target_util", df["target_util"].iat[pos],
+                       "is set on a job with num_gpus 0; utilization-driven scaling needs "
+                       "num_gpus >= 1")
+        bad = driven & ok_gpus & (numbers["num_gpus"] >= 1) & ~ranged \
+            & ~colbad.get("min_gpus", none) & ~colbad.get("max_gpus", none)
+        for pos in np.flatnonzero(bad).tolist():
+            check.cell(pos, "target_util", df["target_util"].iat[pos],
+                       "is set but the job has no elastic range; give min_gpus and/or "
+                       "max_gpus (a utilization-driven job is resized within them)")
+    if "scale_interval" in given:
+        default = NUM_COLS["scale_interval"].default
+        bad = given["scale_interval"] & (numbers["scale_interval"] != default) & ~driven \
+            & ~colbad.get("target_util", none)
+        for pos in np.flatnonzero(bad).tolist():
+            check.cell(pos, "scale_interval", df["scale_interval"].iat[pos],
+                       "is set but target_util is empty; scale_interval applies only to "
+                       "utilization-driven jobs (target_util in (0, 1])")
 
 
 def _role_checks(df: pd.DataFrame, check: FrameErrors, parsed: _Parsed) -> None:

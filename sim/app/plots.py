@@ -14,6 +14,7 @@ import os
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -153,14 +154,14 @@ def tenant_kind(runs: Sequence[RunData]) -> str:
     return "user"
 
 
-def tenants_figure(runs: Sequence[RunData], top: int = 10) -> Figure:
-    """Per tenant and run: GPU-hours received vs demanded, and queueing delay.
 
-    Tenants are virtual clusters when a run has more than one, else users; the `top`
-    tenants by GPU-hours demanded (most demanded over the runs) are drawn, largest first.
-    Left: bars of GPU-hours received, a black tick at the GPU-hours demanded. Right: bars
-    of the mean queueing delay, a black dot at its p95 (censored waits counted to the
-    end of the run, as in the summary).
+def _top_tenants(runs: Sequence[RunData], top: int
+                 ) -> tuple[str, list[pd.DataFrame], list[Any], int]:
+    """Tenant kind, each run's tenant table, the `top` tenants and the number of tenants.
+
+    Tables are indexed by tenant; the top are by GPU-hours demanded. Tenants are VCs when
+    a run has several, else users (`tenant_kind`); a tenant's demand is the most any run
+    demanded, largest first (stable on ties).
     """
     kind = tenant_kind(runs)
     tables = []
@@ -170,6 +171,18 @@ def tenants_figure(runs: Sequence[RunData], top: int = 10) -> Figure:
     demand = pd.concat([t["gpu_hours_demanded"] for t in tables]).groupby(level=0).max() \
         if tables else pd.Series(dtype=float)
     names = list(demand.sort_values(ascending=False, kind="stable").index[:top])
+    return kind, tables, names, len(demand)
+
+def tenants_figure(runs: Sequence[RunData], top: int = 10) -> Figure:
+    """Per tenant and run: GPU-hours received vs demanded, and queueing delay.
+
+    Tenants are virtual clusters when a run has more than one, else users; the `top`
+    tenants by GPU-hours demanded (most demanded over the runs) are drawn, largest first.
+    Left: bars of GPU-hours received, a black tick at the GPU-hours demanded. Right: bars
+    of the mean queueing delay, a black dot at its p95 (censored waits counted to the
+    end of the run, as in the summary).
+    """
+    kind, tables, names, total = _top_tenants(runs, top)
     n, k = len(names), max(1, len(runs))
     fig = _figure(13, max(4.0, 1.5 + 0.22 * n * k + 0.15 * n))
     ax_g, ax_q = fig.subplots(1, 2)
@@ -201,7 +214,6 @@ def tenants_figure(runs: Sequence[RunData], top: int = 10) -> Figure:
         ax.grid(True, axis="x", alpha=0.3)
         if n:
             ax.legend(loc="lower right", fontsize="small")
-    total = len(demand)
     shown = f"top {n} of {total}" if total > n else f"all {total}"
     fig.suptitle(f"Per-{kind} GPU time and queueing delay per policy ({shown} {kind}s)")
     return fig
@@ -264,14 +276,7 @@ def tenants_heatmap_figure(runs: Sequence[RunData], top: int = 12) -> Figure:
     hours. Tenants as in `tenants_figure` (VCs when a run has several, else users), the
     `top` by GPU-hours demanded.
     """
-    kind = tenant_kind(runs)
-    tables = []
-    for run in runs:
-        t = run.table("tenants")
-        tables.append(t[t["kind"] == kind].set_index("tenant"))
-    demand = pd.concat([t["gpu_hours_demanded"] for t in tables]).groupby(level=0).max() \
-        if tables else pd.Series(dtype=float)
-    names = list(demand.sort_values(ascending=False, kind="stable").index[:top])
+    kind, tables, names, total = _top_tenants(runs, top)
     ratio = np.full((len(runs), len(names)), np.nan)
     delay = np.full((len(runs), len(names)), np.nan)
     for i, t in enumerate(tables):
@@ -294,7 +299,7 @@ def tenants_heatmap_figure(runs: Sequence[RunData], top: int = 12) -> Figure:
         ax.set_title(title, fontsize="medium")
         ax.set_xlabel(f"{kind} (most GPU-hours demanded first)")
         fig.colorbar(im, ax=ax, shrink=0.8)
-    fig.suptitle(f"Per-{kind} fairness per policy (top {len(names)} of {len(demand)} {kind}s)")
+    fig.suptitle(f"Per-{kind} fairness per policy (top {len(names)} of {total} {kind}s)")
     return fig
 
 

@@ -111,6 +111,10 @@ def lifecycle_case(draw):
             depends_on=tuple(f"j{d}" for d in deps),
             min_gpus=1 if elastic else None,
             max_gpus=min(topo.num_gpus, g + 2) if elastic else None,
+            # utilization-driven elastic jobs (target_util) in the mix for every policy
+            target_util=draw(st.sampled_from([None, 0.5])) if elastic else None,
+            gpu_util=draw(st.sampled_from([0.6, 1.0])),
+            scale_interval=draw(st.sampled_from([15.0, 60.0])),
             fail_at=draw(st.sampled_from([None, None, 15.0, 60.0])),
             max_retries=draw(st.integers(0, 2)),
             max_lifetime=draw(st.sampled_from([None, None, 150.0])),
