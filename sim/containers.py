@@ -197,10 +197,6 @@ class Containers:
 
     # --- task runs (hooks of sim.lifecycle) ---
 
-    def is_run(self, job: JobState) -> bool:
-        """Whether the job is a task run of a container job."""
-        return job.idx in self.owner
-
     def record(self, child: JobState, kind: EventKind, detail: str = "", *,
                notify: bool = True) -> None:
         """A task run's event: under its container job's id with `run=k`; the policy hears it.
@@ -213,9 +209,7 @@ class Containers:
         run.recorder.event(child, kind, f"{detail};{tag}" if detail else tag,
                            job_id=job.parent.spec.job_id)
         if kind in _HOLD:
-            if not job.holding and not job.ending:
-                job.parent.queue_time += run.now - job.wait_since
-                job.wait_since = math.nan
+            self._close_wait(job)
             job.holding.add(child.idx)
             if kind is EventKind.START and not job.parent.started_before:
                 self._first_start(job, child)
@@ -268,8 +262,11 @@ class Containers:
             delay = run.engine_params["retry_delay"]
             child.attempt_start = now + delay
             run.progress.set_rate(child, resume_at=now + delay, reschedule=False)
-            mode = run.colocation.mode(child)  # a time-share or pack group stays as it is
+            # the resume says what a start says: its share group, or a CPU-only run's node
+            mode = run.colocation.mode(child)
             note = f"{mode} N={len(run.colocation.members(child))};" if mode else ""
+            if child.node >= 0:
+                note = f"node={run.topo.nodes[child.node].name};"
             self.record(child, EventKind.RESUME,
                         f"{note}in place" + (f";restore={delay:g}" if delay else ""),
                         notify=False)
