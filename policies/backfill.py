@@ -233,6 +233,7 @@ class EndIndex:
 
 class _Backfill(Policy):
     """Shared pieces: estimates and the expected ends of running jobs."""
+    supports_roles = True
 
     params = {"estimate_factor": ESTIMATE}
 

@@ -38,6 +38,12 @@ class Policy:
     container_jobs: ClassVar[bool] = True
     """Whether the policy runs container jobs' task runs (`sim.containers`) as ordinary
     jobs; False: such a job is rejected at submission, naming the policy."""
+    supports_roles: ClassVar[bool] = False
+    """Whether the policy runs jobs with roles (SPEC `tasks`: `sim.roles.has_roles`). The
+    engine rejects such a job at submission under any other policy, with "policy X does
+    not support task roles". A policy may set it when it starts jobs on the run's placer's
+    answers (a `RolePlacement`, taken whole by `Start`), never moves or resizes them and
+    accounts for them by `num_gpus` (the gang's GPUs)."""
     orders: ClassVar[bool] = True
     """Whether the policy can order the jobs of another policy's queues (a HiveD VC): it
     only starts, preempts, suspends or rejects jobs, at the places the context offers."""

@@ -139,6 +139,7 @@ class _Leaf:
 
 class CapacityPolicy(Policy):
     """Hierarchical queues with guarantees, elastic ceilings, user limits and preemption."""
+    supports_roles = True
 
     name = "capacity"
     tenant_field = "vc"

@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 
 from policies.base import Policy
-from sim.model import JobSpec, Level
+from sim.model import JobSpec, Level, TaskRole
+from sim.roles import has_roles, role_of, with_tasks
 from topologies.build import uniform_topology
 from topologies.tree import Topology
 from traces.base import Trace
@@ -48,6 +49,27 @@ def _holder(job_id: str, detail: str) -> str:
         if part.startswith("run="):
             return f"{job_id}#{part[4:]}"
     return job_id
+
+
+def _task_hosts(s: JobSpec, detail: str) -> dict[str, tuple[float, float, float]] | None:
+    """Host asks per node of a job with roles' gang tasks, from 'tasks=ps[0]@node0,...'.
+
+    None when the detail names no tasks.
+    """
+    for part in str(detail).split(";"):
+        if part.startswith("tasks="):
+            out: dict[str, list[float]] = {}
+            for item in part[6:].split(","):
+                task, _, node = item.rpartition("@")
+                r = role_of(s, task.rpartition("[")[0])
+                if r is None:
+                    return None
+                v = out.setdefault(node, [0.0, 0.0, 0.0])
+                v[0] += r.cpus
+                v[1] += r.mem_gb
+                v[2] += r.disk_gb
+            return {n: (v[0], v[1], v[2]) for n, v in out.items()}
+    return None
 
 
 def _host_ask(s: JobSpec, count: int) -> tuple[float, float, float]:
@@ -156,7 +178,14 @@ def check_invariants(result: Any, topology: Topology, trace: Trace,
             count = sum(cells.values())
             host_drop(who)
             ask = _host_ask(s, count)
-            if count:
+            per_task = _task_hosts(s, ev.detail) if s.tasks and has_roles(s) else None
+            if s.tasks and has_roles(s) and ev.kind in ("start", "resume") and (
+                    per_task is None):
+                bad.append(f"t={ev.time}: {ev.kind} of {ev.job_id} (task roles) names no "
+                           "tasks")
+            if per_task is not None:
+                host_take(ev, who, per_task)
+            elif count:
                 host_take(ev, who, {
                     nd: (ask[0] * k / count, ask[1] * k / count, ask[2] * k / count)
                     for nd, k in cells.items()})
@@ -243,8 +272,47 @@ def scenarios(seed: int = 0) -> list[tuple[str, Topology, Trace]]:
     out.append((topo.name, topo, Trace("conformance-lifecycle", tuple(jobs))))
     out.append(_vc_scenario(rng))
     out.append(_host_scenario(rng))
+    out.append(_roles_scenario(rng))
     out.append(_container_scenario(rng))
     return out
+
+
+def _roles_scenario(rng: np.random.Generator) -> tuple[str, Topology, Trace]:
+    """Jobs of roles among plain gangs, on two 8-GPU nodes with 32 CPUs each.
+
+    TensorFlow ps/worker/chief(/evaluator, not in the gang), PyTorch master + workers.
+    """
+    topo = uniform_topology(2, sockets=2, switches_per_socket=2, gpus_per_switch=2,
+                            num_cpus=32.0, mem_gb=256.0, name="roles")
+    jobs = []
+    t = 0.0
+    for i in range(24):
+        t += float(rng.exponential(20.0))
+        base = JobSpec(f"r{i}", round(t, 3), 0, float(rng.integers(10, 300)),
+                       user=f"u{i % 3}", vc=f"vc{i % 2}",
+                       checkpoint_interval=60.0 if rng.random() < 0.5 else None)
+        kind = int(rng.integers(0, 3))
+        if kind == 0:  # TensorFlow
+            roles = [TaskRole("ps", int(rng.integers(1, 3)), 0, cpus=float(rng.choice([2, 8])),
+                              mem_gb=16.0),
+                     TaskRole("worker", int(rng.integers(1, 4)), int(rng.choice([1, 2])),
+                              cpus=4.0),
+                     TaskRole("chief", 1, 1, cpus=2.0)]
+            if rng.random() < 0.5:
+                dur = float(rng.integers(5, 100)) if rng.random() < 0.5 else None
+                roles.append(TaskRole("evaluator", 1, 1, gang=False, duration=dur))
+            jobs.append(with_tasks(base, tuple(roles)))
+        elif kind == 1:  # PyTorch master + workers
+            roles = [TaskRole("master", 1, 1, cpus=4.0),
+                     TaskRole("worker", int(rng.integers(1, 4)), int(rng.choice([2, 4])),
+                              cpus=4.0)]
+            jobs.append(with_tasks(base, tuple(roles)))
+        else:
+            g = int(rng.choice([1, 2, 4, 8]))
+            jobs.append(JobSpec(base.job_id, base.submit_time, g, base.duration,
+                                user=base.user, vc=base.vc, num_cpus=2.0 * g,
+                                checkpoint_interval=base.checkpoint_interval))
+    return topo.name, topo, Trace("conformance-roles", tuple(jobs))
 
 
 def _container_scenario(rng: np.random.Generator) -> tuple[str, Topology, Trace]:

@@ -92,6 +92,7 @@ class _Tenant:
 
 class DrfPolicy(Policy):
     """Weighted dominant resource fairness by progressive filling, gangs all or nothing."""
+    supports_roles = True
 
     name = "drf"
     description = ("dominant resource fairness over GPUs, CPUs and memory between users or "

@@ -16,6 +16,7 @@ from policies.fifo import FifoBackfillPolicy
 
 class FgdPolicy(FifoBackfillPolicy):
     """Arrival order with backfilling, every job placed by the run's (default FGD) placer."""
+    supports_roles = False  # its FGD workload counts jobs as shapes of identical tasks
 
     name = "fgd"
     description = "FGD placement (fragmentation gradient descent), arrival order + backfill"

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
 class FifoPolicy(Policy):
     """Jobs start in arrival order; when the head cannot be placed, everyone waits."""
+    supports_roles = True
 
     name = "fifo"
     description = "strict arrival order with head-of-line blocking"
@@ -35,6 +36,7 @@ class FifoBackfillPolicy(Policy):
     Jobs with identical requests form a class: if a class head does not fit, no job of the
     class does, so a pass costs one placement attempt per class, not one per queued job.
     """
+    supports_roles = True
 
     name = "fifo-backfill"
     description = "arrival order; later jobs start when the head cannot (no reservation)"

@@ -378,6 +378,49 @@ def _container_columns(rng: np.random.Generator, rec: dict[str, Any]) -> None:
         rec["failed_runs"] = int(rng.integers(1, 4))
 
 
+def _role_columns(rng: np.random.Generator, records: list[dict[str, Any]]) -> None:
+    """Turn some gang jobs into jobs of roles (SPEC `tasks`), when JobSpec has them.
+
+    TensorFlow-like (CPU-only `ps`, workers, a chief, sometimes a non-gang evaluator with
+    or without its own duration) or PyTorch-like (a master and workers of another shape);
+    the job-level GPU count becomes the gang's, the host columns the roles' (validation).
+    """
+    import json
+
+    from sim.model import JobSpec
+
+    if "tasks" not in {f.name for f in dataclasses.fields(JobSpec)}:
+        return
+    for rec in records:
+        g = rec["num_gpus"]
+        if not 2 <= g <= 16 or rng.random() >= 0.15:
+            continue
+        if any(k in rec for k in ("gpus_per_task", "gpu_share", "min_gpus", "max_gpus")):
+            continue
+        per = int(rng.choice([1, 2]))
+        workers = max(1, (g - 1) // per)
+        roles: list[dict[str, Any]] = []
+        if rng.random() < 0.5:
+            roles.append({"role": "ps", "count": int(rng.integers(1, 3)), "gpus": 0,
+                          "cpus": int(rng.choice([0, 2, 8])), "mem_gb": int(rng.choice([0, 8]))})
+            roles.append({"role": "worker", "count": workers, "gpus": per, "cpus": 2})
+            roles.append({"role": "chief", "count": 1, "gpus": 1})
+            if rng.random() < 0.5:
+                ev: dict[str, Any] = {"role": "evaluator", "count": 1, "gpus": 1,
+                                      "gang": False}
+                if rng.random() < 0.5:
+                    ev["duration"] = round(float(rec["duration"] * rng.uniform(0.1, 2.0)),
+                                           3) or 1.0
+                roles.append(ev)
+        else:
+            roles.append({"role": "master", "count": 1, "gpus": 1, "cpus": 4})
+            roles.append({"role": "worker", "count": workers, "gpus": per + 1})
+        rec["num_gpus"] = sum(r["count"] * r["gpus"] for r in roles if r.get("gang", True))
+        for k in ("num_cpus", "mem_gb", "disk_gb"):
+            rec.pop(k, None)
+        rec["tasks"] = json.dumps(roles)
+
+
 # --- parameters ---
 
 
@@ -485,6 +528,7 @@ def fuzz_case(rng: np.random.Generator, *, case_seed: int | None = None) -> Fuzz
     topo = native_from_dict(data, "<fuzz>")
     records = _fuzz_records(rng, topo, data)
     _optional_columns(extra, records)
+    _role_columns(extra.spawn(1)[0], records)  # spawning draws nothing from `extra`
     trace = from_records(records, name="fuzz")
     params = _fuzz_engine_params(rng)
     seed = int(rng.integers(0, 2**31))

@@ -215,6 +215,7 @@ class PriorityPolicy(Policy):
     `super().notify(ctx, job, kind)`. Jobs that ask for no GPU start as soon as the
     placer finds them a node.
     """
+    supports_roles = True
 
     preemptive: ClassVar[bool] = False
     fixed_running_keys: ClassVar[bool] = False  # keys change only via `rekey_running`

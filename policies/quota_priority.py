@@ -65,6 +65,7 @@ def is_elastic(s: JobSpec) -> bool:
 
 class QuotaPriorityPolicy(Policy):
     """Group quotas decide high priority; high-priority jobs suspend low-priority ones."""
+    supports_roles = True
 
     name = "quota-priority"
     tenant_field = "vc"

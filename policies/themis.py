@@ -143,6 +143,7 @@ def _nothing(job: JobState) -> None:
 
 class ThemisFtfPolicy(Policy):
     """Finish-time fair leases: the jobs with the worst rho get GPUs at each lease."""
+    supports_roles = True
 
     name = "themis-ftf"
     container_jobs = False  # its job table (rho per job index) is fixed when it attaches
@@ -262,7 +263,7 @@ class ThemisFtfPolicy(Policy):
             if free_milli(ctx) <= 0:
                 return
             s = job.spec
-            if job.status != RUNNING or not s.gpu_speeds or not job.gpus:
+            if job.status != RUNNING or not s.gpu_speeds or not job.gpus or job.tasks:
                 continue
             here = self._type_speed(ctx, job)
             if here >= max(s.speed_on(t) for t in types if not s.gpu_type or t == s.gpu_type):

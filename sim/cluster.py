@@ -61,8 +61,9 @@ class ClusterState:
         self.node_cpu_free: list[float] = [n.num_cpus for n in topo.nodes]
         self.node_mem_free: list[float] = [n.mem_gb for n in topo.nodes]
         self.node_disk_free: list[float] = [n.disk_gb for n in topo.nodes]
-        # CPU-only jobs holding host resources of each node: job -> (cpus, mem, disk)
-        self.host_jobs: list[dict[int, tuple[float, float, float]]] = [
+        # CPU-only jobs holding host resources of each node: job -> (cpus, mem, disk), or
+        # (cpus, mem, disk, takes) for the CPU-only tasks of a job with roles (`take_host`)
+        self.host_jobs: list[dict[int, tuple[float, ...]]] = [
             {} for _ in topo.nodes]
         # CPU-only placement index (see `host_nodes`), built on first use
         self._host_index: tuple[list[tuple[float, int]], list[tuple[float, int]]] | None = None
@@ -282,6 +283,43 @@ class ClusterState:
         self._host_apply(node, cpus, mem, disk)
         args = (job, node, cpus, mem, disk)
         self._changed("allocate_host", args, ("release_host", args))
+
+    def take_host(self, job: int, node: int, cpus: float, mem: float, disk: float) -> None:
+        """Add to a job's host holding on one node (tasks of a job with roles, validated).
+
+        Unlike `allocate_host`, a job may take several times on the same node (two CPU-only
+        tasks there); `give_host` gives back one such take.
+        """
+        if not 0 <= node < len(self.topo.nodes):
+            raise InvalidDecision(f"node {node} does not exist (0..{len(self.topo.nodes) - 1})")
+        name = self.topo.nodes[node].name
+        if not self.node_up[node]:
+            raise InvalidDecision(f"node {name} is failed")
+        why = self.host_shortfall(node, cpus, mem, disk)
+        if why:
+            raise InvalidDecision(f"node {name} {why}")
+        self._host_apply(node, -cpus, -mem, -disk)
+        held = self.host_jobs[node]
+        c, m, d, k = held.get(job, (0.0, 0.0, 0.0, 0))
+        held[job] = (c + cpus, m + mem, d + disk, k + 1)
+        args = (job, node, cpus, mem, disk)
+        self._changed("give_host", args, ("take_host", args))
+
+    def give_host(self, job: int, node: int, cpus: float, mem: float, disk: float) -> None:
+        """Give back one `take_host` of `job` on `node`."""
+        held = self.host_jobs[node]
+        got = held.get(job)
+        if got is None:
+            raise InvalidDecision(f"job index {job} releases host resources of node "
+                                  f"{self.topo.nodes[node].name} it does not hold")
+        c, m, d, k = got
+        if k <= 1:
+            del held[job]
+        else:
+            held[job] = (c - cpus, m - mem, d - disk, k - 1)
+        self._host_apply(node, cpus, mem, disk)
+        args = (job, node, cpus, mem, disk)
+        self._changed("take_host", args, ("give_host", args))
 
     def _host_apply(self, node: int, cpus: float, mem: float, disk: float) -> None:
         self.node_cpu_free[node] += cpus

@@ -20,6 +20,7 @@ from sim.cluster import ClusterState
 from sim.interfaces import ClusterView, Placer
 from sim.jobstate import RUNNING, JobState
 from sim.model import MILLI, JobSpec, Placement, Unschedulable, request_class, resized
+from sim.roles import free_tasks
 
 if TYPE_CHECKING:
     from sim.lifecycle import RunState
@@ -187,7 +188,9 @@ class SchedContext:
             for v in victims:
                 if v.status != RUNNING:
                     continue
-                if v.gpus:
+                if v.tasks:  # a job with roles: task by task
+                    free_tasks(scratch, v)
+                elif v.gpus:
                     scratch.release(v.idx, v.gpus, v.milli, *v.host)
                 elif v.node >= 0:
                     scratch.release_host(v.idx, v.node, *v.host)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from sim.errors import SimError
 from sim.model import JobSpec, JobStatus
@@ -45,7 +46,8 @@ class JobState:
         "held_since", "run_time", "preemptions", "migrations", "restarts", "lost_work",
         "locality_level", "reason", "started_before", "attempt_start", "gpu_seconds",
         "retry_at", "suspended", "deps_left", "dependents", "doom", "group", "host",
-        "fit_gpus", "futile_restarts", "futile_stops", "ckpt_at_restart", "node",
+        "fit_gpus", "futile_restarts", "futile_stops", "ckpt_at_restart", "node", "tasks",
+        "side",
     )
 
     def __init__(self, idx: int, spec: JobSpec) -> None:
@@ -89,6 +91,11 @@ class JobState:
         self.futile_restarts = 0
         self.futile_stops = 0
         self.ckpt_at_restart = 0.0  # checkpointed work at the last such restart
+        # a running job with roles: where each gang task runs (sim.model.TaskPlacement)
+        self.tasks: tuple[Any, ...] = ()
+        # and its non-gang tasks, (role, index) -> None (waiting), (placement, end, since)
+        # (running) or () (done for this attempt); None for every other job (sim.roles)
+        self.side: dict[tuple[str, int], Any] | None = None
 
     @property
     def job_id(self) -> str:

@@ -39,7 +39,7 @@ from sim.progress import Progress
 from sim.queue import PendingQueue
 from sim.recorder import FgdMetric, Recorder
 from sim.registry import PLACERS
-from sim.roles import not_simulated
+from sim.roles import drop_side_on, drop_tasks, not_simulated
 from sim.speed import ColocationSpeed, ElasticSpeed, GpuTypeSpeed, LocalitySpeed, SpeedChain
 
 if TYPE_CHECKING:
@@ -90,6 +90,7 @@ class RunState:
         self.agenda = Agenda(self.jobs)
         self.queue = PendingQueue()
         self.running: dict[int, JobState] = {}
+        self.side_jobs: dict[int, JobState] = {}  # running jobs with non-gang tasks (roles)
         self.recorder = Recorder(self.topo, clock)
         self.colocation = Colocation(self.cluster, self.jobs)
         chain = SpeedChain(
@@ -172,7 +173,9 @@ class RunState:
 
     def release(self, job: JobState) -> None:
         """A running job gives back its GPUs and host resources (work already advanced)."""
-        if job.gpus:
+        if job.tasks:  # a job with roles: task by task (sim.roles)
+            drop_tasks(self.cluster, job, self.side_jobs, self.env.now)
+        elif job.gpus:
             self.cluster.release(job.idx, job.gpus, job.milli, *job.host)
         elif job.node >= 0:
             self.cluster.release_host(job.idx, job.node, *job.host)
@@ -228,7 +231,7 @@ class RunState:
             self.finalize(job, REJECTED, EventKind.REJECT,
                           f"depends on jobs not in this run: {';'.join(missing)}")
             return
-        bad = not_simulated(s) or (
+        bad = not_simulated(s, self.sim.policy) or (
             self.containers.refuse(s) if self.containers and s.completions else "") \
             or self.infeasible(s if s.min_gpus is None else resized(s, s.min_gpus))
         if bad:
@@ -279,6 +282,8 @@ class RunState:
             self.events_processed += 1
         elif kind is Due.NODE_FAIL:
             self.events_processed += 1
+            if self.side_jobs:  # non-gang tasks on the node stop alone (sim.roles)
+                drop_side_on(self.cluster, self.side_jobs, idx, self.env.now)
             self.health.fail(idx, version, self.jobs,
                              lambda j, why: self.interrupt(j, why, counts_retry=False))
         elif kind is Due.NODE_REPAIR:

@@ -152,7 +152,7 @@ def job_milli(job: JobSpec) -> int:
 def request_class(spec: JobSpec) -> tuple[Any, ...]:
     """Jobs with equal requests fit or fail to fit in exactly the same cluster state."""
     return (spec.num_gpus, spec.task_gpus, spec.gpu_type, spec.gpu_share, spec.num_cpus,
-            spec.mem_gb, spec.disk_gb)
+            spec.mem_gb, spec.disk_gb, spec.tasks)
 
 
 def resized(spec: JobSpec, num_gpus: int) -> JobSpec:
@@ -208,6 +208,54 @@ class HostPlacement(tuple[int, ...]):
         return (HostPlacement, (self.node,))
 
 
+@dataclass(frozen=True, slots=True)
+class TaskPlacement:
+    """Where one task of a job with roles runs: its role, index in the role, node, GPUs.
+
+    A task sits on one node: its `gpus` (none for a CPU-only role such as TensorFlow's
+    `ps`) are on `node`, and it holds its role's CPUs, memory and disk there.
+    """
+
+    role: str
+    index: int
+    node: int
+    gpus: tuple[int, ...] = ()
+
+
+class RolePlacement(tuple[int, ...]):
+    """A placer's answer for a job with roles: the gang's GPUs (sorted), task by task.
+
+    The tuple is every GPU of the gang's tasks, so code that handles placements as GPU
+    tuples (counts, `Start(job_id, placement)`) keeps working; `tasks` says which task
+    goes where, and `Start`/`Resume` take it from here.
+    """
+
+    tasks: tuple[TaskPlacement, ...]
+
+    def __new__(cls, gpus: tuple[int, ...], tasks: tuple[TaskPlacement, ...]
+                ) -> RolePlacement:
+        """The placement of these tasks on these GPUs."""
+        self = super().__new__(cls, gpus)
+        self.tasks = tuple(tasks)
+        return self
+
+    def __repr__(self) -> str:
+        return f"RolePlacement({tuple(self)}, tasks={self.tasks})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (RolePlacement, (tuple(self), self.tasks))
+
+
+def _take_tasks(d: Any) -> None:
+    """A Start/Resume given a RolePlacement as its GPUs: plain GPUs plus its tasks."""
+    gpus = d.gpus
+    if d.tasks and d.tasks != gpus.tasks:
+        raise ValueError(f"{type(d).__name__} {d.job_id!r}: tasks given twice, and they "
+                         "differ from the placement's")
+    object.__setattr__(d, "tasks", gpus.tasks)
+    object.__setattr__(d, "gpus", tuple(gpus))
+
+
 def _take_node(d: Any) -> None:
     """A Start/Resume given a HostPlacement as its GPUs: no GPUs, on its node."""
     gpus = d.gpus
@@ -226,17 +274,23 @@ class Start:
     "timeshare" (Gandiva time-slicing: members take turns, each about 1/N of the time)
     or "pack" (members run concurrently and interfere, by their `gpu_util`).
     `node` is the host node of a CPU-only job that asks for CPUs, memory or disk (-1:
-    none; the placer's `HostPlacement` given as `gpus` sets it).
+    none; the placer's `HostPlacement` given as `gpus` sets it). `tasks` places each
+    gang task of a job with roles (SPEC `tasks`) on its node; the placer's
+    `RolePlacement` given as `gpus` sets it, and `gpus` is then the gang's GPUs.
     """
 
     job_id: str
     gpus: tuple[int, ...]
     share: str = ""
     node: int = -1
+    tasks: tuple[TaskPlacement, ...] = ()
 
     def __post_init__(self) -> None:
-        if type(self.gpus) is HostPlacement:
+        t = type(self.gpus)
+        if t is HostPlacement:
             _take_node(self)
+        elif t is RolePlacement:
+            _take_tasks(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,10 +317,14 @@ class Resume:
     gpus: tuple[int, ...]
     share: str = ""
     node: int = -1
+    tasks: tuple[TaskPlacement, ...] = ()
 
     def __post_init__(self) -> None:
-        if type(self.gpus) is HostPlacement:
+        t = type(self.gpus)
+        if t is HostPlacement:
             _take_node(self)
+        elif t is RolePlacement:
+            _take_tasks(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,7 +392,7 @@ class Unschedulable:
 
 Placement = tuple[int, ...] | Unschedulable
 """GPU indices for the whole gang (sorted), a `HostPlacement` for a CPU-only job that asks
-for host resources, or why not."""
+for host resources, a `RolePlacement` for a job with roles, or why not."""
 
 
 # --- Statuses and event kinds (SPEC sec. 5); StrEnums compare equal to their strings ---

@@ -21,6 +21,7 @@ from sim.jobstate import FINAL, PENDING, RETRYING, RUNNING, WAITING
 from sim.metrics import sla_violated, summarize
 from sim.model import JobStatus
 from sim.recorder import EVENT_COLUMNS, NODE_COLUMNS, TIMELINE_COLUMNS
+from sim.roles import side_gpu_seconds
 from sim.tenants import TENANT_COLUMNS, tenants_frame
 from sim.writing import atomic_text as atomic_text  # re-exported: the former home
 from sim.writing import atomic_write as atomic_write
@@ -135,6 +136,8 @@ def _jobs_frame(run: Run, end: float) -> pd.DataFrame:
             held = end - j.held_since
             run_time += held
             gpu_seconds += held * len(j.gpus) * j.milli / 1000
+            if j.side:  # running non-gang tasks of a job of roles (sim.roles)
+                gpu_seconds += side_gpu_seconds(j, end)
         ended = status in ("completed", "failed", "killed")
         end_time = j.end_time if not censored else nan
         jct = end_time - s.submit_time if ended else nan

@@ -1,25 +1,35 @@
 """Jobs made of roles (issue 16): what a job's roles add up to, and what the engine runs.
 
-Model layer: imports only `sim.model`. The trace schema (`traces.schema`) parses the
-`tasks` column into `TaskRole`s; `role_totals` gives the job-level columns the roles
-imply (filled in or checked by validation); `not_simulated` is the one engine-facing
-gate: until the engine places roles, a job whose roles are not one gang of identical GPU
-tasks is rejected at submission with its reason (container jobs run: `sim.containers`).
+Model layer: imports only `sim.model` and `sim.errors`. The trace schema
+(`traces.schema`) parses the `tasks` column into `TaskRole`s; `role_totals` gives the
+job-level columns the roles imply (filled in or checked by validation). `not_simulated`
+is the one engine-facing gate: a job with roles (not one gang of identical GPU tasks:
+`has_roles`) runs only under a policy that declares `supports_roles`, others reject it at
+submission; container jobs run as task runs (`sim.containers`), not here.
+
+A job with roles runs as its gang: every gang task placed at once, each on one node
+(`sim.model.TaskPlacement`), held and released together; its non-gang tasks (an
+evaluator) are placed by the engine when capacity allows while the gang runs (`side`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
-from sim.model import JobSpec, TaskRole
+from sim.errors import InvalidDecision
+from sim.model import MILLI, JobSpec, TaskPlacement, TaskRole
 
 __all__ = [
-    "ROLES_NOT_SIMULATED", "RoleTotals", "is_plain_gang",
-    "not_simulated", "role_totals", "with_tasks",
+    "ROLES_NOT_SIMULATED", "RoleTotals", "gang_tasks",
+    "drop_side_on", "drop_tasks", "free_task", "free_tasks", "has_roles", "hold_task",
+    "is_plain_gang", "no_roles_reason", "not_simulated", "role_of", "role_totals",
+    "side_gpu_seconds", "side_tasks", "with_tasks",
 ]
 
 ROLES_NOT_SIMULATED = "task roles are not simulated yet (issue 16)"
 """Reject reason of a job whose roles are not one gang of identical GPU tasks."""
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,17 +82,64 @@ def with_tasks(spec: JobSpec, tasks: tuple[TaskRole, ...]) -> JobSpec:
                    num_cpus=t.num_cpus, mem_gb=t.mem_gb, disk_gb=t.disk_gb)
 
 
-def not_simulated(spec: JobSpec) -> str:
-    """Why the engine cannot run this job yet ('' when it can), for a Reject at submission.
+def has_roles(spec: JobSpec) -> bool:
+    """True for a job that runs task by task (roles that are not one plain gang)."""
+    return bool(spec.tasks) and not is_plain_gang(spec.tasks, spec.duration)
+
+
+def gang_tasks(spec: JobSpec) -> list[tuple[TaskRole, int]]:
+    """(role, index) of every gang task, in role order."""
+    return [(r, i) for r in spec.tasks if r.gang for i in range(r.count)]
+
+
+def side_tasks(spec: JobSpec) -> list[tuple[TaskRole, int]]:
+    """(role, index) of every non-gang task, in role order."""
+    return [(r, i) for r in spec.tasks if not r.gang for i in range(r.count)]
+
+
+def role_of(spec: JobSpec, name: str) -> TaskRole | None:
+    """The job's role of this name, or None."""
+    return next((r for r in spec.tasks if r.role == name), None)
+
+
+def no_roles_reason(policy_name: str) -> str:
+    """The Reject reason of a job with roles under a policy that does not support them."""
+    return f"policy {policy_name} does not support task roles"
+
+
+def _roles_unsupported(spec: JobSpec) -> str:
+    """Why the engine cannot run this job with roles ('' when it can)."""
+    if spec.gpu_share < 1.0:
+        return f"{ROLES_NOT_SIMULATED}: gpu_share {spec.gpu_share:g} with task roles"
+    if spec.min_gpus is not None or spec.max_gpus is not None:
+        return f"{ROLES_NOT_SIMULATED}: an elastic job (min_gpus/max_gpus) with task roles"
+    for r in spec.tasks:
+        if r.gang and r.duration is not None and r.duration != spec.duration:
+            return (f"{ROLES_NOT_SIMULATED}: gang role {r.role!r} has its own duration "
+                    f"{r.duration:g} (gang roles stop together; only a non-gang role's "
+                    "duration may differ from the job's)")
+    return ""
+
+
+def not_simulated(spec: JobSpec, policy: object = None) -> str:
+    """Why the engine cannot run this job ('' when it can), for a Reject at submission.
 
     A job of one gang of identical GPU tasks runs as the existing gang (its job-level
-    columns are the roles' totals, as validation fills them in); other role mixes wait
-    for the engine part of issue 16.
+    columns are the roles' totals, as validation fills them in). Other role mixes run
+    task by task under a `policy` whose class declares `supports_roles`; under any other
+    the reason is "policy X does not support task roles". Container jobs are not gated
+    here (`sim.containers`).
     """
     if not spec.tasks:
         return ""
     if not is_plain_gang(spec.tasks, spec.duration):
-        return ROLES_NOT_SIMULATED
+        if not getattr(policy, "supports_roles", False):
+            return no_roles_reason(str(getattr(policy, "name", "?")))
+        gang = role_totals(spec.tasks).num_gpus
+        if spec.num_gpus != gang:
+            return (f"{ROLES_NOT_SIMULATED}: its num_gpus {spec.num_gpus} is not its gang "
+                    f"roles' GPU total {gang} (sim.roles.with_tasks)")
+        return _roles_unsupported(spec)
     t = role_totals(spec.tasks)
     got = (spec.num_gpus, spec.task_gpus, spec.num_cpus, spec.mem_gb, spec.disk_gb)
     want = (t.num_gpus, t.gpus_per_task, t.num_cpus, t.mem_gb, t.disk_gb)
@@ -90,3 +147,69 @@ def not_simulated(spec: JobSpec) -> str:
         return (f"{ROLES_NOT_SIMULATED}: its num_gpus, gpus_per_task, num_cpus, mem_gb, "
                 f"disk_gb {got} are not its roles' totals {want} (sim.roles.with_tasks)")
     return ""
+
+
+# --- holding and releasing tasks (duck-typed on sim.cluster.ClusterState / JobState) ---
+
+
+def hold_task(cluster: Any, job: int, t: TaskPlacement, r: TaskRole) -> None:
+    """Take one task's GPUs and host asks on its node, or raise InvalidDecision unchanged.
+
+    A GPU task takes whole GPUs and its CPUs, memory and disk on their node; a CPU-only
+    task takes its asks on its node (`take_host`, even of nothing, so that the node's
+    failure finds the job).
+    """
+    if t.gpus:
+        why = cluster.host_shortfall(t.node, r.cpus, r.mem_gb, r.disk_gb)
+        if why:
+            raise InvalidDecision(f"node {cluster.topo.nodes[t.node].name} {why}")
+        cluster.allocate(job, t.gpus, MILLI, r.cpus, r.mem_gb, r.disk_gb)
+    else:  # held even when it asks for nothing: a failure of its node stops it
+        cluster.take_host(job, t.node, r.cpus, r.mem_gb, r.disk_gb)
+
+
+def free_task(cluster: Any, job: int, t: TaskPlacement, r: TaskRole) -> None:
+    """Give back what `hold_task` took."""
+    if t.gpus:
+        cluster.release(job, t.gpus, MILLI, r.cpus, r.mem_gb, r.disk_gb)
+    else:
+        cluster.give_host(job, t.node, r.cpus, r.mem_gb, r.disk_gb)
+
+
+def free_tasks(cluster: Any, job: Any) -> None:
+    """Give back every task a running job with roles holds (gang and non-gang).
+
+    Touches only the cluster (also used on a what-if twin); `drop_tasks` also clears
+    the job's placement.
+    """
+    roles = {r.role: r for r in job.spec.tasks}
+    for t in job.tasks:
+        free_task(cluster, job.idx, t, roles[t.role])
+    for v in (job.side or {}).values():
+        if v:
+            free_task(cluster, job.idx, v[0], roles[v[0].role])
+
+
+def drop_tasks(cluster: Any, job: Any, side_jobs: dict[int, Any], now: float) -> None:
+    """The job's gang stops: free every task, count its non-gang GPU time, clear it all."""
+    free_tasks(cluster, job)
+    job.gpu_seconds += side_gpu_seconds(job, now)
+    job.tasks = ()
+    job.side = None
+    side_jobs.pop(job.idx, None)
+
+
+def side_gpu_seconds(job: Any, now: float) -> float:
+    """GPU-seconds the job's running non-gang tasks have held since they started."""
+    return sum((now - v[2]) * len(v[0].gpus) for v in (job.side or {}).values() if v)
+
+
+def drop_side_on(cluster: Any, side_jobs: dict[int, Any], node: int, now: float) -> None:
+    """A node fails: its non-gang tasks stop (placed again later); their gangs run on."""
+    for job in side_jobs.values():
+        roles = {r.role: r for r in job.spec.tasks}
+        for key, v in job.side.items():
+            if v and v[0].node == node:
+                free_task(cluster, job.idx, v[0], roles[key[0]])
+                job.gpu_seconds += (now - v[2]) * len(v[0].gpus)
+                job.side[key] = None

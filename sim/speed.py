@@ -66,7 +66,12 @@ class LocalitySpeed:
     def factor(self, job: JobState | JobSpec, gpus: tuple[int, ...], run: Any = None
                ) -> float:
         """Multiplier of the job's speed on `gpus`."""
-        spec = job.spec if isinstance(job, JobState) else job
+        if isinstance(job, JobState):
+            spec = job.spec
+            if job.tasks:  # a job with roles: its GPU tasks and where its `ps` sit
+                return self._roles(spec, gpus, job.tasks)
+        else:
+            spec = job
         if len(gpus) <= 1 or spec.locality_sensitivity <= 0:
             return 1.0
         topo = self._topo
@@ -82,6 +87,59 @@ class LocalitySpeed:
         if slow <= 1.0:
             return 1.0
         return 1.0 / (1.0 + spec.locality_sensitivity * (slow - 1.0))
+
+    def _roles(self, spec: JobSpec, gpus: tuple[int, ...], tasks: tuple[Any, ...]
+               ) -> float:
+        """A job with roles: the level of its gang's GPU tasks and its off-node `ps` tasks."""
+        if spec.locality_sensitivity <= 0 or not gpus:
+            return 1.0
+        topo = self._topo
+        actual, nodes = roles_level(topo, gpus, tasks)
+        if actual <= Level.GPU:
+            return 1.0
+        return self._slowdown(spec, gpus, actual, nodes)
+
+    def _slowdown(self, spec: JobSpec, gpus: tuple[int, ...], actual: Level,
+                  nodes: tuple[int, ...]) -> float:
+        """The slowdown at level `actual` (ethernet when a GPU's or a node's is)."""
+        topo = self._topo
+        best = topo.best_level(len(gpus))
+        fa = self._f.get(actual, 1.0)
+        eth = self._eth
+        if eth is not None and actual > Level.NODE:
+            gnode = topo.gpu_node
+            if any(eth[gnode[g]] for g in gpus) or any(eth[n] for n in nodes):
+                fa = self._f.get("node_ethernet", fa)
+        slow = fa / self._f.get(best, 1.0)
+        if slow <= 1.0:
+            return 1.0
+        return 1.0 / (1.0 + spec.locality_sensitivity * (slow - 1.0))
+
+
+def roles_level(topo: Topology, gpus: tuple[int, ...], tasks: tuple[Any, ...]
+                ) -> tuple[Level, tuple[int, ...]]:
+    """Lowest common level of a job with roles, and the nodes of its off-node `ps` tasks.
+
+    The level of the gang's GPUs (`gpus`), raised to the lowest cell holding both them and
+    every CPU-only task (a `ps`) that sits on a node holding none of them: such a task
+    makes the job pay the cross-node factor.
+    """
+    gnode = topo.gpu_node
+    on = {gnode[g] for g in gpus}
+    off = tuple(sorted({t.node for t in tasks if not t.gpus and t.node not in on}))
+    if not gpus:
+        return Level.GPU, off
+    common = topo.lowest_common_cell(gpus)
+    if not off:
+        return topo.cells[common].level, off
+    cells = topo.cells
+    for n in off:
+        above = set(topo.ancestors(common))
+        c = topo.nodes[n].cell
+        while c not in above:
+            c = cells[c].parent
+        common = c
+    return cells[common].level, off
 
 
 class ElasticSpeed:

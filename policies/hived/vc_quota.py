@@ -66,6 +66,7 @@ def cell_quotas(topo: Topology) -> tuple[dict[str, int], bool]:
 
 class VcQuotaPolicy(Policy):
     """GPU-count quotas per VC, placement by the engine's placer (YARN-CS)."""
+    supports_roles = True
 
     name = "vc-quota"
     tenant_field = "vc"

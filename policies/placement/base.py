@@ -12,12 +12,20 @@ for every placer (`place_host`): best fit by free CPUs among the healthy nodes t
 all three free, nodes without GPUs before nodes with GPUs (so CPU work leaves the GPU
 nodes' CPUs to GPU jobs), from the cluster's host index. One that asks for nothing holds
 nothing and is placed at once (`()`).
+
+A job with roles (SPEC `tasks`, `sim.roles.has_roles`) is placed task by task
+(`place_roles`): the gang's GPU tasks all or nothing, the largest first, each on one node
+through the placer's own one-node search (`_single_node`), then its CPU-only gang tasks
+(TensorFlow `ps`) on host capacity, preferring the nodes of the GPU tasks in the order they
+were placed, else best fit by free CPUs as for a CPU-only job. Non-gang tasks are not
+part of the placement: the engine asks `place_side` for each while the gang runs.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 from sim.interfaces import ClusterView
 from sim.model import (
@@ -26,12 +34,16 @@ from sim.model import (
     JobSpec,
     Level,
     Placement,
+    RolePlacement,
+    TaskPlacement,
+    TaskRole,
     Unschedulable,
     job_milli,
 )
+from sim.roles import gang_tasks, has_roles
 
-__all__ = ["BasePlacer", "candidate_types", "host_need", "place_host", "speed_tiers",
-           "take_gpus"]
+__all__ = ["BasePlacer", "OneNode", "candidate_types", "host_need", "place_host",
+           "place_role_task", "place_roles", "role_task_spec", "speed_tiers", "take_gpus"]
 
 
 def candidate_types(job: JobSpec, cluster: ClusterView) -> list[str]:
@@ -156,7 +168,12 @@ class BasePlacer:
     spread = True  # may a job that fits one node be spread over several?
 
     def place(self, job: JobSpec, cluster: ClusterView) -> Placement:
-        """GPU indices for the whole gang (sorted), or Unschedulable (Placer protocol)."""
+        """GPU indices for the whole gang (sorted), or Unschedulable (Placer protocol).
+
+        A job with roles gets a `RolePlacement` (`place_roles`).
+        """
+        if job.tasks and has_roles(job):
+            return place_roles(job, cluster, self._one_node)
         types = candidate_types(job, cluster)
         early = reject_early(job, cluster, types)
         if early is not None:
@@ -285,3 +302,126 @@ class BasePlacer:
                 else:
                     return taken
         return None
+
+    # -- jobs with roles (SPEC `tasks`) --
+    def _one_node(self, task: JobSpec, cluster: ClusterView, gpu_type: str, n: int
+                  ) -> list[int] | None:
+        """The GPUs (n) of one node of `gpu_type` for one task with its host asks, or None."""
+        return self._single_node(task, cluster, [gpu_type], n, frozenset())
+
+    def place_side(self, job: JobSpec, role: TaskRole, cluster: ClusterView,
+                   near: tuple[int, ...] = ()) -> TaskPlacement | None:
+        """Where one non-gang task of `role` goes now (index 0), or None (engine hook)."""
+        return place_role_task(job, role, 0, cluster, self._one_node, near)
+
+
+OneNode = Callable[[JobSpec, ClusterView, str, int], "list[int] | None"]
+"""A placer's one-node search: (task as a job, cluster, GPU type, GPUs) -> GPUs or None."""
+
+
+def role_task_spec(job: JobSpec, role: TaskRole) -> JobSpec:
+    """One task of a role as a one-task job (what a placer's one-node search is asked)."""
+    return replace(job, num_gpus=role.gpus, gpus_per_task=0, num_cpus=role.cpus,
+                   mem_gb=role.mem_gb, disk_gb=role.disk_gb, tasks=(), min_gpus=None,
+                   max_gpus=None)
+
+
+def _host_node(role: TaskRole, cluster: ClusterView, near: Iterator[int] | tuple[int, ...]
+               ) -> int | None:
+    """A healthy node for a CPU-only task, or None when none has its asks free.
+
+    The first of `near` with its asks free, else best fit by free CPUs (`host_nodes`).
+    """
+    up = cluster.node_up
+    for node in near:
+        if up[node] and cluster.node_fits_host(node, role.cpus, role.mem_gb, role.disk_gb):
+            return node
+    for node in cluster.host_nodes(role.cpus):
+        if cluster.node_fits_host(node, role.cpus, role.mem_gb, role.disk_gb):
+            return node
+    return None
+
+
+def place_role_task(job: JobSpec, role: TaskRole, index: int, cluster: ClusterView,
+                    one_node: OneNode, near: tuple[int, ...] = ()) -> TaskPlacement | None:
+    """Where one task of `role` goes now, on one node, or None (nothing is taken).
+
+    A GPU task goes through the placer's one-node search over the job's allowed types,
+    fastest first; a CPU-only task on host capacity, preferring the nodes `near`.
+    """
+    if role.gpus <= 0:
+        node = _host_node(role, cluster, near)
+        return None if node is None else TaskPlacement(role.role, index, node)
+    task = role_task_spec(job, role)
+    for tier in speed_tiers(job, candidate_types(job, cluster)):
+        for t in tier:
+            got = one_node(task, cluster, t, role.gpus)
+            if got is not None:
+                gpus = tuple(sorted(got))
+                return TaskPlacement(role.role, index, cluster.topo.gpu_node[gpus[0]], gpus)
+    return None
+
+
+def _roles_on(job: JobSpec, cluster: ClusterView, gpu_type: str,
+              gang: list[tuple[TaskRole, int]], one_node: OneNode
+              ) -> RolePlacement | None:
+    """Every gang task on GPUs of `gpu_type` (largest first) and host capacity, or None."""
+    topo = cluster.topo
+    order = {r.role: k for k, r in enumerate(job.tasks)}
+    gpu_tasks = sorted((t for t in gang if t[0].gpus > 0), key=lambda t: -t[0].gpus)
+    placed: list[TaskPlacement] = []
+    near: list[int] = []
+    with cluster.sandbox() as scratch:
+        for role, i in gpu_tasks:
+            got = one_node(role_task_spec(job, role), scratch, gpu_type, role.gpus)
+            if got is None:
+                return None
+            gpus = tuple(sorted(got))
+            node = topo.gpu_node[gpus[0]]
+            scratch.allocate(-1, gpus, MILLI, role.cpus, role.mem_gb, role.disk_gb)
+            placed.append(TaskPlacement(role.role, i, node, gpus))
+            if node not in near:
+                near.append(node)
+        for role, i in gang:
+            if role.gpus > 0:
+                continue
+            host = _host_node(role, scratch, tuple(near))
+            if host is None:
+                return None
+            if role.cpus > 0 or role.mem_gb > 0 or role.disk_gb > 0:
+                scratch.take_host(-1, host, role.cpus, role.mem_gb, role.disk_gb)
+            placed.append(TaskPlacement(role.role, i, host))
+    placed.sort(key=lambda p: (order[p.role], p.index))
+    return RolePlacement(tuple(sorted(g for p in placed for g in p.gpus)), tuple(placed))
+
+
+def place_roles(job: JobSpec, cluster: ClusterView, one_node: OneNode) -> Placement:
+    """The gang tasks of a job with roles, all or nothing (see the module docstring)."""
+    gang = gang_tasks(job)
+    widest = max((r.gpus for r, _ in gang), default=0)
+    if widest <= 0:  # CPU-only gang: no GPU type to choose
+        got = _roles_on(job, cluster, "", gang, one_node)
+        if got is None:
+            return Unschedulable(f"no nodes hold the CPU-only tasks of {job.job_id!r} now",
+                                 True)
+        return got
+    types = candidate_types(job, cluster)
+    if not types:
+        return Unschedulable(f"no GPU of type {job.gpu_type!r} in the topology", False)
+    largest = max(cluster.max_node_gpus.get(t, 0) for t in types)
+    if widest > largest:
+        return Unschedulable(f"a task needs {widest} GPUs on one node, the largest node of "
+                             f"the allowed types has {largest}", False)
+    if job.num_gpus > sum(cluster.free_by_type[t] for t in types):
+        return Unschedulable(f"needs {job.num_gpus} GPUs, {cluster.free_whole} are free now",
+                             True)
+    for tier in speed_tiers(job, types):
+        for t in tier:
+            if cluster.max_node_gpus.get(t, 0) < widest:
+                continue
+            got = _roles_on(job, cluster, t, gang, one_node)
+            if got is not None:
+                return got
+    return Unschedulable(f"no placement for the {len(gang)} gang tasks "
+                         f"({job.num_gpus} GPUs{host_text(job)}) now "
+                         f"({cluster.free_whole} free)", True)

@@ -71,6 +71,7 @@ from sim.model import (
     Unschedulable,
     job_milli,
 )
+from sim.roles import has_roles
 
 __all__ = ["FgdPlacer", "NodeGroups", "ShapeCounter", "node_fragmentation", "shape_of"]
 
@@ -292,7 +293,12 @@ class FgdPlacer:
     # --- placement ---
 
     def place(self, job: JobSpec, cluster: ClusterView) -> Placement:
-        """GPU indices for the whole gang, or Unschedulable (Placer protocol)."""
+        """GPU indices for the whole gang, or Unschedulable (Placer protocol).
+
+        A job with roles is placed by the fallback placer (`place_roles`).
+        """
+        if job.tasks and has_roles(job):
+            return self.fallback.place(job, cluster)
         if job.num_gpus == 0:
             return self._host(job, cluster)
         types = candidate_types(job, cluster)
@@ -319,6 +325,12 @@ class FgdPlacer:
                 f"no node fits {job.num_gpus} GPUs{host_text(job)} now "
                 f"({cluster.free_whole} free)", True)
         return tuple(sorted(got))
+
+    def place_side(self, job: JobSpec, role: Any, cluster: ClusterView,
+                   near: tuple[int, ...] = ()) -> Any:
+        """One non-gang task of a job with roles: the fallback placer's answer."""
+        side = getattr(self.fallback, "place_side", None)
+        return None if side is None else side(job, role, cluster, near)
 
     def _refresh(self) -> None:
         """Drop the cached scores when the workload they were computed for changed."""

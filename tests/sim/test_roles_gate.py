@@ -1,6 +1,7 @@
-"""Jobs of roles at the engine (issue 16, first layer): one gang of identical GPU tasks
-runs as the existing gang; other role mixes are rejected at submission, in one place
-(`sim.roles.not_simulated`), with its reason, under every policy. Container jobs run
+"""Jobs of roles at submission (issue 16): one gang of identical GPU
+tasks runs as the existing gang; other role mixes run under policies that declare
+`supports_roles` and are rejected under the others ("policy X does not support task
+roles"); all in one place (`sim.roles.not_simulated`). Container jobs run
 (`sim.containers`, tests/sim/test_containers.py)."""
 
 from __future__ import annotations
@@ -12,7 +13,12 @@ import pytest
 
 from sim.engine import Simulation
 from sim.model import JobSpec, TaskRole
-from sim.roles import ROLES_NOT_SIMULATED, not_simulated, with_tasks
+from sim.roles import (
+    ROLES_NOT_SIMULATED,
+    no_roles_reason,
+    not_simulated,
+    with_tasks,
+)
 from traces.synthetic import from_records
 
 TF = [{"role": "ps", "count": 2, "gpus": 0, "cpus": 2},
@@ -53,7 +59,7 @@ def test_identical_roles_make_one_gang(dgx2) -> None:
 
 
 @pytest.mark.parametrize("policy", ["fifo", "fifo-backfill", "drf", "gandiva", "sjf"])
-def test_roles_are_rejected_at_submission_and_container_jobs_run(dgx2, policy: str) -> None:
+def test_roles_run_or_are_rejected_and_container_jobs_run(dgx2, policy: str) -> None:
     records = [
         {"job_id": "tf", "submit_time": 0, "num_gpus": 9, "duration": 100,
          "tasks": json.dumps(TF)},
@@ -67,14 +73,23 @@ def test_roles_are_rejected_at_submission_and_container_jobs_run(dgx2, policy: s
         {"job_id": "plain", "submit_time": 4, "num_gpus": 2, "duration": 10},
     ]
     j, ev = run(records, dgx2, policy)
-    assert dict(j.status) == {"tf": "rejected", "c": "completed", "mixed": "rejected",
-                              "own-duration": "rejected", "plain": "completed"}
     rejects = ev[ev.kind == "reject"]
-    assert list(zip(rejects.time, rejects.job_id, rejects.detail, strict=True)) == [
-        (0.0, "tf", ROLES_NOT_SIMULATED), (2.0, "mixed", ROLES_NOT_SIMULATED),
-        (3.0, "own-duration", ROLES_NOT_SIMULATED)]
+    got = list(zip(rejects.time, rejects.job_id, rejects.detail, strict=True))
+    if policy == "gandiva":  # does not support roles: every job with roles is rejected
+        no = no_roles_reason("gandiva")
+        assert no == "policy gandiva does not support task roles"
+        assert dict(j.status) == {"tf": "rejected", "c": "completed", "mixed": "rejected",
+                                  "own-duration": "rejected", "plain": "completed"}
+        assert got == [(0.0, "tf", no), (2.0, "mixed", no), (3.0, "own-duration", no)]
+        return
+    assert dict(j.status) == {"tf": "completed", "c": "completed", "mixed": "completed",
+                              "own-duration": "rejected", "plain": "completed"}
     # the container job's 5 task runs, 2 at once, 10 s each: 1..11, 11..21, 21..31
     assert float(j.end_time["c"]) == 31.0
+    assert got == [
+        (3.0, "own-duration", f"{ROLES_NOT_SIMULATED}: gang role 'worker' has its own "
+         "duration 5 (gang roles stop together; only a non-gang role's duration may "
+         "differ from the job's)")]
     assert ROLES_NOT_SIMULATED == "task roles are not simulated yet (issue 16)"
 
 
@@ -91,4 +106,17 @@ def test_not_simulated_on_specs_built_in_code() -> None:
         "(6, 2, 8.0, 0.0, 0.0) are not its roles' totals (4, 2, 8.0, 0.0, 0.0)")
     assert not_simulated(replace(base, completions=3)) == ""
     cpu_only = with_tasks(base, (TaskRole("ps", 1, 0, cpus=4.0),))
-    assert not_simulated(cpu_only) == ROLES_NOT_SIMULATED
+    assert not_simulated(cpu_only) == "policy ? does not support task roles"
+
+    class Yes:
+        name = "yes"
+        supports_roles = True
+
+    class No:
+        name = "no"
+
+    assert not_simulated(cpu_only, Yes()) == ""
+    assert not_simulated(cpu_only, No()) == "policy no does not support task roles"
+    assert not_simulated(replace(cpu_only, num_gpus=2), Yes()) == (
+        f"{ROLES_NOT_SIMULATED}: its num_gpus 2 is not its gang roles' GPU total 0 "
+        "(sim.roles.with_tasks)")

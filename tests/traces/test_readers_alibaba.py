@@ -128,9 +128,13 @@ def test_samples_replay_on_their_own_topologies() -> None:
     assert set(r.jobs.status) == {"completed"} and len(r.jobs) == 9
     r = Simulation(read_pai(TASKS), read_pai_machines(SAMPLES / "pai_machine_spec_sample.csv"),
                    "fifo").run()
-    # job1 has a ps role beside its workers: rejected until the engine places roles
-    assert list(r.jobs.status) == ["rejected", "completed", "completed"]
-    assert r.jobs.reason[0] == "task roles are not simulated yet (issue 16)"
+    # job1 has a ps role beside its workers: its 4 one-GPU workers and the ps all on the
+    # one V100 node (the workers' node first), in one socket: full speed, 0..1020
+    assert list(r.jobs.status) == ["completed", "completed", "completed"]
+    assert (r.jobs.start_time[0], r.jobs.end_time[0]) == (0.0, 1020.0)
+    assert r.events.detail[1] == "tasks=" + ",".join(
+        f"{t}@f50778ef4a069ef07dcbf829" for t in
+        ("worker[0]", "worker[1]", "worker[2]", "worker[3]", "ps[0]"))
 
 
 def test_pai_jobs_of_several_task_kinds_get_roles() -> None:

@@ -245,8 +245,8 @@ def test_bundled_example_replays_honestly() -> None:
     r = Simulation(load_trace(EXAMPLE), load_topology("default"), "fifo", seed=0).run()
     j = r.jobs.set_index("job_id")
     assert dict(j.status) == {
-        "tf-ps": "rejected", "pytorch-ddp": "completed", "pytorch-master": "rejected",
-        "paddle-ps": "rejected", "workers-only": "completed", "elastic-workers": "completed",
+        "tf-ps": "completed", "pytorch-ddp": "completed", "pytorch-master": "completed",
+        "paddle-ps": "completed", "workers-only": "completed", "elastic-workers": "completed",
         "container-batch": "completed", "container-never": "completed", "plain": "completed"}
     # container jobs run as task runs (sim.containers): 5 runs of 600 s, 2 at once, from
     # 360: 360..960 twice, 960..1560 twice, 1560..2160; 3 runs of 300 s one at a time
@@ -255,7 +255,11 @@ def test_bundled_example_replays_honestly() -> None:
                                                                                  3000.0)
     assert (j.end_time["container-never"], j.gpu_seconds["container-never"]) == (1320.0,
                                                                                  900.0)
-    assert j.reason["tf-ps"] == "task roles are not simulated yet (issue 16)"
+    # a policy without `supports_roles` rejects the jobs of several roles with the reason
+    g = Simulation(load_trace(EXAMPLE), load_topology("default"), "gandiva", seed=0).run()
+    k = g.jobs.set_index("job_id")
+    assert {i for i in k.index if k.reason[i] == "policy gandiva does not support task "
+            "roles"} == {"tf-ps", "pytorch-master", "paddle-ps"}
 
 
 def test_trace_convert_round_trips_the_example(tmp_path: Path) -> None:
