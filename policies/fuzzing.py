@@ -395,7 +395,8 @@ def _role_columns(rng: np.random.Generator, records: list[dict[str, Any]]) -> No
         g = rec["num_gpus"]
         if not 2 <= g <= 16 or rng.random() >= 0.15:
             continue
-        if any(k in rec for k in ("gpus_per_task", "gpu_share", "min_gpus", "max_gpus")):
+        if any(k in rec for k in ("gpus_per_task", "gpu_share", "min_gpus", "max_gpus",
+                                  "completions")):  # a container row is one task run
             continue
         per = int(rng.choice([1, 2]))
         workers = max(1, (g - 1) // per)
