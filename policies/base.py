@@ -35,6 +35,9 @@ class Policy:
     ordering_param: ClassVar[str | None] = None
     """The parameter naming another policy that orders jobs inside this one (hived's
     `order`), so the conformance harness can run every composition."""
+    container_jobs: ClassVar[bool] = True
+    """Whether the policy runs container jobs' task runs (`sim.containers`) as ordinary
+    jobs; False: such a job is rejected at submission, naming the policy."""
     supports_roles: ClassVar[bool] = False
     """Whether the policy runs jobs with roles (SPEC `tasks`: `sim.roles.has_roles`). The
     engine rejects such a job at submission under any other policy, with "policy X does

@@ -43,6 +43,14 @@ def _host_node(detail: str) -> str:
     return ""
 
 
+def _holder(job_id: str, detail: str) -> str:
+    """Who holds the resources of an event: the job, or its task run (`run=k` detail)."""
+    for part in str(detail).split(";"):
+        if part.startswith("run="):
+            return f"{job_id}#{part[4:]}"
+    return job_id
+
+
 def _task_hosts(s: JobSpec, detail: str) -> dict[str, tuple[float, float, float]] | None:
     """Host asks per node of a job with roles' gang tasks, from 'tasks=ps[0]@node0,...'.
 
@@ -151,23 +159,24 @@ def check_invariants(result: Any, topology: Topology, trace: Trace,
         s = specs.get(ev.job_id)
         if s is None:
             continue
+        who = _holder(ev.job_id, ev.detail)
         milli = 1000 if s.gpu_share >= 1 else round(s.gpu_share * 1000)
         if ev.kind in HOLD and str(ev.detail).startswith(("timeshare", "pack")):
             # joins GPUs a running job holds (time-slicing or packing): the cluster state
             # guards their capacity; here only the gang size is checked
-            holding.pop(ev.job_id, None)
-            host_drop(ev.job_id)
+            holding.pop(who, None)
+            host_drop(who)
             count = sum(_cells(ev.cells).values())
             if count != s.num_gpus and s.min_gpus is None and s.max_gpus is None:
                 bad.append(f"t={ev.time}: {ev.job_id} shares {count} of {s.num_gpus} GPUs")
             continue
         if ev.kind in HOLD:
-            prev = holding.pop(ev.job_id, {})
+            prev = holding.pop(who, {})
             for node, n in prev.items():
                 use[node] -= n * milli
             cells = _cells(ev.cells)
             count = sum(cells.values())
-            host_drop(ev.job_id)
+            host_drop(who)
             ask = _host_ask(s, count)
             per_task = _task_hosts(s, ev.detail) if s.tasks and has_roles(s) else None
             if s.tasks and has_roles(s) and ev.kind in ("start", "resume") and (
@@ -175,16 +184,16 @@ def check_invariants(result: Any, topology: Topology, trace: Trace,
                 bad.append(f"t={ev.time}: {ev.kind} of {ev.job_id} (task roles) names no "
                            "tasks")
             if per_task is not None:
-                host_take(ev, ev.job_id, per_task)
+                host_take(ev, who, per_task)
             elif count:
-                host_take(ev, ev.job_id, {
+                host_take(ev, who, {
                     nd: (ask[0] * k / count, ask[1] * k / count, ask[2] * k / count)
                     for nd, k in cells.items()})
             elif _host_node(ev.detail):
                 node = _host_node(ev.detail)
                 if node in down:
                     bad.append(f"t={ev.time}: {ev.job_id} placed on failed node {node}")
-                host_take(ev, ev.job_id, {node: ask})
+                host_take(ev, who, {node: ask})
             elif any(v > 0 for v in ask) and ev.kind in ("start", "resume"):
                 bad.append(f"t={ev.time}: CPU-only {ev.job_id} asks for host resources "
                            "and holds no node")
@@ -199,11 +208,11 @@ def check_invariants(result: Any, topology: Topology, trace: Trace,
                     bad.append(f"t={ev.time}: node {node} over-committed by {ev.job_id}")
                 if node in down:
                     bad.append(f"t={ev.time}: {ev.job_id} placed on failed node {node}")
-            holding[ev.job_id] = cells
+            holding[who] = cells
         elif ev.kind in DROP:
-            for node, n in holding.pop(ev.job_id, {}).items():
+            for node, n in holding.pop(who, {}).items():
                 use[node] -= n * milli
-            host_drop(ev.job_id)
+            host_drop(who)
     # dependencies: nobody starts before all it depends on completed
     for jid, row in started.iterrows():
         for dep in specs[jid].depends_on:
@@ -264,6 +273,7 @@ def scenarios(seed: int = 0) -> list[tuple[str, Topology, Trace]]:
     out.append(_vc_scenario(rng))
     out.append(_host_scenario(rng))
     out.append(_roles_scenario(rng))
+    out.append(_container_scenario(rng))
     return out
 
 
@@ -303,6 +313,38 @@ def _roles_scenario(rng: np.random.Generator) -> tuple[str, Topology, Trace]:
                                 user=base.user, vc=base.vc, num_cpus=2.0 * g,
                                 checkpoint_interval=base.checkpoint_interval))
     return topo.name, topo, Trace("conformance-roles", tuple(jobs))
+
+
+def _container_scenario(rng: np.random.Generator) -> tuple[str, Topology, Trace]:
+    """Container jobs (task runs, both restart policies, deadlines) among plain gangs."""
+    from sim.model import RestartPolicy
+
+    topo = uniform_topology(2, switches_per_socket=2, gpus_per_switch=2, name="containers")
+    jobs = []
+    t = 0.0
+    for i in range(30):
+        t += float(rng.exponential(20.0))
+        g = int(rng.choice([0, 1, 1, 2, 4]))
+        ckpt = 40.0 if rng.random() < 0.5 else None
+        if rng.random() < 0.5:
+            failing = rng.random() < 0.5
+            jobs.append(JobSpec(
+                f"c{i}", round(t, 3), g, float(rng.integers(10, 120)), user=f"u{i % 3}",
+                vc=f"vc{i % 2}", checkpoint_interval=ckpt,
+                completions=int(rng.integers(1, 6)), parallelism=int(rng.integers(1, 4)),
+                restart_policy=RestartPolicy.ON_FAILURE if rng.random() < 0.5
+                else RestartPolicy.NEVER,
+                backoff_limit=int(rng.integers(0, 3)),
+                active_deadline=float(rng.integers(100, 600)) if rng.random() < 0.3 else None,
+                fail_at=float(rng.integers(5, 60)) if failing else None,
+                extra=(("failed_runs", int(rng.integers(1, 3))),) if failing else (),
+            ))
+        else:
+            jobs.append(JobSpec(
+                f"p{i}", round(t, 3), g, float(rng.integers(10, 200)), user=f"u{i % 3}",
+                vc=f"vc{i % 2}", checkpoint_interval=ckpt, gpus_per_task=g // 2 if g >= 4
+                else 0))
+    return topo.name, topo, Trace("conformance-containers", tuple(jobs))
 
 
 def _host_scenario(rng: np.random.Generator) -> tuple[str, Topology, Trace]:
@@ -358,6 +400,7 @@ def _vc_scenario(rng: np.random.Generator) -> tuple[str, Topology, Trace]:
 # engine parameters per scenario (node failures for the lifecycle one)
 SCENARIO_PARAMS: dict[str, dict[str, Any]] = {
     "lifecycle": {"mtbf": 1500.0, "mttr": 200.0, "retry_delay": 5.0},
+    "containers": {"mtbf": 3000.0, "mttr": 150.0, "failure_rate": 3.0},
 }
 
 

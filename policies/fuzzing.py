@@ -3,7 +3,8 @@
 A case is a native topology (1-4 nodes, random sockets/switches/GPUs, sometimes racks, two
 GPU types, HiveD-style `vcs:` that fit, `queues:` of SPEC sec. 3), a trace of 5-30 jobs
 exercising every column the engine reads (DAGs, retries, lifetimes, elastic ranges, gangs,
-fractional GPUs, CPU-only jobs, jobs too large for the cluster, unknown VCs and GPU types)
+fractional GPUs, CPU-only jobs, container jobs, jobs too large for the cluster, unknown VCs
+and GPU types)
 and random engine parameters (placer, node failures, attempt failures, ...). Everything is
 drawn from one seeded `numpy.random.Generator`, so a case is named by its seed::
 
@@ -360,6 +361,21 @@ def _optional_columns(rng: np.random.Generator, records: list[dict[str, Any]]) -
     for rec in records:
         if "disk_gb" in names and rng.random() < 0.1:
             rec["disk_gb"] = int(rng.choice([10, 50, 200]))
+        if "completions" in names and rng.random() < 0.12 and not (
+                {"min_gpus", "max_gpus", "gpus_per_task"} & rec.keys()):
+            _container_columns(rng, rec)
+
+
+def _container_columns(rng: np.random.Generator, rec: dict[str, Any]) -> None:
+    """Make the record a container job (Kubernetes Job semantics, `sim.containers`)."""
+    rec["completions"] = int(rng.integers(1, 6))
+    rec["parallelism"] = int(rng.integers(1, 4))
+    rec["restart_policy"] = str(rng.choice(["Never", "OnFailure"]))
+    rec["backoff_limit"] = int(rng.integers(0, 4))
+    if rng.random() < 0.3:
+        rec["active_deadline"] = round(float(rec["duration"] * rng.uniform(0.5, 4.0)), 3)
+    if "fail_at" in rec and rng.random() < 0.7:
+        rec["failed_runs"] = int(rng.integers(1, 4))
 
 
 def _role_columns(rng: np.random.Generator, records: list[dict[str, Any]]) -> None:
@@ -379,7 +395,8 @@ def _role_columns(rng: np.random.Generator, records: list[dict[str, Any]]) -> No
         g = rec["num_gpus"]
         if not 2 <= g <= 16 or rng.random() >= 0.15:
             continue
-        if any(k in rec for k in ("gpus_per_task", "gpu_share", "min_gpus", "max_gpus")):
+        if any(k in rec for k in ("gpus_per_task", "gpu_share", "min_gpus", "max_gpus",
+                                  "completions")):  # a container row is one task run
             continue
         per = int(rng.choice([1, 2]))
         workers = max(1, (g - 1) // per)

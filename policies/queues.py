@@ -118,6 +118,7 @@ class EngineMirror:
 
     def __init__(self) -> None:
         self._next = 0  # index of the next job whose arrival we have not seen
+        self._next_run = 0  # index of the next container task run we have not seen
         self._running: dict[int, int] = {}  # job index -> its version after our Start
         self._ends: list[tuple[float, int, int]] = []  # (predicted finish, idx, version)
         self._later: list[tuple[float, int]] = []  # (time it queues again, idx): retries
@@ -131,7 +132,10 @@ class EngineMirror:
         queued: dict[int, JobState] = {}
         stopped: list[JobState] = []
         i = self._next
-        while True:
+        # trace jobs up to the first not yet submitted; task runs of container jobs
+        # (`ctx.trace_jobs` onwards, never waiting) by a cursor of their own
+        trace: int | None = getattr(ctx, "trace_jobs", None)
+        while trace is None or i < trace:
             try:
                 job = ctx.job_at(i)
             except IndexError:
@@ -142,6 +146,14 @@ class EngineMirror:
                 queued[i] = job
             i += 1
         self._next = i
+        if trace is not None:  # container jobs' task runs, appended as they are spawned
+            r = max(self._next_run, trace)
+            while r < ctx.num_jobs:
+                job = ctx.job_at(r)
+                if job.status == PENDING:
+                    queued[r] = job
+                r += 1
+            self._next_run = r
         ends = self._ends
         again = []
         while ends and due(ends[0][0], now):

@@ -70,6 +70,7 @@ class QuotaPriorityPolicy(Policy):
     name = "quota-priority"
     tenant_field = "vc"
     orders = False  # its own per-group quotas over the cluster
+    container_jobs = False  # its arrival tracking takes jobs in trace order only
     description = ("managed training: per-vc GPU quotas give high priority; a blocked "
                    "high-priority job suspends the longest-running low-priority job that "
                    "frees enough")

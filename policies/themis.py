@@ -146,6 +146,7 @@ class ThemisFtfPolicy(Policy):
     supports_roles = True
 
     name = "themis-ftf"
+    container_jobs = False  # its job table (rho per job index) is fixed when it attaches
     description = "Themis finish-time fairness: leases re-auctioned to the worst rho first"
     params = {
         "lease": Param(600.0, as_float(0.0, lo_open=True),

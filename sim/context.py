@@ -102,6 +102,15 @@ class SchedContext:
         return len(self._run.jobs)
 
     @property
+    def trace_jobs(self) -> int:
+        """Jobs of the trace: indices 0 .. trace_jobs - 1, in submit order.
+
+        A container job's task runs (`sim.containers`) follow them, in the order they are
+        spawned, so `num_jobs` grows during a run that has container jobs.
+        """
+        return self._run.num_trace
+
+    @property
     def pending_count(self) -> int:
         """Jobs waiting in the queue."""
         return len(self._run.queue)

@@ -22,7 +22,7 @@ MOSTLY = 0.5
 
 def result_warnings(sim: Simulation, run: Run) -> list[str]:
     """The run's warnings, in a fixed order (empty for a healthy run)."""
-    jobs = run.jobs
+    jobs = run.jobs[:run.num_trace]  # a container job's task runs are not jobs of their own
     out: list[str] = []
     if not jobs:
         return out

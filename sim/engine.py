@@ -465,14 +465,14 @@ class Run(RunState):
 
     def _next_time(self) -> float:
         t = self.agenda.peek()
-        if self.next_arrival < len(self.jobs):
+        if self.next_arrival < self.num_trace:
             t = min(t, self.jobs[self.next_arrival].spec.submit_time)
         return t
 
     def _only_churn_left(self, before: int) -> bool:
         """Nothing runs or can arrive, every node is up and the pass started nothing."""
         return (not self.running and self.decisions == before
-                and self.next_arrival >= len(self.jobs)
+                and self.next_arrival >= self.num_trace
                 and not self.cluster.nodes_down
                 and not self.agenda.any_live(
                     lambda k: k not in (Due.NODE_FAIL, Due.NODE_REPAIR, Due.TICK)))
@@ -481,7 +481,7 @@ class Run(RunState):
         """Tick only while something can change (else the queue is stuck for good)."""
         if self.tick_armed or not (self.queue or self.running):
             return
-        if (self.running or self.decisions > before or self.next_arrival < len(self.jobs)
+        if (self.running or self.decisions > before or self.next_arrival < self.num_trace
                 or self.agenda.any_live(lambda k: k is not Due.TICK)):
             self.tick_armed = True
             self.agenda.schedule(self.env.now + period, Due.TICK)
@@ -493,7 +493,7 @@ class Run(RunState):
         has been woken `IDLE_PASS_LIMIT` times in a row with nothing running and started
         nothing (a timer loop that can never end the run).
         """
-        if self.running or self.decisions != before or self.next_arrival < len(self.jobs):
+        if self.running or self.decisions != before or self.next_arrival < self.num_trace:
             self.idle_passes = 0
             return False
         self.idle_passes += 1
@@ -505,7 +505,7 @@ class Run(RunState):
         policy = self.sim.policy
         ctx = self.ctx
         jobs = self.jobs
-        n = len(jobs)
+        n = self.num_trace
         agenda = self.agenda
         step, on_entry, arrive, apply = agenda.step, self.on_entry, self.arrive, self.apply
         stuck = False
@@ -533,12 +533,14 @@ class Run(RunState):
             if self.side_jobs:  # non-gang tasks of jobs with roles (sim.roles)
                 self._end_side()
             before = self.decisions
+            self.in_pass = True
             for d in policy.schedule(ctx):
                 if isinstance(d, Await):  # hand control to the driver (`advance`)
                     self.paused = env.event()
                     yield self.paused
                     continue
                 apply(d)
+            self.in_pass = False
             if self.futile:
                 self.fail_futile()
             if self.side_jobs:

@@ -20,6 +20,7 @@ import simpy
 from sim.agenda import Agenda, Due, Entry
 from sim.cluster import ClusterState
 from sim.colocation import Colocation
+from sim.containers import Containers
 from sim.jobstate import (
     COMPLETED,
     FAILED,
@@ -86,6 +87,9 @@ class RunState:
         self.placer: Any = PLACERS.get(sim.placer_name)()
         self.jobs = [JobState(i, spec) for i, spec in enumerate(sim.jobs)]
         self.index = {j.spec.job_id: j.idx for j in self.jobs}
+        self.num_trace = len(self.jobs)  # the trace's jobs; task runs follow (sim.containers)
+        self.containers = Containers(self) if any(  # type: ignore[arg-type]
+            s.completions is not None for s in sim.jobs) else None
         self.missing_deps = self._link_dependencies()
         self.agenda = Agenda(self.jobs)
         self.queue = PendingQueue()
@@ -106,6 +110,7 @@ class RunState:
         self.next_arrival = 0
         self.events_processed = 0
         self.open_jobs = len(self.jobs)
+        self.in_pass = False  # the policy's scheduling pass is under way
         self.futile: dict[int, str] = {}  # job index -> why: stopped once too often this pass
         self._empty: ClusterState | None = None
         self._infeasible_cache: dict[tuple[Any, ...], str] = {}
@@ -145,13 +150,25 @@ class RunState:
         return missing
 
     def record(self, job: JobState, kind: EventKind, detail: str = "") -> None:
-        """Append one row of events.parquet and tell the policy, if it listens."""
+        """Append one row of events.parquet and tell the policy, if it listens.
+
+        A container job's own events are not told (the policy sees its task runs, whose
+        events `sim.containers` records under the job's id).
+        """
+        if job.idx >= self.num_trace:
+            assert self.containers is not None
+            self.containers.record(job, kind, detail)
+            return
         self.recorder.event(job, kind, detail)
-        if self.notify is not None:
+        if self.notify is not None and job.spec.completions is None:
             self.notify(self.ctx, job, kind)
 
     def enqueue(self, job: JobState) -> None:
-        """Queue a job now."""
+        """Queue a job now (a container job spawns its task runs instead)."""
+        if job.spec.completions is not None:
+            assert self.containers is not None
+            self.containers.begin(job)
+            return
         self.queue.add(job, self.env.now)
 
     def dequeue(self, job: JobState) -> None:
@@ -179,10 +196,14 @@ class RunState:
         transition(job, status)
         job.end_time = self.env.now
         job.reason = detail
-        self.open_jobs -= 1
         self.agenda.bump(job)
         if kind is not None:
             self.record(job, kind, detail)
+        if job.idx >= self.num_trace:  # a container job's task run
+            assert self.containers is not None
+            self.containers.ended(job)
+            return
+        self.open_jobs -= 1
         if status == COMPLETED:
             for d in job.dependents:
                 dep = self.jobs[d]
@@ -214,8 +235,9 @@ class RunState:
             self.finalize(job, REJECTED, EventKind.REJECT,
                           f"depends on jobs not in this run: {';'.join(missing)}")
             return
-        bad = not_simulated(s, self.sim.policy) or self.infeasible(
-            s if s.min_gpus is None else resized(s, s.min_gpus))
+        bad = not_simulated(s, self.sim.policy) or (
+            self.containers.refuse(s) if self.containers and s.completions else "") \
+            or self.infeasible(s if s.min_gpus is None else resized(s, s.min_gpus))
         if bad:
             self.finalize(job, REJECTED, EventKind.REJECT, bad)
             return
@@ -283,6 +305,10 @@ class RunState:
             self._job_event(self.jobs[idx], kind)
 
     def _lifetime(self, job: JobState) -> None:
+        if job.spec.completions is not None:  # a container job's active_deadline
+            assert self.containers is not None
+            self.containers.deadline(job)
+            return
         if job.status not in (RUNNING, PENDING, RETRYING):
             return
         self.events_processed += 1
@@ -323,8 +349,12 @@ class RunState:
         """A running attempt fails: lose work since the checkpoint, retry or fail for good.
 
         Returns the GPU-seconds of work lost. A node failure retries the job without using
-        up its `max_retries` (the job did nothing wrong); its own failure does use one.
+        up its `max_retries` (the job did nothing wrong); its own failure does use one. A
+        container job's task run fails by its job's restart policy (`sim.containers`).
         """
+        if counts_retry and job.idx >= self.num_trace:
+            assert self.containers is not None
+            return self.containers.run_failed(job)
         self.progress.advance(job)
         lost = job.work - job.ckpt_work
         job.lost_work += lost

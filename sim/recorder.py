@@ -94,14 +94,18 @@ class Recorder:
         self.timeline_mode = timeline
         self.timeline_interval = interval
 
-    def event(self, job: JobState, kind: EventKind, detail: str = "") -> None:
-        """One row of events.parquet for `job` now (only counted with events off)."""
+    def event(self, job: JobState, kind: EventKind, detail: str = "",
+              job_id: str | None = None) -> None:
+        """One row of events.parquet for `job` now (only counted with events off).
+
+        `job_id` names another job for the row (a container job's, for its task runs).
+        """
         self.event_count += 1
         if self.keep_events:
             s = job.spec
             gpus = job.gpus
             cells = self._cells.get(gpus) if gpus else ""
-            self._events.extend((self._clock(), s.job_id, kind._value_, s.num_gpus,
+            self._events.extend((self._clock(), job_id or s.job_id, kind._value_, s.num_gpus,
                                  self.cells(gpus) if cells is None else cells, detail))
 
     def node(self, name: str, kind: str) -> None:

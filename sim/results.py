@@ -116,7 +116,8 @@ def _jobs_frame(run: Run, end: float) -> pd.DataFrame:
     level_names = {lv.value: lv.label for lv in topo.levels}
     nan = math.nan
     rows = []
-    for j in run.jobs:
+    containers = run.containers
+    for j in run.jobs[:run.num_trace]:  # a container job's task runs have no rows
         if j.status == WAITING:
             continue  # never submitted before the end of the run
         s = j.spec
@@ -125,7 +126,11 @@ def _jobs_frame(run: Run, end: float) -> pd.DataFrame:
         queue = j.queue_time
         run_time = j.run_time
         gpu_seconds = j.gpu_seconds
-        if j.status in (PENDING, RETRYING):
+        counts = (j.preemptions, j.migrations, j.restarts, j.lost_work)
+        if containers is not None and s.completions is not None:
+            queue, run_time, gpu_seconds = containers.totals(j, end)
+            counts = containers.counts(j)
+        elif j.status in (PENDING, RETRYING):
             queue += end - j.queued_since
         elif j.status == RUNNING:
             held = end - j.held_since
@@ -140,12 +145,12 @@ def _jobs_frame(run: Run, end: float) -> pd.DataFrame:
         row: tuple[Any, ...] = (
             s.job_id, s.user, s.vc, s.num_gpus, s.submit_time, j.first_start,
             end_time, queue, jct, s.duration, run_time,
-            status, j.preemptions, j.migrations, j.restarts, j.lost_work,
+            status, *counts,
             level_names.get(j.locality_level, ""), jct / s.duration if ended else nan,
             j.first_start - s.submit_time, censored,
             deadline, sla_violated(status, s.submit_time, j.first_start, end_time, deadline,
                                    s.max_wait_hours, end),
-            j.reason, gpu_seconds, s.gpu_time,
+            j.reason, gpu_seconds, s.gpu_time * (s.completions or 1),
         )
         if extra_names:
             ex = dict(s.extra)

@@ -5,7 +5,7 @@ Model layer: imports only `sim.model` and `sim.errors`. The trace schema
 job-level columns the roles imply (filled in or checked by validation). `not_simulated`
 is the one engine-facing gate: a job with roles (not one gang of identical GPU tasks:
 `has_roles`) runs only under a policy that declares `supports_roles`, others reject it at
-submission; container jobs are rejected with their reason until the engine runs them.
+submission; container jobs run as task runs (`sim.containers`), not here.
 
 A job with roles runs as its gang: every gang task placed at once, each on one node
 (`sim.model.TaskPlacement`), held and released together; its non-gang tasks (an
@@ -21,7 +21,7 @@ from sim.errors import InvalidDecision
 from sim.model import MILLI, JobSpec, TaskPlacement, TaskRole
 
 __all__ = [
-    "CONTAINER_NOT_SIMULATED", "ROLES_NOT_SIMULATED", "RoleTotals", "gang_tasks",
+    "ROLES_NOT_SIMULATED", "RoleTotals", "gang_tasks",
     "drop_side_on", "drop_tasks", "free_task", "free_tasks", "has_roles", "hold_task",
     "is_plain_gang", "no_roles_reason", "not_simulated", "role_of", "role_totals",
     "side_gpu_seconds", "side_tasks", "with_tasks",
@@ -30,8 +30,6 @@ __all__ = [
 ROLES_NOT_SIMULATED = "task roles are not simulated yet (issue 16)"
 """Reject reason of a job whose roles are not one gang of identical GPU tasks."""
 
-CONTAINER_NOT_SIMULATED = "container jobs are not simulated yet (issue 16)"
-"""Reject reason of a container job (`completions` given)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,11 +127,9 @@ def not_simulated(spec: JobSpec, policy: object = None) -> str:
     A job of one gang of identical GPU tasks runs as the existing gang (its job-level
     columns are the roles' totals, as validation fills them in). Other role mixes run
     task by task under a `policy` whose class declares `supports_roles`; under any other
-    the reason is "policy X does not support task roles". Container jobs wait for the
-    engine part of issue 16.
+    the reason is "policy X does not support task roles". Container jobs are not gated
+    here (`sim.containers`).
     """
-    if spec.completions is not None:
-        return CONTAINER_NOT_SIMULATED
     if not spec.tasks:
         return ""
     if not is_plain_gang(spec.tasks, spec.duration):

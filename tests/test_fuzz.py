@@ -88,13 +88,14 @@ def test_generator_covers_the_columns_and_shapes():
                 ("gang", 0 < s.gpus_per_task < s.num_gpus), ("cpu-only", s.num_gpus == 0),
                 ("too-large", s.num_gpus > total), ("typed", bool(s.gpu_type)),
                 ("checkpoint", s.checkpoint_interval is not None),
-                ("unknown-vc", s.vc == "vc-unknown"), ("roles", bool(s.tasks))) if on}
+                ("unknown-vc", s.vc == "vc-unknown"), ("roles", bool(s.tasks)),
+                ("container", s.completions is not None)) if on}
         seen |= {k for k in ("mtbf", "failure_rate", "node_failure_retries", "placer",
                              "stop_retries") if k in case.params}
     assert seen >= {"vcs", "queues", "nodes_per_rack", "two-types", "deps", "retries",
                     "fail_at", "lifetime", "elastic", "share", "gang", "cpu-only",
                     "too-large", "typed", "checkpoint", "unknown-vc", "mtbf", "failure_rate",
-                    "node_failure_retries", "placer", "stop_retries", "roles"}
+                    "node_failure_retries", "placer", "stop_retries", "roles", "container"}
 
 
 def test_targets_are_every_policy_and_composition():

@@ -165,9 +165,10 @@ CONTAINER_COLUMNS: tuple[str, ...] = ("parallelism", "active_deadline", "restart
 RESTART_POLICIES: tuple[str, ...] = tuple(p.value for p in RestartPolicy)
 """Values of `restart_policy` (Kubernetes Job `restartPolicy`; an empty cell is Never)."""
 
-CHECKED_PASS_THROUGH: dict[str, NumCol] = {}
-"""Numeric columns of SPEC sec. 2 the simulator does not read (yet), checked and passed
-through as written (`JobSpec.extra`); none since the container-job columns are read."""
+CHECKED_PASS_THROUGH: dict[str, NumCol] = {"failed_runs": _count("failed_runs", None)}
+"""Numeric columns checked and passed through as written (`JobSpec.extra`): the project's
+`failed_runs` of a container job (its task runs 0..k-1 fail once at `fail_at`, read by
+`sim.containers`)."""
 
 
 def parse_speeds(text: str) -> tuple[tuple[tuple[str, float], ...] | None, str]:

@@ -1,7 +1,8 @@
-"""Jobs of roles and container jobs at submission (issue 16): one gang of identical GPU
+"""Jobs of roles at submission (issue 16): one gang of identical GPU
 tasks runs as the existing gang; other role mixes run under policies that declare
 `supports_roles` and are rejected under the others ("policy X does not support task
-roles"); container jobs are rejected; all in one place (`sim.roles.not_simulated`)."""
+roles"); all in one place (`sim.roles.not_simulated`). Container jobs run
+(`sim.containers`, tests/sim/test_containers.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ import pytest
 from sim.engine import Simulation
 from sim.model import JobSpec, TaskRole
 from sim.roles import (
-    CONTAINER_NOT_SIMULATED,
     ROLES_NOT_SIMULATED,
     no_roles_reason,
     not_simulated,
@@ -59,7 +59,7 @@ def test_identical_roles_make_one_gang(dgx2) -> None:
 
 
 @pytest.mark.parametrize("policy", ["fifo", "fifo-backfill", "drf", "gandiva", "sjf"])
-def test_roles_run_or_are_rejected_and_container_jobs_are_rejected(dgx2, policy: str) -> None:
+def test_roles_run_or_are_rejected_and_container_jobs_run(dgx2, policy: str) -> None:
     records = [
         {"job_id": "tf", "submit_time": 0, "num_gpus": 9, "duration": 100,
          "tasks": json.dumps(TF)},
@@ -78,20 +78,19 @@ def test_roles_run_or_are_rejected_and_container_jobs_are_rejected(dgx2, policy:
     if policy == "gandiva":  # does not support roles: every job with roles is rejected
         no = no_roles_reason("gandiva")
         assert no == "policy gandiva does not support task roles"
-        assert dict(j.status) == {"tf": "rejected", "c": "rejected", "mixed": "rejected",
+        assert dict(j.status) == {"tf": "rejected", "c": "completed", "mixed": "rejected",
                                   "own-duration": "rejected", "plain": "completed"}
-        assert got == [(0.0, "tf", no), (1.0, "c", CONTAINER_NOT_SIMULATED),
-                       (2.0, "mixed", no), (3.0, "own-duration", no)]
+        assert got == [(0.0, "tf", no), (2.0, "mixed", no), (3.0, "own-duration", no)]
         return
-    assert dict(j.status) == {"tf": "completed", "c": "rejected", "mixed": "completed",
+    assert dict(j.status) == {"tf": "completed", "c": "completed", "mixed": "completed",
                               "own-duration": "rejected", "plain": "completed"}
+    # the container job's 5 task runs, 2 at once, 10 s each: 1..11, 11..21, 21..31
+    assert float(j.end_time["c"]) == 31.0
     assert got == [
-        (1.0, "c", CONTAINER_NOT_SIMULATED),
         (3.0, "own-duration", f"{ROLES_NOT_SIMULATED}: gang role 'worker' has its own "
          "duration 5 (gang roles stop together; only a non-gang role's duration may "
          "differ from the job's)")]
     assert ROLES_NOT_SIMULATED == "task roles are not simulated yet (issue 16)"
-    assert CONTAINER_NOT_SIMULATED == "container jobs are not simulated yet (issue 16)"
 
 
 def test_not_simulated_on_specs_built_in_code() -> None:
@@ -105,7 +104,7 @@ def test_not_simulated_on_specs_built_in_code() -> None:
     assert not_simulated(wrong).startswith(
         f"{ROLES_NOT_SIMULATED}: its num_gpus, gpus_per_task, num_cpus, mem_gb, disk_gb "
         "(6, 2, 8.0, 0.0, 0.0) are not its roles' totals (4, 2, 8.0, 0.0, 0.0)")
-    assert not_simulated(replace(base, completions=3)) == CONTAINER_NOT_SIMULATED
+    assert not_simulated(replace(base, completions=3)) == ""
     cpu_only = with_tasks(base, (TaskRole("ps", 1, 0, cpus=4.0),))
     assert not_simulated(cpu_only) == "policy ? does not support task roles"
 

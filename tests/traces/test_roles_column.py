@@ -247,8 +247,14 @@ def test_bundled_example_replays_honestly() -> None:
     assert dict(j.status) == {
         "tf-ps": "completed", "pytorch-ddp": "completed", "pytorch-master": "completed",
         "paddle-ps": "completed", "workers-only": "completed", "elastic-workers": "completed",
-        "container-batch": "rejected", "container-never": "rejected", "plain": "completed"}
-    assert j.reason["container-batch"] == "container jobs are not simulated yet (issue 16)"
+        "container-batch": "completed", "container-never": "completed", "plain": "completed"}
+    # container jobs run as task runs (sim.containers): 5 runs of 600 s, 2 at once, from
+    # 360: 360..960 twice, 960..1560 twice, 1560..2160; 3 runs of 300 s one at a time
+    # from 420: 420..1320
+    assert (j.end_time["container-batch"], j.gpu_seconds["container-batch"]) == (2160.0,
+                                                                                 3000.0)
+    assert (j.end_time["container-never"], j.gpu_seconds["container-never"]) == (1320.0,
+                                                                                 900.0)
     # a policy without `supports_roles` rejects the jobs of several roles with the reason
     g = Simulation(load_trace(EXAMPLE), load_topology("default"), "gandiva", seed=0).run()
     k = g.jobs.set_index("job_id")
