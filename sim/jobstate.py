@@ -78,7 +78,9 @@ class JobState:
         self.retry_at = math.nan
         self.suspended = False
         self.deps_left = 0  # dependencies not yet completed
-        self.dependents: list[int] = []  # indices of jobs that depend on this one
+        # indices of jobs that depend on this one (shared empty tuple until the first:
+        # a million jobs without dependencies need no million empty lists)
+        self.dependents: list[int] | tuple[()] = ()
         self.doom = ""  # set when a dependency ended for good before this job arrived
         self.group: tuple[int, ...] | None = None  # GPUs of its co-location group, if any
         self.host: tuple[float, float, float] = (0.0, 0.0, 0.0)  # CPUs, memory, disk held
@@ -89,6 +91,12 @@ class JobState:
         self.futile_restarts = 0
         self.futile_stops = 0
         self.ckpt_at_restart = 0.0  # checkpointed work at the last such restart
+
+    def add_dependent(self, idx: int) -> None:
+        """Note that job `idx` depends on this one."""
+        if type(self.dependents) is tuple:
+            self.dependents = []
+        self.dependents.append(idx)  # type: ignore[union-attr]
 
     @property
     def job_id(self) -> str:
