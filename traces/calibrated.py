@@ -39,6 +39,7 @@ import numpy as np
 from sim.errors import InvalidParameter
 from traces.base import Trace
 from traces.canonical import frame_to_trace
+from traces.rows import release_arrow_memory
 
 if TYPE_CHECKING:
     from topologies.tree import Topology
@@ -298,5 +299,8 @@ def calibrated(
         "user": users,
         "vc": vcs,
     })
-    return frame_to_trace(df, label=label, name=label,
-                          source=f"calibrated({profile.name}, seed={int(seed)})")
+    trace = frame_to_trace(df, label=label, name=label,
+                           source=f"calibrated({profile.name}, seed={int(seed)})")
+    del df, vcs, users
+    release_arrow_memory()
+    return trace

@@ -50,6 +50,20 @@ def show(value: Any) -> str:
     return repr(text)
 
 
+def release_arrow_memory() -> None:
+    """Return the Arrow memory pool's free pages to the system (after a trace is built).
+
+    pandas keeps string columns in Arrow, whose pool holds on to the pages of a freed
+    frame; the run that follows allocates through Python's allocator, which cannot use
+    them, so a million-job trace would leave them in the peak memory of the run.
+    """
+    import sys
+
+    pa = sys.modules.get("pyarrow")
+    if pa is not None:
+        pa.default_memory_pool().release_unused()
+
+
 def as_text(s: pd.Series) -> pd.Series:
     """Cells as stripped strings; missing cells become '' (typed columns as written)."""
     import pandas as pd
