@@ -169,19 +169,30 @@ def _jobs_frame(run: Run, end: float) -> pd.DataFrame:
     level_names = {lv.value: lv.label for lv in topo.levels}
     data: dict[str, Any] = {
         "job_id": spec("job_id"), "user": spec("user"), "vc": spec("vc"),
-        "num_gpus": spec("num_gpus"), "submit_time": submit_l, "start_time": first_start,
-        "end_time": end_time, "queueing_delay": queue, "jct": jct,
-        "duration": duration_l, "run_time": run_time, "status": shown,
-        "preemptions": state("preemptions"), "migrations": state("migrations"),
-        "restarts": state("restarts"), "lost_work": state("lost_work"),
+        "num_gpus": _typed(spec("num_gpus")), "submit_time": submit,
+        "start_time": first_start, "end_time": end_time, "queueing_delay": queue, "jct": jct,
+        "duration": duration, "run_time": run_time, "status": shown,
+        "preemptions": _typed(state("preemptions")), "migrations": _typed(state("migrations")),
+        "restarts": _typed(state("restarts")), "lost_work": _typed(state("lost_work")),
         "locality_level": [level_names.get(v, "") for v in state("locality_level")],
         "slowdown": slowdown, "response_time": first_start - submit,
         "censored": censored, "deadline": deadline, "sla_violated": sla,
-        "reason": state("reason"), "gpu_seconds": gpu_seconds, "gpu_time": spec("gpu_time"),
+        "reason": state("reason"), "gpu_seconds": gpu_seconds,
+        "gpu_time": _typed(spec("gpu_time")),
     }
     for c in extra_names:
         data[c] = [dict(s.extra).get(c) for s in specs]
     return pd.DataFrame(data, columns=columns)
+
+
+def _typed(values: list[Any]) -> list[Any] | np.ndarray:
+    """Numbers as the array pandas would infer from them (int64, float64), made at once."""
+    kinds = set(map(type, values))
+    if kinds == {int}:
+        return np.array(values, dtype=np.int64)
+    if float in kinds and kinds <= {int, float}:
+        return np.array(values, dtype=np.float64)
+    return values  # anything else: pandas infers, as from rows
 
 
 _FINAL_SHOWN = ("completed", "failed", "killed", "rejected")
