@@ -10,6 +10,7 @@ class and stops as soon as nothing more can start.
 
 from __future__ import annotations
 
+import heapq
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, ClassVar
@@ -85,6 +86,41 @@ def start_cpu_only(ctx: SchedContext, jobs: list[JobState]) -> Iterator[Start]:
 
 
 
+class ClassHeads:
+    """The queued (key, idx) entries of a priority queue, by request class, in key order.
+
+    Kept beside the queue by `PriorityPolicy`, so `priority_walk` can visit the queue as
+    a merge of the classes' heads: a class that failed is dropped at once instead of
+    each of its later jobs being met and skipped (on a contended cluster, most of a
+    long queue). `touched` collects the classes changed since the walk last looked.
+    """
+
+    def __init__(self) -> None:
+        self.lists: dict[tuple[Any, ...], SortedList] = {}
+        self.touched: set[tuple[Any, ...]] = set()
+
+    def add(self, ck: tuple[Any, ...], entry: tuple[Key, int]) -> None:
+        """Queue an entry of class `ck`."""
+        lst = self.lists.get(ck)
+        if lst is None:
+            lst = self.lists[ck] = SortedList()
+        lst.add(entry)
+        self.touched.add(ck)
+
+    def remove(self, ck: tuple[Any, ...], entry: tuple[Key, int]) -> None:
+        """Drop a queued entry of class `ck`."""
+        lst = self.lists[ck]
+        lst.remove(entry)
+        if not lst:
+            del self.lists[ck]
+        self.touched.add(ck)
+
+
+CLASS_WALK_MAX = 64
+"""Above this many request classes a walk goes down the queue itself: the merge of the
+class heads costs one step per class and pass, the plain walk one per job visited."""
+
+
 def priority_walk(
     ctx: SchedContext,
     queue: SortedList,
@@ -95,6 +131,7 @@ def priority_walk(
     stop: str = "preempt",
     reason: str = "",
     classes: Mapping[tuple, int] | None = None,
+    heads: ClassHeads | None = None,
 ) -> Iterator[Decision]:
     """Start pending jobs of `queue` ((key, idx), smallest key first) in order.
 
@@ -105,8 +142,13 @@ def priority_walk(
     lower-priority victim is left, or once every request class in `queue` (counts in
     `classes`, when given) has failed. `on_start` / `on_stop` let the caller update its
     own index as decisions are applied (a stopped job usually re-enters `queue`, behind).
+    `heads`, the same entries by request class, lets the walk skip failed classes whole
+    (same decisions).
     """
     walk = _Walk(ctx, pool, classes)
+    if heads is not None and len(heads.lists) <= CLASS_WALK_MAX:
+        yield from _class_walk(ctx, heads, walk, on_start, on_stop, stop, reason)
+        return
     cur: tuple[Key, int] | None = None
     while True:
         # iterate without re-searching the list; start over from `cur` after a decision
@@ -139,6 +181,79 @@ def priority_walk(
             break
         else:
             return
+
+
+def _class_walk(
+    ctx: SchedContext,
+    heads: ClassHeads,
+    walk: _Walk,
+    on_start: Callable[[JobState], None],
+    on_stop: Callable[[JobState], None],
+    stop: str,
+    reason: str,
+) -> Iterator[Decision]:
+    """`priority_walk` as a merge of the request classes' heads (the same visits).
+
+    A heap holds the next entry of each class not failed in this pass; a failed class
+    leaves it. After a decision the classes the callbacks changed (and, once victims
+    were stopped, every class: the failures are forgotten) get their first entry after
+    the current one, as the plain walk resumes after it.
+    """
+    lists = heads.lists
+    failed = walk.failed
+    heap: list[tuple[tuple[Key, int], tuple[Any, ...]]] = []
+    head: dict[tuple[Any, ...], tuple[Key, int]] = {}
+
+    def refresh(ck: tuple[Any, ...], after: tuple[Key, int] | None) -> None:
+        lst = lists.get(ck)
+        if lst is None or ck in failed:
+            head.pop(ck, None)
+            return
+        i = 0 if after is None else lst.bisect_right(after)
+        if i < len(lst):
+            e = head[ck] = lst[i]
+            heapq.heappush(heap, (e, ck))
+        else:
+            head.pop(ck, None)
+
+    for ck in lists:
+        refresh(ck, None)
+    heads.touched.clear()
+    while heap:
+        entry, ck = heap[0]
+        if head.get(ck) != entry:  # stale: the class moved on or failed
+            heapq.heappop(heap)
+            continue
+        key, idx = entry
+        job = ctx.job_at(idx)
+        if job.status != PENDING:
+            heapq.heappop(heap)
+            refresh(ck, entry)
+            continue
+        got = ctx.place(job)
+        forget = False
+        if isinstance(got, Unschedulable):
+            plan = walk.plan(job, key, got)
+            if plan is None:
+                if walk.give_up(ck, key):
+                    return
+                heapq.heappop(heap)
+                del head[ck]
+                continue
+            victims, got = plan
+            why = f"{reason}: for {job.job_id}" if reason else f"for {job.job_id}"
+            for v in victims:
+                walk.victims().remove(v.idx)
+                yield (Suspend if stop == "suspend" else Preempt)(v.job_id, why)
+                on_stop(v)
+            failed.clear()  # the victims may have freed more than the job takes
+            forget = True
+        yield Start(job.job_id, got)
+        on_start(job)
+        changed = list(lists) if forget else [*heads.touched, ck]
+        heads.touched.clear()
+        for c in changed:
+            refresh(c, entry)
 
 
 class _Walk:
@@ -228,6 +343,7 @@ class PriorityPolicy(Policy):
         self.known: dict[int, str] = {}
         self.cpu_only: deque[JobState] = deque()
         self.class_count: dict[tuple, int] = {}  # request classes of the queued jobs
+        self.heads = ClassHeads()  # the queue by request class
         self.running_pool = VictimPool([])  # kept current when fixed_running_keys
 
     # --- what subclasses define ---
@@ -261,12 +377,14 @@ class PriorityPolicy(Policy):
         self.queue.add((key, job.idx))
         ck = request_class(job.spec)
         self.class_count[ck] = self.class_count.get(ck, 0) + 1
+        self.heads.add(ck, (key, job.idx))
 
     def _dequeue(self, job: JobState) -> None:
         key = self.qkey.pop(job.idx, None)
         if key is not None:
             self.queue.remove((key, job.idx))
             ck = request_class(job.spec)
+            self.heads.remove(ck, (key, job.idx))
             left = self.class_count[ck] - 1
             if left:
                 self.class_count[ck] = left
@@ -336,6 +454,7 @@ class PriorityPolicy(Policy):
             on_start=lambda j: self._observe(ctx, j),
             on_stop=lambda j: self._observe(ctx, j),
             stop=self.p.get("stop", "suspend"), reason=self.name, classes=self.class_count,
+            heads=self.heads,
         )
         self.after_walk(ctx)
 

@@ -43,12 +43,34 @@ class JobState:
     __slots__ = (
         "idx", "spec", "status", "gpus", "milli", "rate", "work", "seg_start", "run_start",
         "ckpt_work", "version", "first_start", "end_time", "queued_since", "queue_time",
-        "held_since", "run_time", "preemptions", "migrations", "restarts", "lost_work",
-        "locality_level", "reason", "started_before", "attempt_start", "gpu_seconds",
-        "retry_at", "suspended", "deps_left", "dependents", "doom", "group", "host",
-        "fit_gpus", "futile_restarts", "futile_stops", "ckpt_at_restart", "node", "tasks",
-        "side",
+        "held_since", "run_time", "locality_level", "reason", "started_before",
+        "attempt_start", "gpu_seconds", "suspended", "host", "node", "__dict__",
     )
+
+    # Fields few jobs ever change: class defaults, read from here until a job sets its
+    # own value (kept in its instance dict, created then), so a million jobs do not each
+    # carry them (about 100 bytes a job).
+    preemptions: int = 0
+    migrations: int = 0
+    restarts: int = 0
+    lost_work: float = 0.0
+    retry_at: float = math.nan
+    deps_left: int = 0  # dependencies not yet completed
+    # indices of jobs that depend on this one (see `add_dependent`)
+    dependents: list[int] | tuple[()] = ()
+    doom: str = ""  # set when a dependency ended for good before this job arrived
+    group: tuple[int, ...] | None = None  # GPUs of its co-location group, if any
+    fit_gpus: int = 0  # an elastic job too large at num_gpus: the size it is placed at
+    # restarts (node failures and policy stops) in a row without checkpointed progress
+    # between them, and how many of those were policy stops (sim.lifecycle)
+    futile_restarts: int = 0
+    futile_stops: int = 0
+    ckpt_at_restart: float = 0.0  # checkpointed work at the last such restart
+    # a running job with roles: where each gang task runs (sim.model.TaskPlacement)
+    tasks: tuple[Any, ...] = ()
+    # and its non-gang tasks, (role, index) -> None (waiting), (placement, end, since)
+    # (running) or () (done for this attempt); None for every other job (sim.roles)
+    side: dict[tuple[str, int], Any] | None = None
 
     def __init__(self, idx: int, spec: JobSpec) -> None:
         self.idx = idx
@@ -69,33 +91,19 @@ class JobState:
         self.held_since = 0.0
         self.run_time = 0.0
         self.gpu_seconds = 0.0
-        self.preemptions = 0
-        self.migrations = 0
-        self.restarts = 0
-        self.lost_work = 0.0
         self.locality_level = 0
         self.reason = ""
         self.started_before = False
         self.attempt_start = 0.0
-        self.retry_at = math.nan
         self.suspended = False
-        self.deps_left = 0  # dependencies not yet completed
-        self.dependents: list[int] = []  # indices of jobs that depend on this one
-        self.doom = ""  # set when a dependency ended for good before this job arrived
-        self.group: tuple[int, ...] | None = None  # GPUs of its co-location group, if any
         self.host: tuple[float, float, float] = (0.0, 0.0, 0.0)  # CPUs, memory, disk held
         self.node = -1  # host node of a running CPU-only job holding host resources, else -1
-        self.fit_gpus = 0  # an elastic job too large at num_gpus: the size it is placed at
-        # restarts (node failures and policy stops) in a row without checkpointed progress
-        # between them, and how many of those were policy stops (sim.lifecycle)
-        self.futile_restarts = 0
-        self.futile_stops = 0
-        self.ckpt_at_restart = 0.0  # checkpointed work at the last such restart
-        # a running job with roles: where each gang task runs (sim.model.TaskPlacement)
-        self.tasks: tuple[Any, ...] = ()
-        # and its non-gang tasks, (role, index) -> None (waiting), (placement, end, since)
-        # (running) or () (done for this attempt); None for every other job (sim.roles)
-        self.side: dict[tuple[str, int], Any] | None = None
+
+    def add_dependent(self, idx: int) -> None:
+        """Note that job `idx` depends on this one."""
+        if type(self.dependents) is tuple:
+            self.dependents = []
+        self.dependents.append(idx)  # type: ignore[union-attr]
 
     @property
     def job_id(self) -> str:

@@ -146,7 +146,7 @@ class RunState:
                     missing.setdefault(j.idx, []).append(dep)
                 else:
                     j.deps_left += 1
-                    self.jobs[d].dependents.append(j.idx)
+                    self.jobs[d].add_dependent(j.idx)
         return missing
 
     def record(self, job: JobState, kind: EventKind, detail: str = "") -> None:

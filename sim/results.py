@@ -10,6 +10,7 @@ import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -109,7 +110,116 @@ def _jobs_frame(run: Run, end: float) -> pd.DataFrame:
     waiting one (queued or suspended, or between retries) has its current wait added to
     its queueing delay, a running one its current hold to its run time and GPU time.
     Time held for dependencies is not queueing (SPEC sec. 2 `depends_on`).
+
+    Built column by column (attribute getters, numpy arithmetic), never a row object per
+    job: at a million jobs the rows cost more memory than the frame.
     """
+    topo = run.topo
+    own = {*JOB_COLUMNS, *JOB_EXTRA_COLUMNS}
+    extra_names = [c for c in run.sim.trace.extra_columns if c not in own]
+    columns = [*JOB_COLUMNS, *JOB_EXTRA_COLUMNS, *extra_names]
+    # one row a trace job (a container job's task runs have none) that was submitted
+    jobs = [j for j in run.jobs[:run.num_trace] if j.status != WAITING]
+    n = len(jobs)
+    if n == 0:
+        return pd.DataFrame([], columns=columns)
+    specs = list(map(attrgetter("spec"), jobs))
+
+    def state(name: str) -> list[Any]:
+        return list(map(attrgetter(name), jobs))
+
+    def spec(name: str) -> list[Any]:
+        return list(map(attrgetter(name), specs))
+
+    times = [state(a) for a in ("queue_time", "run_time", "gpu_seconds", "first_start",
+                                "end_time")]
+    submit_l = spec("submit_time")
+    duration_l = spec("duration")
+    for values in (*times, submit_l, duration_l):
+        kinds = set(map(type, values))
+        if float not in kinds or not kinds <= {int, float}:
+            # a column of integer times only (a hand-made trace): pandas would type it
+            # int64, as the rows always were; build those
+            return _jobs_frame_rows(run, end)
+    queue, run_time, gpu_seconds, first_start, end_time = map(np.array, times)
+    statuses = state("status")
+    shown = [_SHOWN[st] for st in statuses]
+    censored = np.fromiter(map(_CENSORED.__getitem__, statuses), dtype=bool, count=n)
+    ended = np.fromiter(map(_ENDED.__getitem__, statuses), dtype=bool, count=n)
+    counts = [state(a) for a in ("preemptions", "migrations", "restarts", "lost_work")]
+    gpu_time = spec("gpu_time")
+    for i in [i for i, st in enumerate(statuses) if st in _OPEN]:
+        j = jobs[i]
+        if j.spec.completions is not None:
+            continue  # a container job: its task runs' totals, below
+        if j.status == RUNNING:
+            held = end - j.held_since
+            run_time[i] = j.run_time + held
+            gpu_seconds[i] = j.gpu_seconds + held * len(j.gpus) * j.milli / 1000
+            if j.side:  # running non-gang tasks of a job of roles (sim.roles)
+                gpu_seconds[i] += side_gpu_seconds(j, end)
+        else:
+            queue[i] = j.queue_time + (end - j.queued_since)
+    containers = run.containers
+    if containers is not None:  # totals over each container job's task runs
+        for i in [i for i, sp in enumerate(specs) if sp.completions is not None]:
+            j = jobs[i]
+            queue[i], run_time[i], gpu_seconds[i] = containers.totals(j, end)
+            for col, v in zip(counts, containers.counts(j), strict=True):
+                col[i] = v
+            gpu_time[i] = specs[i].gpu_time * specs[i].completions
+    nan = math.nan
+    submit = np.array(submit_l)
+    duration = np.array(duration_l)
+    end_time[censored] = nan
+    with np.errstate(invalid="ignore", divide="ignore"):
+        jct = np.where(ended, end_time - submit, nan)
+        slowdown = np.where(ended, jct / duration, nan)
+    deadline = np.array([nan if d is None else float(d) for d in spec("deadline")],
+                        dtype=np.float64)
+    wait_hours = spec("max_wait_hours")
+    sla = np.zeros(n, dtype=bool)
+    for i in np.flatnonzero(~np.isnan(deadline) | (np.array(wait_hours) > 0)).tolist():
+        sla[i] = sla_violated(shown[i], submit_l[i], float(first_start[i]),
+                              float(end_time[i]), float(deadline[i]), wait_hours[i], end)
+    level_names = {lv.value: lv.label for lv in topo.levels}
+    data: dict[str, Any] = {
+        "job_id": spec("job_id"), "user": spec("user"), "vc": spec("vc"),
+        "num_gpus": _typed(spec("num_gpus")), "submit_time": submit,
+        "start_time": first_start, "end_time": end_time, "queueing_delay": queue, "jct": jct,
+        "duration": duration, "run_time": run_time, "status": shown,
+        "preemptions": _typed(counts[0]), "migrations": _typed(counts[1]),
+        "restarts": _typed(counts[2]), "lost_work": _typed(counts[3]),
+        "locality_level": [level_names.get(v, "") for v in state("locality_level")],
+        "slowdown": slowdown, "response_time": first_start - submit,
+        "censored": censored, "deadline": deadline, "sla_violated": sla,
+        "reason": state("reason"), "gpu_seconds": gpu_seconds,
+        "gpu_time": _typed(gpu_time),
+    }
+    for c in extra_names:
+        data[c] = [dict(s.extra).get(c) for s in specs]
+    return pd.DataFrame(data, columns=columns)
+
+
+def _typed(values: list[Any]) -> list[Any] | np.ndarray:
+    """Numbers as the array pandas would infer from them (int64, float64), made at once."""
+    kinds = set(map(type, values))
+    if kinds == {int}:
+        return np.array(values, dtype=np.int64)
+    if float in kinds and kinds <= {int, float}:
+        return np.array(values, dtype=np.float64)
+    return values  # anything else: pandas infers, as from rows
+
+
+_FINAL_SHOWN = ("completed", "failed", "killed", "rejected")
+_SHOWN = {st: str(st) if str(st) in _FINAL_SHOWN else "unfinished" for st in JobStatus}
+_CENSORED = {st: str(st) not in _FINAL_SHOWN for st in JobStatus}
+_ENDED = {st: str(st) in ("completed", "failed", "killed") for st in JobStatus}
+_OPEN = frozenset({PENDING, RETRYING, RUNNING})
+
+
+def _jobs_frame_rows(run: Run, end: float) -> pd.DataFrame:
+    """`_jobs_frame` row by row: the dtypes pandas infers from Python values (int times)."""
     topo = run.topo
     own = {*JOB_COLUMNS, *JOB_EXTRA_COLUMNS}
     extra_names = [c for c in run.sim.trace.extra_columns if c not in own]

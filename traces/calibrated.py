@@ -39,6 +39,7 @@ import numpy as np
 from sim.errors import InvalidParameter
 from traces.base import Trace
 from traces.canonical import frame_to_trace
+from traces.rows import release_arrow_memory
 
 if TYPE_CHECKING:
     from topologies.tree import Topology
@@ -196,21 +197,28 @@ def _arrivals(rng: np.random.Generator, n: int, span: float, profile: Profile) -
 def _vc_users(
     rng: np.random.Generator, n: int, profile: Profile,
 ) -> tuple[list[str], list[str]]:
+    """VC and user of each job (vectorized per VC; equal names are one string object)."""
     names = [v for v, _ in profile.vc_shares]
     shares = np.array([s for _, s in profile.vc_shares], dtype=np.float64)
     shares /= shares.sum()
     vc_idx = rng.choice(len(names), size=n, p=shares)
     users_per_vc = np.maximum(1, np.round(profile.n_users * shares)).astype(int)
     user_draw = rng.random(n)
-    users: list[str] = []
-    cdfs = []
+    labels: list[str] = []  # every user name, VC by VC
+    first = np.zeros(len(names), dtype=np.int64)  # each VC's first label
+    user_at = np.empty(n, dtype=np.int64)
     for k in range(len(names)):
-        w = 1.0 / np.arange(1, users_per_vc[k] + 1) ** profile.user_skew
-        cdfs.append(np.cumsum(w) / w.sum())
-    for vc, u in zip(vc_idx.tolist(), user_draw.tolist(), strict=True):
-        i = int(np.searchsorted(cdfs[vc], u, side="right"))
-        users.append(f"{names[vc]}-u{min(i, users_per_vc[vc] - 1)}")
-    return [names[v] for v in vc_idx.tolist()], users
+        first[k] = len(labels)
+        count = int(users_per_vc[k])
+        labels.extend(f"{names[k]}-u{i}" for i in range(count))
+        w = 1.0 / np.arange(1, count + 1) ** profile.user_skew
+        cdf = np.cumsum(w) / w.sum()
+        rows = np.flatnonzero(vc_idx == k)
+        if rows.size:
+            i = np.searchsorted(cdf, user_draw[rows], side="right")
+            user_at[rows] = first[k] + np.minimum(i, count - 1)
+    vc_names = np.asarray(names, dtype=object)
+    return vc_names[vc_idx].tolist(), np.asarray(labels, dtype=object)[user_at].tolist()
 
 
 def calibrated(
@@ -291,5 +299,8 @@ def calibrated(
         "user": users,
         "vc": vcs,
     })
-    return frame_to_trace(df, label=label, name=label,
-                          source=f"calibrated({profile.name}, seed={int(seed)})")
+    trace = frame_to_trace(df, label=label, name=label,
+                           source=f"calibrated({profile.name}, seed={int(seed)})")
+    del df, vcs, users
+    release_arrow_memory()
+    return trace

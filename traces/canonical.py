@@ -24,7 +24,7 @@ from sim.model import JobSpec
 from traces.base import Trace
 from traces.csv_stream import iter_csv, label_of, require_file, stem_of
 from traces.roles import format_tasks
-from traces.rows import MAX_BAD_ROW_MESSAGES, FrameErrors, RowErrors
+from traces.rows import MAX_BAD_ROW_MESSAGES, FrameErrors, RowErrors, release_arrow_memory
 from traces.schema import (
     CANONICAL_COLUMNS,
     NUM_COLS,
@@ -139,8 +139,11 @@ def read_canonical(
                       column=column or None, value=value)
     if len(df) == 0 and not bad_lines:
         raise InvalidTrace(f"{label}: no job rows (only the header)")
-    return frame_to_trace(df, label=label, name=trace_name, source=str(p),
-                          skip_bad_rows=skip_bad_rows, check=check)
+    trace = frame_to_trace(df, label=label, name=trace_name, source=str(p),
+                           skip_bad_rows=skip_bad_rows, check=check)
+    del df
+    release_arrow_memory()
+    return trace
 
 
 def _read_parquet(path: Path, label: str) -> pd.DataFrame:

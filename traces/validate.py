@@ -15,15 +15,13 @@ in-memory records (`traces.synthetic.from_records`) and the generators all come 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
-from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from sim.errors import InvalidTrace
-from sim.model import PRIORITY_NAMES, JobSpec, RestartPolicy, TaskRole
+from sim.model import PRIORITY_NAMES, JobSpec, RestartPolicy, TaskRole, spec_builder
 from sim.roles import role_totals
 from traces.base import Trace
 from traces.dependencies import check_dependencies, check_duplicates
@@ -148,7 +146,7 @@ def _parse_columns(df: pd.DataFrame, check: FrameErrors) -> _Parsed:
             default = TEXT_DEFAULTS[col]
             if default:
                 text = text.mask(text == "", default)
-            parsed.out[col] = text.tolist()
+            parsed.out[col] = _shared_texts(text)
         elif col in NUM_COLS:
             _parse_number(raw, NUM_COLS[col], check, parsed)
         elif col == "depends_on":
@@ -167,6 +165,16 @@ def _parse_columns(df: pd.DataFrame, check: FrameErrors) -> _Parsed:
             values, missing = as_number(raw)
             check.cells(~spec.ok(values) & ~missing, col, raw, f"is not {spec.rule}")
     return parsed
+
+
+def _shared_texts(text: pd.Series) -> list[str]:
+    """The cells as a list in which equal texts are one object (users, VCs repeat a lot)."""
+    import pandas as pd
+
+    codes, uniques = pd.factorize(text)
+    if len(uniques) * 2 > len(text):  # mostly distinct: nothing to share
+        return list(text.tolist())
+    return list(np.asarray(uniques.tolist(), dtype=object)[codes].tolist())
 
 
 def _parse_number(raw: pd.Series, spec: NumCol, check: FrameErrors, parsed: _Parsed) -> None:
@@ -469,21 +477,17 @@ _FIELD_DEFAULTS = {f.name: f.default for f in fields(JobSpec)}
 def _build_jobs(
     df: pd.DataFrame, out: dict[str, Any], order: np.ndarray, extra_cols: tuple[str, ...]
 ) -> tuple[JobSpec, ...]:
-    """Build JobSpecs in one pass over column lists (positional, in field order)."""
+    """Build JobSpecs in one pass over the given columns, defaults as constants."""
     pick = order.tolist()
-    args: list[Iterable[Any]] = []
-    defaults = {f.name: f.default for f in fields(JobSpec)}
-    for fname in FIELD_NAMES:
+    given = [f for f in FIELD_NAMES if f in out or (f == "extra" and extra_cols)]
+    args: list[list[Any]] = []
+    identity = len(pick) == len(df) and bool((order == np.arange(len(pick))).all())
+    for fname in given:
         if fname == "extra":
-            if extra_cols:
-                cols = [df[c].tolist() for c in extra_cols]
-                args.append([tuple(zip(extra_cols, (col[i] for col in cols), strict=True))
-                             for i in pick])
-            else:
-                args.append(repeat(()))
-        elif fname in out:
-            col = out[fname]
-            args.append(list(map(col.__getitem__, pick)))
+            cols = [df[c].tolist() for c in extra_cols]
+            args.append([tuple(zip(extra_cols, (col[i] for col in cols), strict=True))
+                         for i in pick])
         else:
-            args.append(repeat(defaults[fname]))
-    return tuple(map(JobSpec, *args))
+            col = out[fname]
+            args.append(col if identity else list(map(col.__getitem__, pick)))
+    return tuple(map(spec_builder(tuple(given)), *args))
