@@ -241,6 +241,7 @@ class GavelPolicy(Policy):
         self.in_alloc = np.zeros(n, dtype=bool)
         self.alloc_ids = np.zeros(0, dtype=np.int64)
         self.recv = np.zeros((n, k))  # seconds held per type since the allocation
+        self._chosen = np.full(n, -1, dtype=np.int64)  # this round's type per job
         self._recv_rows: list[np.ndarray] = []  # job indices with a nonzero recv row
         # (job, type) -> (its spec, that spec restricted to the type)
         self._typed: dict[tuple[int, int], tuple[JobSpec, JobSpec]] = {}
@@ -331,15 +332,15 @@ class GavelPolicy(Policy):
         self._recv_rows = []
         self.type_time = np.zeros(len(self.types))
 
-    def _credit(self, ctx: SchedContext, held: list[JobState], held_ids: np.ndarray,
+    def _credit(self, ctx: SchedContext, hs: np.ndarray, held_ids: np.ndarray,
                 held_type: np.ndarray) -> None:
         """Add the time each running job held its type since the last round.
 
-        The per-type totals are summed in the running jobs' order, one job at a time
-        (`np.add.accumulate`), so they are the same floats as a loop over the jobs.
+        `hs` is when each running job got its GPUs. The per-type totals are summed in
+        the running jobs' order, one job at a time (`np.add.accumulate`), so they are
+        the same floats as a loop over the jobs.
         """
         since = max(self.last_round, self.alloc_time)
-        hs = np.fromiter((j.held_since for j in held), float, len(held))
         dt = ctx.now - np.where(since > hs, since, hs)
         got = dt > 0
         if not got.any():
@@ -391,13 +392,13 @@ class GavelPolicy(Policy):
         pend = np.fromiter((j.idx for j in ctx.pending()), np.int64)
         pend = pend[gpu[pend]]
         held = [j for j in ctx.running().values() if j.gpus]
-        held_ids = np.fromiter((j.idx for j in held), np.int64, len(held))
-        if not len(pend) and not len(held):
+        if not len(pend) and not held:
             self.last_round = now
             return
-        held_type = self.gpu_type_ix[np.fromiter((j.gpus[0] for j in held), np.int64,
-                                                 len(held))]
-        self._credit(ctx, held, held_ids, held_type)
+        rows = np.array([(j.idx, j.gpus[0], j.held_since) for j in held]).reshape(-1, 3)
+        held_ids = rows[:, 0].astype(np.int64)
+        held_type = self.gpu_type_ix[rows[:, 1].astype(np.int64)]
+        self._credit(ctx, rows[:, 2], held_ids, held_type)
         self.last_round = now
         self.next_round = now + self.p["round"]
         ids = np.concatenate([pend, held_ids[gpu[held_ids]]])
@@ -407,10 +408,10 @@ class GavelPolicy(Policy):
             ids = np.sort(ids)
             order = np.argsort(held_ids, kind="stable")  # stops go by job index then
             held = [held[i] for i in order.tolist()]
-            held_type = held_type[order]
+            held_ids, held_type = held_ids[order], held_type[order]
             self._reallocate(ctx, ids)
         self.counts["rounds"] += 1
-        made = yield from self._round(ctx, ids, held, held_type)
+        made = yield from self._round(ctx, ids, held, held_ids, held_type)
         waiting = made or ctx.running() or ctx.cluster.healthy_gpus < ctx.topology.num_gpus
         if not waiting and self.p["unallocated"] == "wait":
             waiting = not self.in_alloc[ids].all()  # for the next allocation
@@ -419,23 +420,26 @@ class GavelPolicy(Policy):
             ctx.wake_at(self.next_round)
 
     def _choose(self, ctx: SchedContext, ids: np.ndarray, tp: np.ndarray,
-                order: list[int], left: list[int]) -> dict[int, int]:
-        """This round's (job index -> type index) pairs, greedily per type.
+                order: list[int], left: list[int]) -> np.ndarray:
+        """This round's type index for each of `ids` (-1: not chosen), greedily per type.
 
         Per type, candidates in decreasing priority (then larger allocation, earlier
         submission, job index) take its GPUs while they fit. Only the best-ranked
         candidates are sorted first; the rest only if GPUs are still left that one of
-        them could take, which gives the same choice as sorting them all.
+        them could take. The leading run of candidates that all fit is taken at once (a
+        cumulative sum of integer demands); the walk goes one by one only after the first
+        that does not fit, and stops once no later one could. Same choice as taking them
+        one at a time.
         """
         t = self.jobs
         alloc = self.alloc[ids]
         prio = self.priorities(self.recv[ids], alloc)
         need = t.need[ids]
         submit = t.submit[ids]
+        choice = np.full(len(ids), -1, dtype=np.int64)
         taken = np.zeros(len(ids), dtype=bool)
         if self.p["unallocated"] == "wait":  # not in the allocation: nothing this round
             taken |= ~self.in_alloc[ids]
-        chosen: dict[int, int] = {}
         for ti in order:
             cand = np.flatnonzero((tp[:, ti] > 0) & ~taken)
             if not len(cand) or left[ti] <= 0:
@@ -454,41 +458,62 @@ class GavelPolicy(Policy):
                     break
                 rank = part[np.lexsort((ids[part], submit[part], -alloc[part, ti],
                                         -prio[part, ti]))]
-                for i, d in zip(rank.tolist(), need[rank].tolist(), strict=True):
-                    if d <= left[ti]:
-                        chosen[int(ids[i])] = ti
-                        taken[i] = True
-                        left[ti] -= d
+                d = need[rank]
+                fit = int(np.searchsorted(np.cumsum(d), left[ti], side="right"))
+                if fit:
+                    choice[rank[:fit]] = ti
+                    left[ti] -= int(d[:fit].sum())
+                if left[ti] <= 0 or fit == len(rank):
+                    continue
+                low = np.minimum.accumulate(d[::-1])[::-1].tolist()  # least need from here
+                for pos in range(fit, len(rank)):
+                    if low[pos] > left[ti]:
+                        break
+                    di = int(d[pos])
+                    if di <= left[ti]:
+                        choice[rank[pos]] = ti
+                        left[ti] -= di
                         if left[ti] <= 0:
                             break
-        return chosen
+            taken |= choice == ti
+        return choice
 
     def _round(self, ctx: SchedContext, ids: np.ndarray, held: list[JobState],
-               held_type: np.ndarray) -> Generator[Decision, None, int]:
+               held_ids: np.ndarray, held_type: np.ndarray
+               ) -> Generator[Decision, None, int]:
         """Pick this round's (job, type) pairs greedily, then stop, keep and place.
 
         `held` are the running jobs with GPUs (in the order their stops are issued),
-        `held_type` the type index each runs on.
+        `held_ids` their indices and `held_type` the type index each runs on. Only jobs
+        that lose or change their GPUs get a decision: a job chosen for the type it runs
+        on keeps running untouched.
         """
         left = [int(c) * MILLI for c in self._capacity(ctx)]
         tp = self._tputs(ctx, ids)
         order = self.type_order(ctx, tp)
-        chosen = self._choose(ctx, ids, tp, order, left)
+        choice = self._choose(ctx, ids, tp, order, left)
+        chosen_type = self._chosen
+        chosen_type[ids] = choice
         stop = Suspend if self.p["stop"] == "suspend" else Preempt
         made = 0
-        for j, here in zip(held, held_type.tolist(), strict=True):
-            if j.spec.num_gpus and chosen.get(j.idx) != here:
-                yield stop(j.job_id, f"{self.name}: round")
-                made += 1
+        moved = chosen_type[held_ids] != held_type
+        for k in np.flatnonzero(moved & self.jobs.gpu[held_ids]).tolist():
+            yield stop(held[k].job_id, f"{self.name}: round")
+            made += 1
+        kept = held_ids[~moved]
+        chosen_type[kept] = -1  # kept: no start either
+        new = ids[chosen_type[ids] >= 0]
         need, tput = self.jobs.need, self.jobs.tput
-        starts = sorted((i for i in chosen if ctx.job_at(i).status != RUNNING),
-                        key=lambda i: (-need[i], i))
-        for i in starts:
+        starts = new[np.lexsort((new, -need[new]))].tolist()
+        firsts = chosen_type[starts].tolist()
+        chosen_type[ids] = -1
+        for i, first in zip(starts, firsts, strict=True):
             j = ctx.job_at(i)
+            if j.status == RUNNING:
+                continue
             d = int(need[i])
             # the chosen type first; if its free GPUs are too scattered for the job, any
             # other usable type with GPUs left this round
-            first = chosen[i]
             for ti in [first] + [k for k in order if k != first and tput[i, k] > 0
                                  and d <= left[k]]:
                 got = ctx.place(self._typed_spec(j.spec, i, ti))
