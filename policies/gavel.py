@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 from scipy.optimize import linprog
-from scipy.sparse import coo_matrix, vstack
+from scipy.sparse import csr_matrix
 
 from policies.base import Policy
 from policies.priority import STOP_PARAM, cpu_only_pending, start_cpu_only
@@ -118,17 +118,8 @@ def _max_min_classes(tput: np.ndarray, scale: np.ndarray, mult: np.ndarray,
     prop = tput @ share
     prop[prop <= 0] = 1.0
     coef = tput * scale[:, None] / prop[:, None]  # normalized throughput per unit of X
-    rows = np.repeat(np.arange(n), k)
-    cols = np.arange(n * k)
-    # z - sum_t coef x <= 0 (jobs that can run somewhere) ; sum_t x <= 1 ;
-    # sum_j scale x <= capacity
     live = usable.any(axis=1).astype(float)
-    a_fair = coo_matrix((-coef.ravel(), (rows, cols)), shape=(n, n * k + 1)).tolil()
-    a_fair[:, n * k] = live[:, None]
-    a_time = coo_matrix((np.ones(n * k), (rows, cols)), shape=(n, n * k + 1))
-    a_cap = coo_matrix((np.repeat(scale * mult, k), (np.tile(np.arange(k), n), cols)),
-                       shape=(k, n * k + 1))
-    a = vstack([a_fair.tocoo(), a_time, a_cap]).tocsr()
+    a = lp_matrix(coef, scale * mult, live)
     b = np.concatenate([np.zeros(n), np.ones(n), capacity.astype(float)])
     bounds = [(0.0, 1.0 if u else 0.0) for u in usable.ravel()] + [(0.0, None)]
     c1 = np.zeros(n * k + 1)
@@ -148,6 +139,30 @@ def _max_min_classes(tput: np.ndarray, scale: np.ndarray, mult: np.ndarray,
     return np.round(np.clip(x[:-1].reshape(n, k), 0.0, 1.0), 6)
 
 
+def lp_matrix(coef: np.ndarray, weight: np.ndarray, live: np.ndarray) -> csr_matrix:
+    """The constraint rows of the max-min LP, built directly in CSR form.
+
+    Rows: z - sum_t coef[j, t] x[j, t] <= 0 per job (z only where `live`), sum_t x[j, t]
+    <= 1 per job, sum_j weight[j] x[j, t] <= N_t per type; columns x[j, t] (row-major),
+    then z. The same matrix (entries, explicit zeros, order, index type) as stacking
+    the three blocks with scipy's COO/LIL builders, without their per-call overhead.
+    """
+    n, k = coef.shape
+    nk = n * k
+    itype = np.int32 if max(nk + 1, 2 * nk + n + k) < np.iinfo(np.int32).max else np.int64
+    cols = np.arange(nk, dtype=itype).reshape(n, k)
+    keep = np.ones((n, k + 1), dtype=bool)
+    keep[:, k] = live != 0
+    fair_data = np.column_stack([-coef, live])[keep]
+    fair_idx = np.column_stack([cols, np.full(n, nk, dtype=itype)])[keep]
+    fair_ptr = np.concatenate(([0], np.cumsum(keep.sum(axis=1))))
+    data = np.concatenate([fair_data, np.ones(nk), np.tile(weight, k)])
+    indices = np.concatenate([fair_idx, cols.ravel(), cols.T.ravel()])
+    indptr = np.concatenate([fair_ptr, fair_ptr[-1] + k * np.arange(1, n + 1),
+                             fair_ptr[-1] + nk + n * np.arange(1, k + 1)]).astype(itype)
+    return csr_matrix((data, indices, indptr), shape=(2 * n + k, nk + 1))
+
+
 def _one_type(scale: np.ndarray, capacity: float, usable: np.ndarray) -> np.ndarray:
     """The same optimum in closed form for one GPU type: water-filling of GPU time.
 
@@ -157,17 +172,17 @@ def _one_type(scale: np.ndarray, capacity: float, usable: np.ndarray) -> np.ndar
     """
     x = np.zeros((len(scale), 1))
     idx = np.flatnonzero(usable & (scale > 0))
-    left, m = capacity, len(idx)
-    z = math.inf
-    for i in idx[np.argsort(scale[idx], kind="stable")]:
-        if scale[i] * m <= left:  # small enough to get all its GPUs all the time
-            left -= scale[i]
-            m -= 1
-        else:
-            z = left / m
-            break
-    for i in idx:
-        x[i, 0] = min(1.0, z / scale[i])
+    m, z = len(idx), math.inf
+    if m:
+        # smallest first; `left` before each step is capacity minus the smaller ones,
+        # subtracted one at a time (the same floats as a loop)
+        s = scale[idx[np.argsort(scale[idx], kind="stable")]]
+        left = np.subtract.accumulate(np.concatenate(([capacity], s)))[:-1]
+        mm = m - np.arange(m)
+        short = np.flatnonzero(s * mm > left)  # too large to get all its GPUs
+        if len(short):
+            z = left[short[0]] / mm[short[0]]
+    x[idx, 0] = np.minimum(1.0, z / scale[idx])
     return np.round(x, 6)
 
 
@@ -185,9 +200,15 @@ def spread_by_capacity(x: np.ndarray, usable: np.ndarray, capacity: np.ndarray
 
 
 class GavelPolicy(Policy):
-    """Heterogeneity-aware max-min fairness (Gavel): an LP allocation run in rounds."""
+    """Heterogeneity-aware max-min fairness (Gavel): an LP allocation run in rounds.
+
+    Per-job state lives in arrays by job index (throughput, allocation, time received),
+    so a round gathers and ranks with numpy instead of rebuilding per-job dicts, and
+    only the jobs whose GPUs change get a decision (the others keep running).
+    """
 
     name = "gavel-mmf"
+    container_jobs = False  # its per-job arrays (allocation, time received) are fixed at attach
     description = "Gavel heterogeneity-aware max-min fairness over GPU types (LP, rounds)"
     params = {
         "round": Param(360.0, as_float(0.0, lo_open=True), "round length (s)"),
@@ -208,14 +229,24 @@ class GavelPolicy(Policy):
         self.next_round = -math.inf
         self.last_round = -math.inf
         self.armed = -math.inf
-        self.alloc: dict[int, np.ndarray] = {}  # job idx -> X row over self.types
-        self.alloc_jobs: frozenset[int] = frozenset()
         self.alloc_time = -math.inf
         self.type_ix = {t: i for i, t in enumerate(self.types)}
-        self.recv: dict[int, np.ndarray] = {}  # job idx -> seconds held per type
-        self.type_time = np.zeros(len(self.types))
+        k, n = len(self.types), ctx.num_jobs
+        self.type_time = np.zeros(k)
+        self.jobs = _JobArrays(ctx, k)
+        topo = ctx.topology
+        self.gpu_type_ix = np.array(
+            [self.type_ix.get(topo.nodes[nd].gpu_type, 0) for nd in topo.gpu_node],
+            dtype=np.int64)
+        self.alloc = np.zeros((n, k))  # X rows by job index (zeros: no allocation)
+        self.in_alloc = np.zeros(n, dtype=bool)
+        self.alloc_ids = np.zeros(0, dtype=np.int64)
+        self.recv = np.zeros((n, k))  # seconds held per type since the allocation
+        self._chosen = np.full(n, -1, dtype=np.int64)  # this round's type per job
+        self._recv_rows: list[np.ndarray] = []  # job indices with a nonzero recv row
+        # (job, type) -> (its spec, that spec restricted to the type)
+        self._typed: dict[tuple[int, int], tuple[JobSpec, JobSpec]] = {}
         self._fits: dict[tuple, float] = {}
-        self._tput: dict[int, np.ndarray] = {}
         self._idle: ClusterState | None = None
         self._placer: Placer | None = None
         self.counts = {"rounds": 0, "allocations": 0}
@@ -234,13 +265,20 @@ class GavelPolicy(Policy):
         spans 4 nodes). 0 on a type the job may not use or cannot be placed on even when
         the type is idle (e.g. 8 GPUs on 2-GPU nodes under the consolidated placer).
         """
-        out = self._tput.get(job.idx)
-        if out is None:
-            s = job.spec
-            speeds = [self._idle_speed(ctx, s, t) for t in self.types]
-            out = self._tput[job.idx] = np.array(
-                speeds if self.aware else [1.0 if v > 0 else 0.0 for v in speeds])
-        return out
+        t = self.jobs
+        if not t.tput_ok[job.idx]:
+            speeds = [self._idle_speed(ctx, job.spec, ty) for ty in self.types]
+            t.tput[job.idx] = speeds if self.aware else [1.0 if v > 0 else 0.0
+                                                         for v in speeds]
+            t.tput_ok[job.idx] = True
+        return t.tput[job.idx]
+
+    def _tputs(self, ctx: SchedContext, ids: np.ndarray) -> np.ndarray:
+        """Throughput rows of these jobs (computed once per job, on first need)."""
+        t = self.jobs
+        for i in ids[~t.tput_ok[ids]].tolist():
+            self.throughput(ctx, ctx.job_at(i))
+        return t.tput[ids]
 
     def _idle_speed(self, ctx: SchedContext, spec: JobSpec, gpu_type: str) -> float:
         """The job's speed on `gpu_type` placed by the engine's placer in an idle cluster.
@@ -272,56 +310,56 @@ class GavelPolicy(Policy):
                 cap[node.gpu_type] += node.num_gpus
         return np.array([cap[t] for t in self.types], dtype=float)
 
-    def _reallocate(self, ctx: SchedContext, jobs: list[JobState]) -> None:
-        tput = np.array([self.throughput(ctx, j) for j in jobs]).reshape(
-            len(jobs), len(self.types))
-        scale = np.array([j.spec.num_gpus * job_milli(j.spec) / MILLI for j in jobs])
+    def _reallocate(self, ctx: SchedContext, ids: np.ndarray) -> None:
+        """Solve the allocation for these jobs (by index order); time received restarts."""
+        tput = self._tputs(ctx, ids)
+        scale = self.jobs.need[ids] / MILLI
         capacity = self._capacity(ctx)
         x = max_min_allocation(tput, scale, capacity)
         if not self.aware:
             x = spread_by_capacity(x, (tput > 0) & (scale[:, None] <= capacity[None, :]),
                                    capacity)
-        self.alloc = {j.idx: x[i] for i, j in enumerate(jobs)}
-        self.alloc_jobs = frozenset(self.alloc)
-        self._tput = {i: v for i, v in self._tput.items() if i in self.alloc_jobs}
+        self.alloc[self.alloc_ids] = 0.0
+        self.in_alloc[self.alloc_ids] = False
+        self.alloc[ids] = x
+        self.in_alloc[ids] = True
+        self.alloc_ids = ids
+        if self._typed:
+            self._typed = {key: v for key, v in self._typed.items() if self.in_alloc[key[0]]}
         self.alloc_time = ctx.now
         self.counts["allocations"] += 1
-        self.recv = {}
+        for rows in self._recv_rows:
+            self.recv[rows] = 0.0
+        self._recv_rows = []
         self.type_time = np.zeros(len(self.types))
 
-    def _credit(self, ctx: SchedContext) -> None:
-        """Add the time each running job held its type since the last round."""
-        topo = ctx.topology
-        gnode, nodes = topo.gpu_node, topo.nodes
+    def _credit(self, ctx: SchedContext, hs: np.ndarray, held_ids: np.ndarray,
+                held_type: np.ndarray) -> None:
+        """Add the time each running job held its type since the last round.
+
+        `hs` is when each running job got its GPUs. The per-type totals are summed in
+        the running jobs' order, one job at a time (`np.add.accumulate`), so they are
+        the same floats as a loop over the jobs.
+        """
         since = max(self.last_round, self.alloc_time)
-        now = ctx.now
-        k = len(self.types)
-        for j in ctx.running().values():
-            if not j.gpus:
-                continue
-            ti = self.type_ix[nodes[gnode[j.gpus[0]]].gpu_type]
-            dt = now - (since if since > j.held_since else j.held_since)
-            if dt > 0:
-                r = self.recv.get(j.idx)
-                if r is None:
-                    r = self.recv[j.idx] = np.zeros(k)
-                r[ti] += dt
-                self.type_time[ti] += dt
+        dt = ctx.now - np.where(since > hs, since, hs)
+        got = dt > 0
+        if not got.any():
+            return
+        ids, ti, dt = held_ids[got], held_type[got], dt[got]
+        self.recv[ids, ti] += dt
+        self._recv_rows.append(ids)
+        for t in np.unique(ti).tolist():
+            self.type_time[t] = np.add.accumulate(
+                np.concatenate(([self.type_time[t]], dt[ti == t])))[-1]
 
-    def _rows(self, rows: dict[int, np.ndarray], jobs: list[JobState]) -> np.ndarray:
-        """A jobs x types matrix of per-job rows (zeros for jobs without one)."""
-        k = len(self.types)
-        zero = np.zeros(k)
-        return np.array([rows.get(j.idx, zero) for j in jobs]).reshape(len(jobs), k)
-
-    def priorities(self, jobs: list[JobState], alloc: np.ndarray) -> np.ndarray:
-        """Gavel's priorities of these jobs (rows) on every type (columns).
+    def priorities(self, got: np.ndarray, alloc: np.ndarray) -> np.ndarray:
+        """Gavel's priorities of jobs (rows) on every type (columns).
 
         Allocation (`alloc`, the jobs' rows of it) over the share of the type's time
-        received: 0 without an allocation on the type; allocation x 1e9 before the job
-        (or the type) received time since the allocation.
+        received (`got`, seconds per type): 0 without an allocation on the type;
+        allocation x 1e9 before the job (or the type) received time since the allocation.
         """
-        got = self._rows(self.recv, jobs)
         total = self.type_time
         share = np.divide(got, total, out=np.zeros_like(got), where=total > 0)
         fresh = share <= 0
@@ -329,15 +367,18 @@ class GavelPolicy(Policy):
         prio[alloc <= EPS] = 0.0
         return prio
 
-    def type_order(self, ctx: SchedContext, jobs: list[JobState]) -> list[int]:
+    def type_order(self, ctx: SchedContext, tput: np.ndarray) -> list[int]:
         """Types to fill first: fastest on average for these jobs (shuffled if agnostic).
 
-        Speed as the LP sees it (type speed x the locality of the type's nodes), so a
-        type whose nodes are too small for the jobs' gangs comes after the others.
+        Speed as the LP sees it (`tput`, the jobs' rows: type speed x the locality of
+        the type's nodes), so a type whose nodes are too small for the jobs' gangs comes
+        after the others.
         """
         if not self.aware:
             return [int(i) for i in ctx.rng.permutation(len(self.types))]
-        speed = np.mean([self.throughput(ctx, j) for j in jobs], axis=0)
+        if len(self.types) == 1:
+            return [0]
+        speed = np.mean(tput, axis=0)
         return sorted(range(len(self.types)), key=lambda i: (-speed[i], self.types[i]))
 
     # --- rounds ---
@@ -348,89 +389,165 @@ class GavelPolicy(Policy):
         yield from start_cpu_only(ctx, cpu_only_pending(ctx))
         if now < self.next_round - EPS:
             return
-        jobs = [j for j in ctx.pending() if j.spec.num_gpus]
-        jobs += [j for j in ctx.running().values() if j.spec.num_gpus]
-        if not jobs:
+        gpu = self.jobs.gpu
+        pend = np.fromiter((j.idx for j in ctx.pending()), np.int64)
+        pend = pend[gpu[pend]]
+        held = [j for j in ctx.running().values() if j.gpus]
+        if not len(pend) and not held:
             self.last_round = now
             return
-        self._credit(ctx)
+        rows = np.array([(j.idx, j.gpus[0], j.held_since) for j in held]).reshape(-1, 3)
+        held_ids = rows[:, 0].astype(np.int64)
+        held_type = self.gpu_type_ix[rows[:, 1].astype(np.int64)]
+        self._credit(ctx, rows[:, 2], held_ids, held_type)
         self.last_round = now
         self.next_round = now + self.p["round"]
-        ids = frozenset(j.idx for j in jobs)
-        if ids != self.alloc_jobs and (not self.alloc
-                                       or now - self.alloc_time >= self.p["reset_interval"]):
-            jobs.sort(key=lambda j: j.idx)
-            self._reallocate(ctx, jobs)
+        ids = np.concatenate([pend, held_ids[gpu[held_ids]]])
+        same = len(ids) == len(self.alloc_ids) and bool(self.in_alloc[ids].all())
+        if not same and (not len(self.alloc_ids)
+                         or now - self.alloc_time >= self.p["reset_interval"]):
+            ids = np.sort(ids)
+            order = np.argsort(held_ids, kind="stable")  # stops go by job index then
+            held = [held[i] for i in order.tolist()]
+            held_ids, held_type = held_ids[order], held_type[order]
+            self._reallocate(ctx, ids)
         self.counts["rounds"] += 1
-        made = yield from self._round(ctx, jobs)
+        made = yield from self._round(ctx, ids, held, held_ids, held_type)
         waiting = made or ctx.running() or ctx.cluster.healthy_gpus < ctx.topology.num_gpus
         if not waiting and self.p["unallocated"] == "wait":
-            waiting = any(j.idx not in self.alloc for j in jobs)  # for the next allocation
+            waiting = not self.in_alloc[ids].all()  # for the next allocation
         if waiting and self.armed < self.next_round:
             self.armed = self.next_round
             ctx.wake_at(self.next_round)
 
-    def _round(self, ctx: SchedContext, jobs: list[JobState]
-               ) -> Generator[Decision, None, int]:
-        """Pick this round's (job, type) pairs greedily, then stop, keep and place."""
-        left = {t: int(c) * MILLI for t, c in zip(self.types, self._capacity(ctx), strict=True)}
-        tput = {j.idx: self.throughput(ctx, j) for j in jobs}
-        need = {j.idx: j.spec.num_gpus * job_milli(j.spec) for j in jobs}
-        chosen: dict[int, int] = {}  # job idx -> type index for this round
-        order = self.type_order(ctx, jobs)
-        # rank per type: priority, then larger allocation, earlier submission, job index
-        alloc = self._rows(self.alloc, jobs)
-        prio = self.priorities(jobs, alloc)
-        tp = self._rows(tput, jobs)
-        submit = np.array([j.spec.submit_time for j in jobs])
-        ids = np.array([j.idx for j in jobs])
-        taken = np.zeros(len(jobs), dtype=bool)
+    def _choose(self, ctx: SchedContext, ids: np.ndarray, tp: np.ndarray,
+                order: list[int], left: list[int]) -> np.ndarray:
+        """This round's type index for each of `ids` (-1: not chosen), greedily per type.
+
+        Per type, candidates in decreasing priority (then larger allocation, earlier
+        submission, job index) take its GPUs while they fit. Only the best-ranked
+        candidates are sorted first; the rest only if GPUs are still left that one of
+        them could take. The leading run of candidates that all fit is taken at once (a
+        cumulative sum of integer demands); the walk goes one by one only after the first
+        that does not fit, and stops once no later one could. Same choice as taking them
+        one at a time.
+        """
+        t = self.jobs
+        alloc = self.alloc[ids]
+        prio = self.priorities(self.recv[ids], alloc)
+        need = t.need[ids]
+        submit = t.submit[ids]
+        choice = np.full(len(ids), -1, dtype=np.int64)
+        taken = np.zeros(len(ids), dtype=bool)
         if self.p["unallocated"] == "wait":  # not in the allocation: nothing this round
-            taken |= np.array([j.idx not in self.alloc for j in jobs], dtype=bool)
+            taken |= ~self.in_alloc[ids]
         for ti in order:
-            t = self.types[ti]
             cand = np.flatnonzero((tp[:, ti] > 0) & ~taken)
-            if not len(cand) or left[t] <= 0:
+            if not len(cand) or left[ti] <= 0:
                 continue
-            rank = cand[np.lexsort((ids[cand], submit[cand], -alloc[cand, ti],
-                                    -prio[cand, ti]))]
-            for i in rank.tolist():
-                idx = jobs[i].idx
-                if need[idx] <= left[t]:
-                    chosen[idx] = ti
-                    taken[i] = True
-                    left[t] -= need[idx]
-                    if left[t] <= 0:
+            key = -prio[cand, ti]
+            head = cand
+            budget = 2 * left[ti] // max(1, int(need[cand].min())) + 64
+            if len(cand) > 2 * budget:
+                cut = np.partition(key, budget - 1)[budget - 1]
+                inside = key <= cut  # every tie of the cut too: the rest rank after
+                head, rest = cand[inside], cand[~inside]
+            else:
+                rest = cand[:0]
+            for part in (head, rest):
+                if not len(part) or left[ti] <= 0 or int(need[part].min()) > left[ti]:
+                    break
+                rank = part[np.lexsort((ids[part], submit[part], -alloc[part, ti],
+                                        -prio[part, ti]))]
+                d = need[rank]
+                fit = int(np.searchsorted(np.cumsum(d), left[ti], side="right"))
+                if fit:
+                    choice[rank[:fit]] = ti
+                    left[ti] -= int(d[:fit].sum())
+                if left[ti] <= 0 or fit == len(rank):
+                    continue
+                low = np.minimum.accumulate(d[::-1])[::-1].tolist()  # least need from here
+                for pos in range(fit, len(rank)):
+                    if low[pos] > left[ti]:
                         break
-        topo = ctx.topology
+                    di = int(d[pos])
+                    if di <= left[ti]:
+                        choice[rank[pos]] = ti
+                        left[ti] -= di
+                        if left[ti] <= 0:
+                            break
+            taken |= choice == ti
+        return choice
+
+    def _round(self, ctx: SchedContext, ids: np.ndarray, held: list[JobState],
+               held_ids: np.ndarray, held_type: np.ndarray
+               ) -> Generator[Decision, None, int]:
+        """Pick this round's (job, type) pairs greedily, then stop, keep and place.
+
+        `held` are the running jobs with GPUs (in the order their stops are issued),
+        `held_ids` their indices and `held_type` the type index each runs on. Only jobs
+        that lose or change their GPUs get a decision: a job chosen for the type it runs
+        on keeps running untouched.
+        """
+        left = [int(c) * MILLI for c in self._capacity(ctx)]
+        tp = self._tputs(ctx, ids)
+        order = self.type_order(ctx, tp)
+        choice = self._choose(ctx, ids, tp, order, left)
+        chosen_type = self._chosen
+        chosen_type[ids] = choice
         stop = Suspend if self.p["stop"] == "suspend" else Preempt
         made = 0
-        for j in jobs:
-            if j.status == RUNNING and j.gpus:
-                here = self.types.index(topo.nodes[topo.gpu_node[j.gpus[0]]].gpu_type)
-                if chosen.get(j.idx) != here:
-                    yield stop(j.job_id, f"{self.name}: round")
-                    made += 1
-        starts = sorted((j for j in jobs if j.idx in chosen and j.status != RUNNING),
-                        key=lambda j: (-need[j.idx], j.idx))
-        for j in starts:
+        moved = chosen_type[held_ids] != held_type
+        for k in np.flatnonzero(moved & self.jobs.gpu[held_ids]).tolist():
+            yield stop(held[k].job_id, f"{self.name}: round")
+            made += 1
+        kept = held_ids[~moved]
+        chosen_type[kept] = -1  # kept: no start either
+        new = ids[chosen_type[ids] >= 0]
+        need, tput = self.jobs.need, self.jobs.tput
+        starts = new[np.lexsort((new, -need[new]))].tolist()
+        firsts = chosen_type[starts].tolist()
+        chosen_type[ids] = -1
+        for i, first in zip(starts, firsts, strict=True):
+            j = ctx.job_at(i)
+            if j.status == RUNNING:
+                continue
+            d = int(need[i])
             # the chosen type first; if its free GPUs are too scattered for the job, any
             # other usable type with GPUs left this round
-            first = chosen[j.idx]
-            for ti in [first] + [i for i in order if i != first and tput[j.idx][i] > 0
-                                 and need[j.idx] <= left[self.types[i]]]:
-                t = self.types[ti]
-                spec = j.spec if j.spec.gpu_type == t or len(self.types) == 1 \
-                    else dataclasses.replace(j.spec, gpu_type=t)
-                got = ctx.place(spec)
+            for ti in [first] + [k for k in order if k != first and tput[i, k] > 0
+                                 and d <= left[k]]:
+                got = ctx.place(self._typed_spec(j.spec, i, ti))
                 if not isinstance(got, Unschedulable):
                     if ti != first:
-                        left[t] -= need[j.idx]
-                        left[self.types[first]] += need[j.idx]
+                        left[ti] -= d
+                        left[first] += d
                     yield Start(j.job_id, got)
                     made += 1
                     break
         return made
+
+    def _typed_spec(self, spec: JobSpec, idx: int, ti: int) -> JobSpec:
+        """The job's spec restricted to type `ti` (made once per job and type)."""
+        t = self.types[ti]
+        if spec.gpu_type == t or len(self.types) == 1:
+            return spec
+        got = self._typed.get((idx, ti))
+        if got is None or got[0] is not spec:
+            got = self._typed[(idx, ti)] = (spec, dataclasses.replace(spec, gpu_type=t))
+        return got[1]
+
+
+class _JobArrays:
+    """Per-job constants by job index: GPU demand (milli), submission, throughputs."""
+
+    def __init__(self, ctx: SchedContext, k: int) -> None:
+        specs = [ctx.job_at(i).spec for i in range(ctx.num_jobs)]
+        self.need = np.array([s.num_gpus * job_milli(s) for s in specs], dtype=np.int64)
+        self.gpu = np.array([s.num_gpus > 0 for s in specs], dtype=bool)
+        self.submit = np.array([s.submit_time for s in specs], dtype=float)
+        self.tput = np.zeros((len(specs), k))
+        self.tput_ok = np.zeros(len(specs), dtype=bool)
 
 
 class GavelAgnosticPolicy(GavelPolicy):

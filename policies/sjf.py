@@ -11,7 +11,12 @@ the size is GPU-seconds (duration x GPUs), as in Tiresias' `shortest-gpu`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import numpy as np
+
 from policies.priority import STOP_PARAM, Key, PriorityPolicy, SchedContext
+from policies.victims import VictimPool
 from sim.jobstate import JobState
 from sim.model import JobSpec
 from sim.params import Param, as_choice
@@ -59,3 +64,48 @@ class SrtfPolicy(PriorityPolicy):
         if self.p["weight"] == "gpus":
             rem *= s.num_gpus * s.gpu_share
         return (rem, 0, s.submit_time)
+
+    def attach(self, ctx: SchedContext) -> None:
+        """The index of `PriorityPolicy`, and per-job constants for the running keys."""
+        super().attach(ctx)
+        self._dur = np.zeros(0)
+        self._submit: list[float] = []
+        self._weight = np.zeros(0) if self.p["weight"] == "gpus" else None
+        self._extend(ctx)
+
+    def _extend(self, ctx: SchedContext) -> None:
+        """Constants of jobs added since the last call (a container job's task runs)."""
+        have = len(self._submit)
+        if have == ctx.num_jobs:
+            return
+        specs = [ctx.job_at(i).spec for i in range(have, ctx.num_jobs)]
+        self._dur = np.concatenate([self._dur, [s.duration for s in specs]])
+        self._submit += [s.submit_time for s in specs]
+        if self._weight is not None:
+            self._weight = np.concatenate(
+                [self._weight, [s.num_gpus * s.gpu_share for s in specs]])
+
+    def _pool(self, ctx: SchedContext) -> Callable[[], VictimPool] | None:
+        """The running jobs keyed by `running_key`, computed for all of them at once.
+
+        The same floats as `running_key` job by job (`JobState.progress_at` in numpy):
+        a pass that needs victims costs one sweep over the running jobs, not a method
+        call per job.
+        """
+        def build() -> VictimPool:
+            run = [j for j in ctx.running().values() if j.spec.num_gpus]
+            if not run:
+                return VictimPool([])
+            self._extend(ctx)
+            r = np.array([(j.idx, j.work, j.rate, j.seg_start) for j in run])
+            idx = r[:, 0].astype(np.int64)
+            work, rate, seg = r[:, 1], r[:, 2], r[:, 3]
+            now, dur = ctx.now, self._dur[idx]
+            done = np.where(now <= seg, work, np.minimum(dur, work + rate * (now - seg)))
+            rem = dur - done
+            if self._weight is not None:
+                rem = rem * self._weight[idx]
+            sub = self._submit
+            return VictimPool([((x, 0, sub[i]), i)
+                               for x, i in zip(rem.tolist(), idx.tolist(), strict=True)])
+        return build

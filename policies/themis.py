@@ -37,17 +37,23 @@ over time fractions; jobs keep whole leases and only move to free faster GPUs.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 from sortedcontainers import SortedList
 
 from policies.base import Policy
-from policies.priority import STOP_PARAM, cpu_only_pending, priority_walk, start_cpu_only
+from policies.priority import (
+    STOP_PARAM,
+    JobFeed,
+    cpu_only_pending,
+    priority_walk,
+    start_cpu_only,
+)
 from policies.victims import VictimPool, free_milli
 from sim.jobstate import PENDING, RUNNING, JobState
-from sim.model import Decision, JobSpec, Migrate, Unschedulable, job_milli
+from sim.model import Decision, JobSpec, Migrate, Unschedulable, job_milli, request_class
 from sim.params import Param, as_bool, as_float
 
 if TYPE_CHECKING:
@@ -87,9 +93,13 @@ class JobTable:
         self.dur = np.array([s.duration for s in jobs], dtype=float)
         self.submit = np.array([s.submit_time for s in jobs], dtype=float)
         self.demand = np.array([s.num_gpus * job_milli(s) for s in jobs], dtype=np.int64)
+        self.work = np.zeros(len(jobs))  # work done, kept for the waiting jobs
         types = dict(ctx.topology.gpu_types)
         self.iso = np.array([isolated_speed(s, types) if perf else 1.0 for s in jobs],
                             dtype=float)
+        ids: dict[tuple, int] = {}
+        self.cls = np.array([ids.setdefault(request_class(s), len(ids)) for s in jobs],
+                            dtype=np.int64)  # request class, numbered
 
     def rho(self, ctx: SchedContext, idx: np.ndarray, done: np.ndarray, n_jobs: int,
             speed: np.ndarray | None = None) -> np.ndarray:
@@ -141,11 +151,57 @@ def _nothing(job: JobState) -> None:
     """The walk's callbacks: Themis keeps no index between passes."""
 
 
+class _Ranked:
+    """Jobs already in walk order, read by `priority_walk` as a SortedList of (key, idx).
+
+    An entry's key is made when the walk reaches it, so a walk costs the entries it
+    visits, not the length of the queue (a SortedList of them all would).
+    """
+
+    def __init__(self, ids: list[int], key: Callable[[int], Any]) -> None:
+        self.ids = ids
+        self.key = key
+
+    def _at(self, p: int) -> tuple[Any, int]:
+        return (self.key(p), self.ids[p])
+
+    def _from(self, p: int) -> Iterator[tuple[Any, int]]:
+        return (self._at(q) for q in range(p, len(self.ids)))
+
+    def __iter__(self) -> Iterator[tuple[Any, int]]:
+        return self._from(0)
+
+    def irange(self, cur: tuple[Any, int], inclusive: tuple[bool, bool] = (False, True)
+               ) -> Iterator[tuple[Any, int]]:
+        """The entries after `cur` (the walk resumes there after a decision)."""
+        lo, hi = 0, len(self.ids)
+        while lo < hi:  # the first entry larger than cur
+            mid = (lo + hi) // 2
+            if self._at(mid) <= cur:
+                lo = mid + 1
+            else:
+                hi = mid
+        return self._from(lo)
+
+    def walk(self) -> SortedList:
+        """Typed as what `priority_walk` reads (it only iterates and calls irange)."""
+        return cast(SortedList, self)
+
+
+def _class_counts(table: JobTable, ids: np.ndarray) -> dict[tuple, int]:
+    """Request classes among these jobs (by number) with their counts, for the walk.
+
+    The walk stops once as many classes failed as there are: nothing later can start.
+    """
+    cls, counts = np.unique(table.cls[ids], return_counts=True)
+    return {(c,): k for c, k in zip(cls.tolist(), counts.tolist(), strict=True)}
+
+
 class ThemisFtfPolicy(Policy):
     """Finish-time fair leases: the jobs with the worst rho get GPUs at each lease."""
-    supports_roles = True
 
     name = "themis-ftf"
+    supports_roles = True
     container_jobs = False  # its job table (rho per job index) is fixed when it attaches
     description = "Themis finish-time fairness: leases re-auctioned to the worst rho first"
     params = {
@@ -170,6 +226,23 @@ class ThemisFtfPolicy(Policy):
         self.counts = {"lease_auctions": 0, "auctions_between_leases": 0}
         if self.p["perf"]:
             self.counts["migrations"] = 0
+        self.feed = JobFeed()
+        self.waiting: dict[int, None] = {}  # waiting jobs with GPUs to ask for
+
+    def notify(self, ctx: SchedContext, job: JobState, kind: str) -> None:
+        """Note the job for the next pass (see JobFeed)."""
+        self.feed.note(job, kind)
+
+    def _sync(self, ctx: SchedContext) -> JobTable:
+        """Bring the set of waiting GPU jobs (and their work done) up to date."""
+        table = self._table(ctx)
+        for job in self.feed.changed(ctx):
+            if job.status == PENDING and table.demand[job.idx] > 0:
+                self.waiting[job.idx] = None
+                table.work[job.idx] = job.work
+            else:
+                self.waiting.pop(job.idx, None)
+        return table
 
     def _table(self, ctx: SchedContext) -> JobTable:
         if self.table is None:
@@ -192,12 +265,11 @@ class ThemisFtfPolicy(Policy):
         boundary = now >= self.next_round - EPS
         if boundary:
             self.next_round = now + self.p["lease"]
+        table = self._sync(ctx)
         yield from start_cpu_only(ctx, cpu_only_pending(ctx))
         if ctx.pending_count and (boundary or _something_fits(ctx)):
-            demand = self._table(ctx).demand
-            pending = [ctx.job_at(k[1]) for lst in ctx.pending_classes().values()
-                       for k in lst if demand[k[1]] > 0]
-            if not boundary and sum(int(demand[j.idx]) for j in pending) <= free_milli(ctx):
+            pending = np.fromiter(self.waiting, np.int64, len(self.waiting))
+            if not boundary and int(table.demand[pending].sum()) <= free_milli(ctx):
                 # no contention: every waiting job gets GPUs, worst rho first
                 keys = self._keys(ctx, pending, len(pending) + len(ctx.running()))
                 queue = SortedList((k, i) for i, k in keys.items())
@@ -210,7 +282,8 @@ class ThemisFtfPolicy(Policy):
         if boundary and perf and free_milli(ctx) > 0:
             running = [j for j in ctx.running().values() if j.spec.num_gpus]
             if running:
-                idx, rho = self._rhos(ctx, [], running, ctx.pending_count + len(running))
+                idx, rho = self._rhos(ctx, np.zeros(0, dtype=np.int64), running,
+                                      ctx.pending_count + len(running))
                 order = np.lexsort((idx, self._table(ctx).submit[idx], -rho))
                 yield from self._move_faster(ctx, [running[k] for k in order.tolist()])
         # the next boundary matters only if someone waits and leases can be taken back,
@@ -232,29 +305,35 @@ class ThemisFtfPolicy(Policy):
                 return True
         return False
 
-    def _rhos(self, ctx: SchedContext, pending: list[JobState], running: list[JobState],
+    def _rhos(self, ctx: SchedContext, pending: np.ndarray, running: list[JobState],
               n: int) -> tuple[np.ndarray, np.ndarray]:
-        """(job indices, rho) of the pending then the running jobs, `n` contending."""
+        """(job indices, rho) of the pending (indices) then the running jobs, `n` contending.
+
+        Work done is the table's for waiting jobs (static while they wait) and, for the
+        running ones, `JobState.progress_at` computed for all at once.
+        """
         table = self._table(ctx)
         now = ctx.now
-        idx = np.fromiter((j.idx for j in pending), np.int64, len(pending))
-        done = np.fromiter((j.work for j in pending), float, len(pending))  # static
+        idx, done = pending, table.work[pending]
         if running:
-            idx = np.concatenate([idx, np.fromiter((j.idx for j in running), np.int64,
-                                                   len(running))])
-            done = np.concatenate([done, np.fromiter((j.progress_at(now) for j in running),
-                                                     float, len(running))])
+            r = np.array([(j.idx, j.work, j.rate, j.seg_start) for j in running])
+            ridx = r[:, 0].astype(np.int64)
+            work, rate, seg = r[:, 1], r[:, 2], r[:, 3]
+            prog = np.where(now <= seg, work,
+                            np.minimum(table.dur[ridx], work + rate * (now - seg)))
+            idx = np.concatenate([idx, ridx])
+            done = np.concatenate([done, prog])
         speed = None
         if self.p["perf"]:  # waiting: an equal share of the types; running: its type
             speed = np.concatenate([table.iso[idx[:len(pending)]], np.fromiter(
                 (self._type_speed(ctx, j) for j in running), float, len(running))])
         return idx, table.rho(ctx, idx, done, n, speed)
 
-    def _keys(self, ctx: SchedContext, jobs: list[JobState], n: int) -> dict[int, tuple]:
+    def _keys(self, ctx: SchedContext, jobs: np.ndarray, n: int) -> dict[int, tuple]:
         """Priority keys (-rho, submit time) of these waiting jobs with `n` contending."""
         idx, rho = self._rhos(ctx, jobs, [], n)
-        return {int(i): (-float(r), j.spec.submit_time)
-                for i, r, j in zip(idx, rho, jobs, strict=True)}
+        return {i: (-r, ctx.job_at(i).spec.submit_time)
+                for i, r in zip(idx.tolist(), rho.tolist(), strict=True)}
 
     def _move_faster(self, ctx: SchedContext, jobs: list[JobState]) -> Iterator[Decision]:
         """Move running jobs (in this order) to free GPUs of a faster type for them."""
@@ -273,33 +352,41 @@ class ThemisFtfPolicy(Policy):
                 yield Migrate(job.job_id, got)
                 self.counts["migrations"] += 1
 
-    def _auction(self, ctx: SchedContext, pending: list[JobState], boundary: bool
+    def _auction(self, ctx: SchedContext, pending: np.ndarray, boundary: bool
                  ) -> Iterator[Decision]:
+        """The worst rho first (taking expired leases at a boundary), then the others.
+
+        The others go in a seeded random order; both walks visit only what they need.
+        """
         running = [j for j in ctx.running().values() if j.spec.num_gpus]
         n = len(pending) + len(running)
         idx, rho = self._rhos(ctx, pending, running, n)
-        assert self.table is not None
-        submit = self.table.submit[idx]
+        table = self._table(ctx)
+        submit = table.submit[idx]
         m = math.ceil((1.0 - self.p["fairness_knob"]) * n)
         # the m worst rho (ties: earlier submission, then job index)
         order = np.lexsort((idx, submit, -rho))
         np_ = len(pending)
-        first = SortedList(((-float(rho[k]), float(submit[k])), int(idx[k]))
-                           for k in order[:m].tolist() if k < np_)
+        worst = order[:m]
+        worst = worst[worst < np_]
+        neg, sub = (-rho[worst]).tolist(), submit[worst].tolist()
+        first = _Ranked(idx[worst].tolist(), lambda p: (neg[p], sub[p]))
         pool = (lambda: VictimPool([((-float(rho[k]), float(submit[k])), int(idx[k]))
                                     for k in range(np_, n)])) if boundary else None
-        yield from priority_walk(ctx, first, pool, on_start=_nothing, on_stop=_nothing,
-                                 stop=self.p["stop"], reason=self.name)
+        yield from priority_walk(ctx, first.walk(), pool, on_start=_nothing,
+                                 on_stop=_nothing, stop=self.p["stop"], reason=self.name,
+                                 classes=_class_counts(table, idx[worst]))
         if free_milli(ctx) <= 0:
             return
-        # the others that still wait, by submission, then in a seeded random order
+        # the others that still wait (the walk only started jobs of its own), by
+        # submission, then in a seeded random order
         later = np.ones(np_, dtype=bool)
-        later[order[:m][order[:m] < np_]] = False
+        later[worst] = False
         cand = np.flatnonzero(later)
-        cand = cand[np.lexsort((idx[cand], submit[cand]))]
-        rest = [pending[k] for k in cand.tolist() if pending[k].status == PENDING]
-        if rest:
+        rest = idx[cand[np.lexsort((idx[cand], submit[cand]))]]
+        if len(rest):
             perm = ctx.rng.permutation(len(rest))
-            leftover = SortedList(((r,), rest[int(i)].idx) for r, i in enumerate(perm))
-            yield from priority_walk(ctx, leftover, None, on_start=_nothing,
-                                     on_stop=_nothing, reason=self.name)
+            leftover = _Ranked(rest[perm].tolist(), lambda p: (p,))
+            yield from priority_walk(ctx, leftover.walk(), None, on_start=_nothing,
+                                     on_stop=_nothing, reason=self.name,
+                                     classes=_class_counts(table, rest))
