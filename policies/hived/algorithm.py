@@ -57,6 +57,17 @@ class Request:
     tasks: int
     pinned: str = ""
     lazy: bool | None = None  # may be lazily preempted (HiveD's per-pod flag); None: run's
+    members: tuple[int, ...] = ()  # leaves of each pod when they differ (task roles)
+
+    def pods_on(self, chain: ChainInfo) -> list[int]:
+        """Leaf counts of the gang's pods on a chain (HiveD's affinity group members).
+
+        Members that differ (a job with roles) are one pod each, never split: a task sits
+        on one node. Otherwise `tasks` pods of `task_gpus`, split per node when larger.
+        """
+        if self.members:
+            return list(self.members)
+        return chain.pods(self.task_gpus, self.tasks)
 
 
 @dataclass(slots=True)
@@ -281,7 +292,7 @@ class HivedAlgorithm:
         else:
             chains = self.type_chains(req.leaf_type)
         reason = f"VC {req.vc!r} has no cells of leaf type {req.leaf_type or 'any'!r}"
-        gangs = [(self.chains[ch].pods(req.task_gpus, req.tasks), ch) for ch in chains]
+        gangs = [(req.pods_on(self.chains[ch]), ch) for ch in chains]
         if len(gangs) > 1:  # fewest pods (best affinity) first, then the chain order
             gangs = [g for _, g in sorted(enumerate(gangs), key=lambda t: (len(t[1][0]), t[0]))]
         for pods, chain in gangs:

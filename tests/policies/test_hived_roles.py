@@ -1,0 +1,160 @@
+"""HiveD affinity groups whose members differ (issue 16): jobs of roles under `hived`.
+
+A job of roles is one affinity group: each gang GPU task a member pod of `gpus` leaf
+cells (HiveD `members: [{podNumber, leafCellNumber}]`), each pod within one node, the
+group placed by HiveD's topology-aware scheduler inside its VC and bound by buddy
+allocation; CPU-only gang tasks (ps) go on host capacity as the placers' `place_roles`
+puts them; non-gang tasks (an evaluator) are the engine's (`place_side`).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from policies.hived import HivedPolicy
+from policies.hived.algorithm import Request
+from policies.hived.config import build_physical
+from sim.engine import Simulation
+from topologies import load_topology
+from traces.synthetic import from_records
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "sim"))
+from test_roles import dgx, tf_job, where  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_hived_placement import HIVED_NORMAL, fresh, run_hived  # noqa: E402
+from test_hived_placement import where as pods_where  # noqa: E402
+
+
+def roles_job(job_id: str, submit: float, duration: float, roles: list[dict[str, Any]],
+              **kw: Any) -> dict[str, Any]:
+    gang = sum(r.get("count", 1) * r.get("gpus", 0) for r in roles if r.get("gang", True))
+    return {"job_id": job_id, "submit_time": submit, "num_gpus": gang, "duration": duration,
+            "tasks": json.dumps(roles), **kw}
+
+
+SEVEN_FIVE = [{"role": "a", "gpus": 7}, {"role": "b", "gpus": 5}]
+
+
+def test_hived_own_7_plus_5_gang_lands_where_hived_expects(hived_root: Path) -> None:
+    """HiveD's hived_algorithm_test.go pods 8/9: group9 {7 leaves} + {5 leaves}, VC2, prio 1.
+
+    Expected answer from microsoft/hivedscheduler@66f26ac pkg/algorithm/
+    hived_algorithm_test.go `expectedBindInfos`: pod8 (7 leaves) on node 1.0.0.0, leaf
+    cells [1, 3, 4, 7, 0, 2, 6]; pod9 (5 leaves) on node 1.0.0.2, leaf cells [0-4]. Same
+    replay as test_hived_placement (pods 1-7 first, the test's chain order); our plan
+    lists pods smallest first, as HiveD's scheduler sorts them.
+    """
+    topo, algo = fresh(hived_root, "design-hivedscheduler.yaml", hived_chain_order=True)
+    before = [r for r in HIVED_NORMAL if r[0] < 8]
+    after = [r for r in HIVED_NORMAL if r[0] > 8]
+    run_hived(topo, algo, before)
+    got = algo.schedule(Request(8, "VC2", 1, "", 0, 0, "", True, members=(7, 5)),
+                        commit=True)
+    assert not isinstance(got, str) and got.victims == [] and got.chain == "3-DGX1-P100-NODE"
+    assert pods_where(topo, got) == [("1.0.0.2", [0, 1, 2, 3, 4]),
+                                     ("1.0.0.0", [1, 3, 4, 7, 0, 2, 6])]
+    run_hived(topo, algo, after)  # the rest of HiveD's table is unchanged by the group
+
+
+def test_the_7_plus_5_job_of_roles_runs_on_hived_cells(hived_root: Path) -> None:
+    # the same group as a job of roles in a whole simulation (the policy's default chain
+    # order: the P100 chain is untouched by it): role a (7 GPUs) on 1.0.0.0, b on 1.0.0.2
+    topo = load_topology(hived_root / "hived-configs" / "design-hivedscheduler.yaml")
+    leaf = build_physical(topo).leaf_of_gpu
+    rec = roles_job("g", 0, 100, SEVEN_FIVE, vc="VC2", priority=1)
+    sim = Simulation(from_records([rec]), topo, HivedPolicy(), seed=0)
+    run = sim.start()
+    run.env.run(until=1)
+    g = run.jobs[0]
+    assert [(t.role, topo.nodes[t.node].name,
+             [int(leaf[x].name.rsplit("/", 1)[1]) for x in t.gpus]) for t in g.tasks] == [
+        ("a", "1.0.0.0", [1, 3, 4, 7, 0, 2, 6]), ("b", "1.0.0.2", [0, 1, 2, 3, 4])]
+    run.env.run()
+    j = sim.result(run, 0.0).jobs.set_index("job_id")
+    # across two nodes the engine's locality model slows it (its factor, not HiveD's)
+    assert (j.status["g"], j.start_time["g"]) == ("completed", 0.0)
+    assert j.end_time["g"] == pytest.approx(294.11764705882354, abs=1e-9)
+
+
+def test_tf_job_with_ps_under_hived() -> None:
+    # dgx (2 nodes x 2 sockets x 2 switches x 2 GPUs, 32 CPUs each), no VCs: one VC owns
+    # every cell. Gang pods 1 (chief) + 4 x 2 (workers), smallest first as HiveD: the chief
+    # on node0's leftmost leaf (GPU 0); the 2-GPU pods fill node0 by tightest cell, the
+    # fullest socket first: switch (2,3), then (4,5), (6,7); the fourth on node1 (8,9).
+    # Tasks of one size take the pods in role order; both ps (8 CPUs) go on node0 (the
+    # first GPU task's node: 32 - 3 x 4 - 2 = 18 CPUs free). The evaluator (not in the
+    # group) is the engine's: the run's placer puts it on GPU 1, next to the gang
+    sim = Simulation(from_records([tf_job()]), dgx(), HivedPolicy(), seed=0)
+    run = sim.start()
+    run.env.run(until=5)
+    tf = run.jobs[0]
+    assert where(tf) == {"ps0": (0, ()), "ps1": (0, ()), "worker0": (0, (2, 3)),
+                         "worker1": (0, (4, 5)), "worker2": (0, (6, 7)),
+                         "worker3": (1, (8, 9)), "chief0": (0, (0,))}
+    assert tf.side is not None
+    (ev, _end, since), = tf.side.values()
+    assert (ev.node, ev.gpus, since) == (0, (1,), 0)
+    assert run.cluster.node_cpu_free == [2.0, 28.0]
+    run.env.run()
+    r = sim.result(run, 0.0)
+    j = r.jobs.set_index("job_id")
+    assert (j.status["tf"], j.start_time["tf"], j.end_time["tf"]) == ("completed", 0.0, 100.0)
+    assert run.cluster.free_whole == 16 and run.cluster.node_cpu_free == [32.0, 32.0]
+
+
+def test_a_group_larger_than_its_vc_is_rejected_and_one_that_fits_waits(
+        hived_root: Path) -> None:
+    # basic config: VC1 owns one K80 node of 4 GPUs. A 3 + 2 group never fits VC1 (HiveD
+    # would leave its pods pending for ever): rejected with the reason. A 3-GPU job of
+    # VC1 leaves it 1 leaf, so a 2 + 1 group waits until that job ends at 50
+    topo = load_topology(hived_root / "hived-configs" / "basic-hivedscheduler.yaml")
+    recs = [{"job_id": "x", "submit_time": 0, "num_gpus": 3, "duration": 50, "vc": "VC1"},
+            roles_job("big", 1, 100, [{"role": "a", "gpus": 3}, {"role": "b", "gpus": 2}],
+                      vc="VC1"),
+            roles_job("g", 2, 100, [{"role": "a", "gpus": 2}, {"role": "b", "gpus": 1}],
+                      vc="VC1")]
+    sim = Simulation(from_records(recs), topo, HivedPolicy(), seed=0)
+    run = sim.start()
+    run.env.run(until=10)
+    assert run.jobs[2].status == "pending"
+    run.env.run()
+    r = sim.result(run, 0.0)
+    j = r.jobs.set_index("job_id")
+    assert j.status["big"] == "rejected"
+    assert j.reason["big"].startswith(
+        "hived: 3 + 2 GPU pods cannot be placed even in the empty cluster")
+    assert (j.start_time["x"], j.end_time["x"]) == (0.0, 50.0)
+    assert (j.status["g"], j.start_time["g"], j.end_time["g"]) == ("completed", 50.0, 150.0)
+
+
+@pytest.mark.parametrize("delay", [0.0, 30.0])
+def test_a_multi_member_group_is_preempted_whole(hived_root: Path, delay: float) -> None:
+    # VC1's node (4 GPUs): a priority-0 group 2 + 1 + 1 fills it at 0; a priority-1 job of
+    # 4 GPUs at 10 preempts the whole group (every member stops at once, after the delay)
+    # and runs 10 + delay .. 110 + delay; the group (no checkpoint) starts over then
+    topo = load_topology(hived_root / "hived-configs" / "basic-hivedscheduler.yaml")
+    roles = [{"role": "w", "count": 1, "gpus": 2}, {"role": "e", "count": 2, "gpus": 1}]
+    recs = [roles_job("grp", 0, 100, roles, vc="VC1", priority=0),
+            {"job_id": "hi", "submit_time": 10, "num_gpus": 4, "duration": 100, "vc": "VC1",
+             "priority": 1}]
+    sim = Simulation(from_records(recs), topo, HivedPolicy(preemption_delay=delay), seed=0)
+    run = sim.start()
+    run.env.run(until=5)
+    grp = run.jobs[0]
+    assert len(grp.tasks) == 3 and {t.node for t in grp.tasks} == {0}
+    run.env.run(until=11 + delay)
+    assert grp.status == "pending" and grp.tasks == ()
+    run.env.run()
+    r = sim.result(run, 0.0)
+    j = r.jobs.set_index("job_id")
+    pre = r.events[r.events.kind == "preempt"]
+    assert list(pre.job_id) == ["grp"] and list(pre.time) == [10.0 + delay]
+    assert (j.start_time["hi"], j.end_time["hi"]) == (10.0 + delay, 110.0 + delay)
+    assert (j.status["grp"], j.end_time["grp"], j.preemptions["grp"]) == (
+        "completed", 210.0 + delay, 1)
