@@ -9,7 +9,8 @@ and prints HiveD's expectation beside schedlab's answer, one row a pod. Each exp
 is kept here as a constant with its source; nothing of HiveD's code is used.
 
 Pods 8/9 (one gang of a 7-GPU and a 5-GPU pod, HiveD's group9) are one request with
-members (7, 5), as a job of roles maps to. Not expressible here (rows say so): 10-15 (request validation: the policy rejects such jobs with a reason),
+members (7, 5), as a job of roles maps to. Not expressible here (rows say so): 10-15
+(request validation: the policy rejects such jobs with a reason),
 27 and 36-41 (Kubernetes suggested nodes).
 
     python benchmarks/crosscheck/hived.py          # the table

@@ -22,6 +22,12 @@ preemptor's cells are reserved for it at once while its victims keep running (be
 preempted) until they end or `preemption_delay` s have passed, then it starts; a higher
 priority may cancel a preemption under way (the victims get their cells back).
 
+A job of roles (SPEC `tasks`) is one affinity group whose members differ: each gang GPU
+task a pod of its `gpus` leaf cells on one node (`Request.members`), placed and preempted
+as one gang; its CPU-only gang tasks go on host capacity by the placers' `place_roles`
+(fed HiveD's pods), its non-gang tasks are the engine's. A running job's non-gang task
+holds GPUs HiveD's cells do not count: a plan that needs them waits until they are free.
+
 A job of a VC that can never hold it (more GPUs than its cells, a pod larger than its
 node-level cells) waits, as in HiveD, and blocks its VC under a strict `fifo` order.
 Fractional jobs (`gpu_share` < 1) take a whole leaf cell; elastic jobs run at `num_gpus`.
