@@ -158,3 +158,66 @@ def test_a_multi_member_group_is_preempted_whole(hived_root: Path, delay: float)
     assert (j.start_time["hi"], j.end_time["hi"]) == (10.0 + delay, 110.0 + delay)
     assert (j.status["grp"], j.end_time["grp"], j.preemptions["grp"]) == (
         "completed", 210.0 + delay, 1)
+
+
+GROUP = [{"role": "w", "count": 1, "gpus": 2}, {"role": "e", "count": 2, "gpus": 1}]
+
+
+def cells_at(result: Any, kind: str) -> dict[str, tuple[float, str]]:
+    ev = result.events
+    return {r.job_id: (r.time, r.cells) for r in ev[ev.kind == kind].itertuples()}
+
+
+def test_lazy_preemption_downgrades_the_whole_group(hived_root: Path) -> None:
+    # as test_hived_sim's lazy case with the low job a 2 + 1 + 1 group: at 5 the group is
+    # downgraded to opportunistic (every member keeps running on 10.151.41.20), VC1 binds
+    # to the free 22 for high; at 10 VC2's cell needs 20: the group is preempted whole
+    topo = load_topology(hived_root / "hived-configs" / "basic-hivedscheduler.yaml")
+    recs = [roles_job("low", 0, 1000, GROUP, vc="VC1", priority=1),
+            {"job_id": "high", "submit_time": 5, "num_gpus": 4, "duration": 100,
+             "vc": "VC1", "priority": 5},
+            {"job_id": "vc2", "submit_time": 10, "num_gpus": 4, "duration": 100,
+             "vc": "VC2"}]
+    pol = HivedPolicy(lazy_preemption=True, preemption_delay=0)
+    sim = Simulation(from_records(recs), topo, pol, seed=0)
+    run = sim.start()
+    run.env.run(until=7)
+    low = run.jobs[0]
+    assert low.status == "running" and len(low.tasks) == 3
+    assert pol.algo.groups[low.idx].lazy_preempted and len(pol.algo.groups[low.idx].leaves) == 4
+    run.env.run()
+    r = sim.result(run, 0.0)
+    st = cells_at(r, "start")
+    assert st["low"] == (0.0, "10.151.41.20:4")
+    assert st["high"] == (5.0, "10.151.41.22:4") and st["vc2"] == (10.0, "10.151.41.20:4")
+    pre = r.events[r.events.kind == "preempt"]
+    assert list(pre.job_id) == ["low"] and list(pre.time) == [10.0]
+    assert pol.lazy_preemptions == 1
+
+
+@pytest.mark.parametrize("delay", [0.0, 30.0])
+def test_a_failed_node_stops_the_group_which_restarts_on_a_healthy_cell(
+        hived_root: Path, tmp_path: Path, delay: float) -> None:
+    # as test_hived_failures' case with `a` a 2 + 1 + 1 group: node 20 fails at 10, the
+    # whole group stops; VC1's cell is rebound to 22 where the opportunistic `o` runs: `o`
+    # is preempted whole after the delay and the group resumes there, every member
+    from policies.conformance import check_invariants
+
+    topo = load_topology(hived_root / "hived-configs" / "basic-hivedscheduler.yaml")
+    recs = [roles_job("a", 0, 100, GROUP, vc="VC1"),
+            {"job_id": "p", "submit_time": 0, "num_gpus": 4, "duration": 1000, "vc": "VC2",
+             "pinned_cell_id": "VC2-K80"},
+            {"job_id": "o", "submit_time": 0, "num_gpus": 2, "duration": 1000, "vc": "VC1",
+             "priority": -1}]
+    f = tmp_path / "failures.csv"
+    f.write_text("node,fail_time,repair_time\n10.151.41.20,10,500\n")
+    trace = from_records(recs)
+    r = Simulation(trace, topo, HivedPolicy(preemption_delay=delay),
+                   params={"failures": str(f)}).run()
+    ev = r.events
+    a = ev[ev.job_id == "a"]
+    assert list(a.kind) == ["submit", "start", "fail", "retry", "resume", "finish"]
+    assert cells_at(r, "start")["a"] == (0.0, "10.151.41.20:4")
+    assert cells_at(r, "resume")["a"] == (10.0 + delay, "10.151.41.22:4")
+    assert ev[(ev.job_id == "o") & (ev.kind == "preempt")].time.tolist() == [10.0 + delay]
+    check_invariants(r, topo, trace)
