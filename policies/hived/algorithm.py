@@ -477,6 +477,45 @@ class HivedAlgorithm:
             self._end_defer()
         return g
 
+    def hold_side(self, gid: int, vc: str, gpus: Sequence[int], prio: int) -> bool:
+        """Book free leaves a job's non-gang task holds as gang `gid` at its job's `prio`.
+
+        The engine places non-gang tasks (an evaluator) outside HiveD's cells. A leaf
+        inside a physical cell already bound to the VC takes a free virtual leaf there
+        (its VC's scheduler then sees it used, at `prio`); others are booked
+        opportunistic (physical only). False (nothing booked) when a leaf is not free.
+        """
+        leaves = [self.pc.leaf_of_gpu[g] for g in gpus]
+        if not leaves or any(c.group >= 0 or c.reserver >= 0 or c.prio != FREE
+                             or c.vcell is not None for c in leaves):
+            return False
+        self.version += 1
+        self._defer += 1
+        try:
+            for c in leaves:
+                v = self._free_vleaf(c, vc) if prio >= MIN_GUARANTEED else None
+                self._allocate_leaf(c, v, prio if v is not None else OPP, vc)
+                c.group = gid
+        finally:
+            self._end_defer()
+        self.groups[gid] = Group(gid, vc, OPP, OPP, leaves[0].chain, leaves, None)
+        return True
+
+    @staticmethod
+    def _free_vleaf(leaf: PCell, vc: str) -> VCell | None:
+        """An unbound virtual leaf of `vc` mirroring `leaf` under its lowest bound ancestor."""
+        path: list[PCell] = []
+        p: PCell | None = leaf.parent
+        while p is not None and p.vcell is None:
+            path.append(p)
+            p = p.parent
+        if p is None or p.vcell is None or p.vcell.vc != vc:
+            return None
+        v = _unbound_child(p.vcell)
+        while v is not None and v.children:
+            v = v.children[0]  # an unbound cell's descendants are all unbound
+        return v
+
     def add_empty(self, req: Request) -> None:
         """Record a gang that holds no cells (a job of 0 GPUs)."""
         self.groups[req.idx] = Group(req.idx, req.vc, req.prio, req.prio, "", [], None)

@@ -25,8 +25,10 @@ priority may cancel a preemption under way (the victims get their cells back).
 A job of roles (SPEC `tasks`) is one affinity group whose members differ: each gang GPU
 task a pod of its `gpus` leaf cells on one node (`Request.members`), placed and preempted
 as one gang; its CPU-only gang tasks go on host capacity by the placers' `place_roles`
-(fed HiveD's pods), its non-gang tasks are the engine's. A running job's non-gang task
-holds GPUs HiveD's cells do not count: a plan that needs them waits until they are free.
+(fed HiveD's pods), its non-gang tasks are the engine's. The GPUs of running non-gang
+tasks are booked in HiveD's cells as opportunistic leaves (HiveD looks elsewhere); a
+guaranteed job whose only placement would preempt one waits (the engine stops a non-gang
+task only with its gang).
 
 A job of a VC that can never hold it (more GPUs than its cells, a pod larger than its
 node-level cells) waits, as in HiveD, and blocks its VC under a strict `fifo` order.
@@ -76,6 +78,7 @@ if TYPE_CHECKING:
     from sim.context import SchedContext
 
 PINNED_COLUMN = "pinned_cell_id"
+SIDE_BASE = 1 << 40  # gang ids of non-gang tasks booked in HiveD's cells (above job indices)
 
 
 def as_order(v: Any) -> str:
@@ -306,6 +309,10 @@ class HivedPolicy(Policy):
         self.preempting: dict[int, tuple[float, type]] = {}  # job -> (victims' deadline, kind)
         self.downgraded: set[str] = set()  # ids of jobs ever lazily preempted
         self.preemptions = 0
+        # running jobs with GPU non-gang roles -> (role, index) -> (gang id, GPUs) booked
+        self.side_held: dict[int, dict[tuple[str, int], tuple[int, tuple[int, ...]]]] = {}
+        self.side_owner: dict[int, int] = {}  # booked gang id -> its job's index
+        self.next_side = SIDE_BASE
 
     def _all_queues(self) -> list[_Queue]:
         return [*self.queues.values(), self.opp]
@@ -372,8 +379,8 @@ class HivedPolicy(Policy):
                         plan = cached[1]  # nothing changed since `place` computed it
                         self.algo.commit(plan)
                 if plan is None:
-                    if _asks_host(job.spec) or req.members:  # a dry run first: the host
-                        probe = self.algo.schedule(req, commit=False)  # may not fit
+                    if _asks_host(job.spec) or req.members or self.side_owner:
+                        probe = self.algo.schedule(req, commit=False)  # a dry run first
                         if isinstance(probe, str) or self._start_of(ctx, job, probe) is None:
                             self.refused.add(job.job_id)
                             return
@@ -414,6 +421,7 @@ class HivedPolicy(Policy):
             self.jobs.running.pop(job.idx)
             q.running.pop(job.idx, None)
             self._released(self.algo.release(job.idx), job.idx)
+            self._drop_side(job.idx)
             yield d
             self._enqueue_after(ctx, job)
         elif isinstance(d, Reject):
@@ -435,6 +443,8 @@ class HivedPolicy(Policy):
         self.jobs.running[job.idx] = q
         q.running[job.idx] = job
         self._check_healthy(ctx, job, gpus)
+        if any(not r.gang and r.gpus > 0 for r in job.spec.tasks) and has_roles(job.spec):
+            self.side_held[job.idx] = {}  # its evaluators are booked once the engine places them
         yield kind(job.job_id, gpus, node=node, tasks=tasks)
 
     def _advance(self, ctx: SchedContext) -> Iterator[Decision]:
@@ -492,6 +502,7 @@ class HivedPolicy(Policy):
         q = self.jobs.running.pop(idx)
         q.running.pop(idx, None)
         self._released(self.algo.release(idx), idx)
+        self._drop_side(idx)
         self._drain_cancelled(ctx)
         self._mark(self.queues[self._known_request(victim).vc])
         self._mark(self.opp)
@@ -562,6 +573,8 @@ class HivedPolicy(Policy):
         HiveD's cells are GPUs only; the CPUs, memory and disk of the plan's nodes, and
         GPUs a running job's non-gang task (placed by the engine) holds, may not allow it.
         """
+        if self.side_owner and any(v in self.side_owner for v in plan.victims):
+            return None  # the engine cannot stop another job's evaluator alone: wait
         pods = [tuple(c.gpu for c in pod) for pod in plan.pods]
         return self._start_on(ctx, job, pods, plan.victims)
 
@@ -737,6 +750,8 @@ class HivedPolicy(Policy):
         else:
             changed = []
         yield from self.jobs.sync(ctx, self._gone, self._enqueue, self._dequeue)
+        if self.side_held:
+            self._sync_side(ctx)
         if changed:
             for n in changed:
                 self.algo.set_node_health(n, up[n])
@@ -746,12 +761,50 @@ class HivedPolicy(Policy):
         """A job of ours stopped running (finished, failed, killed): free its cells."""
         q.running.pop(idx, None)
         self._released(self.algo.release(idx), idx)
+        self._drop_side(idx)
 
     def _released(self, g: Any, idx: int) -> None:
         """A gang gave its cells back: its VC and the opportunistic queue may move."""
         self._mark(self.opp)
         if g is not None and g.orig_prio >= MIN_GUARANTEED and g.vc in self.queues:
             self._mark(self.queues[g.vc])
+
+    def _sync_side(self, ctx: SchedContext) -> None:
+        """Book the GPUs of running jobs' non-gang tasks in HiveD's cells, free ended ones.
+
+        The engine places an evaluator after a pass and stops it at its own end or with its
+        gang; HiveD's cells see its leaves as opportunistic so its scheduler looks elsewhere.
+        """
+        for idx in sorted(self.side_held):
+            held = self.side_held[idx]
+            side = ctx.job_at(idx).side or {}
+            now = {k: v[0].gpus for k, v in side.items() if v and v[0].gpus}
+            for k in sorted(held):
+                if now.get(k) != held[k][1]:
+                    self._free_side(held.pop(k)[0])
+            vc = self._known_request(ctx.job_at(idx)).vc
+            g = self.algo.groups.get(idx)
+            prio = g.prio if g is not None and g.vleaves is not None else OPP
+            for k in sorted(now):
+                if k not in held:
+                    gid = self.next_side
+                    if self.algo.hold_side(gid, vc, now[k], prio):
+                        self.next_side += 1
+                        held[k] = (gid, now[k])
+                        self.side_owner[gid] = idx
+
+    def _free_side(self, gid: int) -> None:
+        """A booked non-gang task ended: its leaves are free for every queue again."""
+        self.side_owner.pop(gid, None)
+        self.algo.release(gid)
+        self.dirty.update(range(len(self.by_pos)))
+
+    def _drop_side(self, idx: int) -> None:
+        """A job stopped: its non-gang tasks stopped with it."""
+        held = self.side_held.pop(idx, None)
+        for k in sorted(held or {}):
+            assert held is not None
+            self._free_side(held[k][0])
 
     def _enqueue(self, job: JobState) -> str:
         """Put a pending job in its queue; returns why it is refused ('' when queued)."""

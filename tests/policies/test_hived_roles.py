@@ -221,3 +221,23 @@ def test_a_failed_node_stops_the_group_which_restarts_on_a_healthy_cell(
     assert cells_at(r, "resume")["a"] == (10.0 + delay, "10.151.41.22:4")
     assert ev[(ev.job_id == "o") & (ev.kind == "preempt")].time.tolist() == [10.0 + delay]
     check_invariants(r, topo, trace)
+
+
+def test_hived_cells_count_the_evaluators_gpu() -> None:
+    # the TF job above (gang on GPUs 0 and 2-9, its evaluator on GPU 1, placed by the
+    # engine) and a guaranteed 1-GPU job at 1. HiveD would pack it on node0's last free
+    # leaf (GPU 1): the evaluator's GPU is booked in HiveD's cells (a virtual leaf of the
+    # VC, at the TF job's priority) so it goes to node1 at once: the free leaf whose
+    # ancestors are fullest, GPU 10 (switch 10-11 of the socket holding worker3's 8-9).
+    # Without the booking it would wait for GPU 1 until the TF job ends at 100
+    recs = [tf_job(), {"job_id": "one", "submit_time": 1, "num_gpus": 1, "duration": 10}]
+    pol = HivedPolicy()
+    sim = Simulation(from_records(recs), dgx(), pol, seed=0)
+    run = sim.start()
+    run.env.run(until=2)
+    assert run.jobs[1].gpus == (10,)
+    assert list(pol.side_owner.values()) == [0]
+    run.env.run()
+    j = sim.result(run, 0.0).jobs.set_index("job_id")
+    assert (j.start_time["one"], j.end_time["one"]) == (1.0, 11.0)
+    assert pol.side_owner == {} and pol.side_held == {} and not pol.algo.groups
