@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from policies.hived import HivedPolicy
 from policies.hived.algorithm import Request
@@ -241,3 +243,36 @@ def test_hived_cells_count_the_evaluators_gpu() -> None:
     j = sim.result(run, 0.0).jobs.set_index("job_id")
     assert (j.start_time["one"], j.end_time["one"]) == (1.0, 11.0)
     assert pol.side_owner == {} and pol.side_held == {} and not pol.algo.groups
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10_000), lazy=st.booleans(), delay=st.sampled_from([0.0, 30.0]),
+       fail=st.booleans())
+def test_groups_of_roles_keep_the_invariants(seed: int, lazy: bool, delay: float,
+                                             fail: bool) -> None:
+    """The conformance roles scenario with random priorities (opportunistic to high),
+    lazy preemption, preemption delays and a node failure: every job ends, and the
+    conformance invariants (gang never partial, exact GPU/CPU accounting) hold."""
+    import tempfile
+    from dataclasses import replace
+
+    import numpy as np
+
+    from policies.conformance import _roles_scenario, check_invariants
+
+    rng = np.random.default_rng(seed)
+    _name, topo, trace = _roles_scenario(rng)
+    trace = type(trace)(trace.name, tuple(
+        replace(s, priority=int(rng.choice([-1, 0, 5, 9]))) for s in trace.jobs))
+    params: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        if fail:
+            f = Path(tmp) / "failures.csv"
+            at = float(rng.integers(1, 200))
+            f.write_text(f"node,fail_time,repair_time\n{topo.nodes[0].name},{at},{at + 300}\n")
+            params["failures"] = str(f)
+        r = Simulation(trace, topo, HivedPolicy(lazy_preemption=lazy,
+                                                preemption_delay=delay),
+                       params=params, seed=0).run()
+    assert set(r.jobs.status) <= {"completed", "rejected"}
+    check_invariants(r, topo, trace)  # raises on a violation
