@@ -8,8 +8,9 @@ same requests on `policies.hived.algorithm.HivedAlgorithm` under the test's chai
 and prints HiveD's expectation beside schedlab's answer, one row a pod. Each expectation
 is kept here as a constant with its source; nothing of HiveD's code is used.
 
-Not expressible here (rows say so): pods 8/9 (one gang of a 7-GPU and a 5-GPU pod needs
-task roles), 10-15 (request validation: the policy rejects such jobs with a reason),
+Pods 8/9 (one gang of a 7-GPU and a 5-GPU pod, HiveD's group9) are one request with
+members (7, 5), as a job of roles maps to. Not expressible here (rows say so): 10-15
+(request validation: the policy rejects such jobs with a reason),
 27 and 36-41 (Kubernetes suggested nodes).
 
     python benchmarks/crosscheck/hived.py          # the table
@@ -62,7 +63,7 @@ STATEFUL: list[tuple[Any, ...]] = [
     (34, "VC1", 4, V, 16, 1, PIN, False, f"0.0.3.0 [{A16}]"),
     (35, "VC1", 5, V, 16, 2, PIN, True, "preempts pod34"),
 ]
-NOT_EXPRESSIBLE = {8: "n/a: a 7-GPU + 5-GPU gang needs task roles (not built yet)"}
+MEMBERS = {8: (7, 5)}  # group9: pods of 7 and 5 leaves (a job of roles)
 
 
 def _ranges(ids: list[int]) -> str:
@@ -94,15 +95,15 @@ def _answer(topo, algo, row) -> str:
     from policies.hived.algorithm import Request
 
     pod, vc, prio, leaf, gpus, pods, pinned, lazy, _ = row
-    if pod in NOT_EXPRESSIBLE:
-        return NOT_EXPRESSIBLE[pod]
-    got = algo.schedule(Request(pod, vc, prio, leaf, gpus, pods, pinned, lazy), commit=True)
+    members = MEMBERS.get(pod, ())
+    got = algo.schedule(Request(pod, vc, prio, leaf, gpus, pods, pinned, lazy, members),
+                        commit=True)
     if isinstance(got, str):
         return "waits"
     if got.victims:
         return "preempts " + ", ".join(f"pod{v}" for v in got.victims)
-    parts = []
-    for cells in got.pods:
+    parts = []  # HiveD's test lists its pods largest first
+    for cells in sorted(got.pods, key=len, reverse=True):
         node = topo.nodes[topo.gpu_node[cells[0].gpu]].name
         parts.append(f"{node} [{_ranges([int(c.name.rsplit('/', 1)[1]) for c in cells])}]")
     return "; ".join(parts)

@@ -57,6 +57,17 @@ class Request:
     tasks: int
     pinned: str = ""
     lazy: bool | None = None  # may be lazily preempted (HiveD's per-pod flag); None: run's
+    members: tuple[int, ...] = ()  # leaves of each pod when they differ (task roles)
+
+    def pods_on(self, chain: ChainInfo) -> list[int]:
+        """Leaf counts of the gang's pods on a chain (HiveD's affinity group members).
+
+        Members that differ (a job with roles) are one pod each, never split: a task sits
+        on one node. Otherwise `tasks` pods of `task_gpus`, split per node when larger.
+        """
+        if self.members:
+            return list(self.members)
+        return chain.pods(self.task_gpus, self.tasks)
 
 
 @dataclass(slots=True)
@@ -281,7 +292,7 @@ class HivedAlgorithm:
         else:
             chains = self.type_chains(req.leaf_type)
         reason = f"VC {req.vc!r} has no cells of leaf type {req.leaf_type or 'any'!r}"
-        gangs = [(self.chains[ch].pods(req.task_gpus, req.tasks), ch) for ch in chains]
+        gangs = [(req.pods_on(self.chains[ch]), ch) for ch in chains]
         if len(gangs) > 1:  # fewest pods (best affinity) first, then the chain order
             gangs = [g for _, g in sorted(enumerate(gangs), key=lambda t: (len(t[1][0]), t[0]))]
         for pods, chain in gangs:
@@ -465,6 +476,45 @@ class HivedAlgorithm:
         finally:
             self._end_defer()
         return g
+
+    def hold_side(self, gid: int, vc: str, gpus: Sequence[int], prio: int) -> bool:
+        """Book free leaves a job's non-gang task holds as gang `gid` at its job's `prio`.
+
+        The engine places non-gang tasks (an evaluator) outside HiveD's cells. A leaf
+        inside a physical cell already bound to the VC takes a free virtual leaf there
+        (its VC's scheduler then sees it used, at `prio`); others are booked
+        opportunistic (physical only). False (nothing booked) when a leaf is not free.
+        """
+        leaves = [self.pc.leaf_of_gpu[g] for g in gpus]
+        if not leaves or any(c.group >= 0 or c.reserver >= 0 or c.prio != FREE
+                             or c.vcell is not None for c in leaves):
+            return False
+        self.version += 1
+        self._defer += 1
+        try:
+            for c in leaves:
+                v = self._free_vleaf(c, vc) if prio >= MIN_GUARANTEED else None
+                self._allocate_leaf(c, v, prio if v is not None else OPP, vc)
+                c.group = gid
+        finally:
+            self._end_defer()
+        self.groups[gid] = Group(gid, vc, OPP, OPP, leaves[0].chain, leaves, None)
+        return True
+
+    @staticmethod
+    def _free_vleaf(leaf: PCell, vc: str) -> VCell | None:
+        """An unbound virtual leaf of `vc` mirroring `leaf` under its lowest bound ancestor."""
+        path: list[PCell] = []
+        p: PCell | None = leaf.parent
+        while p is not None and p.vcell is None:
+            path.append(p)
+            p = p.parent
+        if p is None or p.vcell is None or p.vcell.vc != vc:
+            return None
+        v = _unbound_child(p.vcell)
+        while v is not None and v.children:
+            v = v.children[0]  # an unbound cell's descendants are all unbound
+        return v
 
     def add_empty(self, req: Request) -> None:
         """Record a gang that holds no cells (a job of 0 GPUs)."""

@@ -22,6 +22,14 @@ preemptor's cells are reserved for it at once while its victims keep running (be
 preempted) until they end or `preemption_delay` s have passed, then it starts; a higher
 priority may cancel a preemption under way (the victims get their cells back).
 
+A job of roles (SPEC `tasks`) is one affinity group whose members differ: each gang GPU
+task a pod of its `gpus` leaf cells on one node (`Request.members`), placed and preempted
+as one gang; its CPU-only gang tasks go on host capacity by the placers' `place_roles`
+(fed HiveD's pods), its non-gang tasks are the engine's. The GPUs of running non-gang
+tasks are booked in HiveD's cells as opportunistic leaves (HiveD looks elsewhere); a
+guaranteed job whose only placement would preempt one waits (the engine stops a non-gang
+task only with its gang).
+
 A job of a VC that can never hold it (more GPUs than its cells, a pod larger than its
 node-level cells) waits, as in HiveD, and blocks its VC under a strict `fifo` order.
 Fractional jobs (`gpu_share` < 1) take a whole leaf cell; elastic jobs run at `num_gpus`.
@@ -49,6 +57,7 @@ from sim.context import live_keys
 from sim.errors import InvalidDecision, InvalidParameter, SimError, did_you_mean
 from sim.jobstate import PENDING, JobState
 from sim.model import (
+    MILLI,
     Decision,
     EventKind,
     JobSpec,
@@ -56,17 +65,20 @@ from sim.model import (
     Preempt,
     Reject,
     Resume,
+    RolePlacement,
     Start,
     Suspend,
     Unschedulable,
     is_missing,
 )
 from sim.params import Param, as_bool, as_float, as_optional, as_path
+from sim.roles import gang_tasks, has_roles
 
 if TYPE_CHECKING:
     from sim.context import SchedContext
 
 PINNED_COLUMN = "pinned_cell_id"
+SIDE_BASE = 1 << 40  # gang ids of non-gang tasks booked in HiveD's cells (above job indices)
 
 
 def as_order(v: Any) -> str:
@@ -116,7 +128,22 @@ def _asks_host(s: JobSpec) -> bool:
 
 def _class_key(s: JobSpec, pinned: str) -> tuple:
     return (s.num_gpus, s.task_gpus, s.gpu_type, s.gpu_share, s.num_cpus, s.mem_gb,
-            s.priority, pinned)
+            s.priority, pinned, s.tasks)
+
+
+def _pod_gpus(leaves: Sequence[Any], req: Request) -> list[tuple[int, ...]]:
+    """The GPUs of each pod of a gang of `req` on these leaves (in the plan's pod order).
+
+    HiveD's scheduler returns pods smallest first; the leaves of a gang are its pods'
+    leaves one pod after the other.
+    """
+    sizes = sorted(req.members) if req.members else [len(leaves)]
+    out = []
+    i = 0
+    for n in sizes:
+        out.append(tuple(c.gpu for c in leaves[i:i + n]))
+        i += n
+    return out
 
 
 class _QueueContext:
@@ -213,6 +240,7 @@ class HivedPolicy(Policy):
     """HiveD (OSDI'20): guaranteed jobs in VCs of multi-level cells, buddy cell allocation."""
 
     name = "hived"
+    supports_roles = True  # a job with roles is one affinity group of unequal pods
     tenant_field = "vc"
     orders = False  # places jobs itself
     ordering_param = "order"
@@ -281,6 +309,10 @@ class HivedPolicy(Policy):
         self.preempting: dict[int, tuple[float, type]] = {}  # job -> (victims' deadline, kind)
         self.downgraded: set[str] = set()  # ids of jobs ever lazily preempted
         self.preemptions = 0
+        # running jobs with GPU non-gang roles -> (role, index) -> (gang id, GPUs) booked
+        self.side_held: dict[int, dict[tuple[str, int], tuple[int, tuple[int, ...]]]] = {}
+        self.side_owner: dict[int, int] = {}  # booked gang id -> its job's index
+        self.next_side = SIDE_BASE
 
     def _all_queues(self) -> list[_Queue]:
         return [*self.queues.values(), self.opp]
@@ -338,16 +370,18 @@ class HivedPolicy(Policy):
             if isinstance(req, str):
                 return
             plan: Plan | None = None
+            start: tuple[int, ...] | None = None
             if job.spec.num_gpus:
                 cached = self.plans.pop(job.idx, None)
-                if (cached is not None and cached[0] == self.algo.version
-                        and self._host_fits(ctx, job, cached[1])):
-                    plan = cached[1]  # nothing changed since `place` computed it
-                    self.algo.commit(plan)
-                else:
-                    if _asks_host(job.spec):  # a dry run first: the host may not fit
-                        probe = self.algo.schedule(req, commit=False)
-                        if isinstance(probe, str) or not self._host_fits(ctx, job, probe):
+                if cached is not None and cached[0] == self.algo.version:
+                    start = self._start_of(ctx, job, cached[1])
+                    if start is not None:
+                        plan = cached[1]  # nothing changed since `place` computed it
+                        self.algo.commit(plan)
+                if plan is None:
+                    if _asks_host(job.spec) or req.members or self.side_owner:
+                        probe = self.algo.schedule(req, commit=False)  # a dry run first
+                        if isinstance(probe, str) or self._start_of(ctx, job, probe) is None:
                             self.refused.add(job.job_id)
                             return
                     got = self.algo.schedule(req, commit=True)
@@ -355,6 +389,12 @@ class HivedPolicy(Policy):
                         self.refused.add(job.job_id)
                         return  # the state changed since `place`: the job keeps waiting
                     plan = got
+                    start = self._start_of(ctx, job, plan)
+                    if start is None:  # GPUs a non-gang task took behind HiveD's back
+                        self._released(self.algo.release(job.idx), job.idx)
+                        self._drain_cancelled(ctx)
+                        self.refused.add(job.job_id)
+                        return
                 self.lazy_preemptions += len(plan.lazy)
                 self.downgraded.update(ctx.job_at(i).job_id for i in plan.lazy)
                 self._drain_cancelled(ctx)
@@ -370,8 +410,10 @@ class HivedPolicy(Policy):
                     self.algo.allocate(job.idx)
             else:
                 self.algo.add_empty(req)
-            yield from self._started(ctx, q, job, type(d), plan.gpus if plan else (),
-                                     d.node if plan is None else -1)
+            assert plan is None or start is not None  # set with the plan
+            yield from self._started(ctx, q, job, type(d), start or (),
+                                     d.node if plan is None else -1,
+                                     d.tasks if plan is None else ())
         elif isinstance(d, Preempt | Suspend):
             if self.jobs.running.get(job.idx) is not q:
                 raise InvalidDecision(f"hived: order policy {q.policy.name!r} stopped "
@@ -379,6 +421,7 @@ class HivedPolicy(Policy):
             self.jobs.running.pop(job.idx)
             q.running.pop(job.idx, None)
             self._released(self.algo.release(job.idx), job.idx)
+            self._drop_side(job.idx)
             yield d
             self._enqueue_after(ctx, job)
         elif isinstance(d, Reject):
@@ -390,13 +433,19 @@ class HivedPolicy(Policy):
                 "supports orderings that start, preempt, suspend or reject jobs")
 
     def _started(self, ctx: SchedContext, q: _Queue, job: JobState, kind: type,
-                 gpus: tuple[int, ...], node: int) -> Iterator[Decision]:
-        """Book a job as running in its queue and start it."""
+                 gpus: tuple[int, ...], node: int, tasks: tuple = ()) -> Iterator[Decision]:
+        """Book a job as running in its queue and start it.
+
+        `gpus` may be a `RolePlacement` (a job with roles), which carries its tasks;
+        `tasks` places the CPU-only gang of a job with roles (the placer's answer).
+        """
         self._dequeue(job)
         self.jobs.running[job.idx] = q
         q.running[job.idx] = job
         self._check_healthy(ctx, job, gpus)
-        yield kind(job.job_id, gpus, node=node)
+        if any(not r.gang and r.gpus > 0 for r in job.spec.tasks) and has_roles(job.spec):
+            self.side_held[job.idx] = {}  # its evaluators are booked once the engine places them
+        yield kind(job.job_id, gpus, node=node, tasks=tasks)
 
     def _advance(self, ctx: SchedContext) -> Iterator[Decision]:
         """Preemptions under way: stop victims whose delay ended, start ready preemptors.
@@ -423,8 +472,9 @@ class HivedPolicy(Policy):
                 for v in self.algo.victims_of(idx):
                     yield from self._preempt_victim(ctx, v, job)
             if self.algo.ready(idx):
-                gpus = tuple(sorted(leaf.gpu for leaf in g.leaves))
-                if not self._host_fits_on(ctx, job, gpus, ()):
+                start = self._start_on(ctx, job, _pod_gpus(g.leaves, self._known_request(job)),
+                                       ())
+                if start is None:
                     # another job took the host share of its nodes during the delay
                     # (HiveD's cells are GPUs only): give the cells up and wait again
                     self.algo.cancel(idx)
@@ -432,7 +482,7 @@ class HivedPolicy(Policy):
                     continue
                 del self.preempting[idx]
                 self.algo.allocate(idx)
-                yield from self._started(ctx, q, job, kind, gpus, -1)
+                yield from self._started(ctx, q, job, kind, start, -1)
 
     def _drain_cancelled(self, ctx: SchedContext) -> None:
         """Preemptions HiveD cancelled (a higher priority took the cells): wait again."""
@@ -452,6 +502,7 @@ class HivedPolicy(Policy):
         q = self.jobs.running.pop(idx)
         q.running.pop(idx, None)
         self._released(self.algo.release(idx), idx)
+        self._drop_side(idx)
         self._drain_cancelled(ctx)
         self._mark(self.queues[self._known_request(victim).vc])
         self._mark(self.opp)
@@ -487,12 +538,13 @@ class HivedPolicy(Policy):
         got = self.algo.schedule(req, commit=False)
         if isinstance(got, str):
             return Unschedulable(got, False)
-        if not self._host_fits(ctx, job, got):
+        start = self._start_of(ctx, job, got)
+        if start is None:
             return Unschedulable("hived: the nodes of its cells lack the CPUs, memory or "
                                  "disk it asks for now", True)
         if not got.lazy:
             self.plans[job.idx] = (self.algo.version, got)
-        return got.gpus
+        return start
 
     def explain(self, ctx: SchedContext, job: JobState) -> str:
         """A job whose HiveD cells lack the CPUs, memory or disk it asks for (at the end).
@@ -507,20 +559,63 @@ class HivedPolicy(Policy):
         if isinstance(req, str):
             return ""
         got = self.algo.schedule(req, commit=False)
-        if isinstance(got, str) or self._host_fits(ctx, job, got):
+        if isinstance(got, str) or self._start_of(ctx, job, got) is not None:
             return ""
         topo = ctx.topology
         nodes = sorted({topo.nodes[topo.gpu_node[g]].name for g in got.gpus})
         return (f"hived: the cells HiveD picks for it (on {', '.join(nodes)}) lack the CPUs, "
                 "memory or disk it asks for (HiveD places by GPU cells only)")
 
-    def _host_fits(self, ctx: SchedContext, job: JobState, plan: Plan) -> bool:
-        """Whether the plan's nodes hold the job's CPUs, memory and disk.
+    def _start_of(self, ctx: SchedContext, job: JobState, plan: Plan
+                  ) -> tuple[int, ...] | None:
+        """What the job starts on with this plan once its victims stopped, or None.
 
-        Counted once its victims stopped. HiveD's cells are GPUs only; the engine checks
-        the host share.
+        HiveD's cells are GPUs only; the CPUs, memory and disk of the plan's nodes, and
+        GPUs a running job's non-gang task (placed by the engine) holds, may not allow it.
         """
-        return self._host_fits_on(ctx, job, plan.gpus, plan.victims)
+        if self.side_owner and any(v in self.side_owner for v in plan.victims):
+            return None  # the engine cannot stop another job's evaluator alone: wait
+        pods = [tuple(c.gpu for c in pod) for pod in plan.pods]
+        return self._start_on(ctx, job, pods, plan.victims)
+
+    def _start_on(self, ctx: SchedContext, job: JobState, pods: list[tuple[int, ...]],
+                  victims: Sequence[int]) -> tuple[int, ...] | None:
+        """The GPUs (a `RolePlacement` for a job with roles) of these pods, or None.
+
+        None when a GPU is held by other than `victims` or the nodes lack the host asks.
+        """
+        holders = ctx.cluster.gpu_holders
+        if any(h not in victims for pod in pods for g in pod for h in holders[g]):
+            return None
+        if self._known_request(job).members:
+            return self._roles_on(ctx, job, pods, victims)
+        gpus = tuple(sorted(g for pod in pods for g in pod))
+        return gpus if self._host_fits_on(ctx, job, gpus, victims) else None
+
+    def _roles_on(self, ctx: SchedContext, job: JobState, pods: list[tuple[int, ...]],
+                  victims: Sequence[int]) -> RolePlacement | None:
+        """The tasks of a job with roles on HiveD's pods, once `victims` stopped, or None.
+
+        Each gang GPU task takes a pod of its size (tasks of one size in role order, pods
+        in HiveD's order); the CPU-only gang tasks go on host capacity by the placers'
+        shared rule (`place_roles`, fed HiveD's pods as its one-node search).
+        """
+        from policies.placement.base import place_roles
+
+        gpu_node = ctx.topology.gpu_node
+
+        def one_node(task: JobSpec, cluster: Any, gpu_type: str, n: int) -> list[int] | None:
+            free = cluster.gpu_free
+            for pod in pods:
+                if (len(pod) == n and all(free[g] >= MILLI for g in pod)
+                        and cluster.node_fits_host(gpu_node[pod[0]], task.num_cpus,
+                                                   task.mem_gb, task.disk_gb)):
+                    return list(pod)
+            return None
+
+        with ctx.what_if([ctx.job_at(i) for i in victims]) as view:
+            got = place_roles(job.spec, view.cluster, one_node)
+        return got if isinstance(got, RolePlacement) else None
 
     def _host_fits_on(self, ctx: SchedContext, job: JobState, gpus: tuple[int, ...],
                       victims: Sequence[int]) -> bool:
@@ -586,8 +681,10 @@ class HivedPolicy(Policy):
                 types = sorted({algo.chains[c].leaf_type for c in st.views})
                 return (f"hived: VC {vc!r} has no cells of leaf type "
                         f"{s.gpu_type or 'any'!r}; its types: {', '.join(types) or 'none'}")
+        members = (tuple(r.gpus for r, _ in gang_tasks(s) if r.gpus > 0)
+                   if has_roles(s) else ())
         req = Request(idx, vc, p, s.gpu_type, s.task_gpus, s.num_tasks, pinned,
-                      s.lazy_preemption)
+                      s.lazy_preemption, members)
         if s.num_gpus:
             why = self._never_fits(req)
             if why:
@@ -601,16 +698,17 @@ class HivedPolicy(Policy):
         rejects it instead, so a run ends. Dry-run on an empty twin, cached per shape.
         """
         key = (req.vc, req.prio >= MIN_GUARANTEED, req.leaf_type, req.task_gpus, req.tasks,
-               req.pinned)
+               req.pinned, req.members)
         why = self._ever_fits.get(key)
         if why is None:
             if self._empty_algo is None:
                 topo, vcs, source = self._empty_args
                 self._empty_algo = HivedAlgorithm(build_physical(topo), vcs, source=source)
             got = self._empty_algo.schedule(req, commit=False)
+            shape = (" + ".join(map(str, req.members)) + " GPU pods" if req.members
+                     else f"{req.tasks} x {req.task_gpus} GPUs")
             why = self._ever_fits[key] = "" if isinstance(got, Plan) else (
-                f"hived: {req.tasks} x {req.task_gpus} GPUs cannot be placed even in the "
-                f"empty cluster: {got}")
+                f"hived: {shape} cannot be placed even in the empty cluster: {got}")
         return why
 
     # --- keeping up with the engine ---
@@ -652,6 +750,8 @@ class HivedPolicy(Policy):
         else:
             changed = []
         yield from self.jobs.sync(ctx, self._gone, self._enqueue, self._dequeue)
+        if self.side_held:
+            self._sync_side(ctx)
         if changed:
             for n in changed:
                 self.algo.set_node_health(n, up[n])
@@ -661,12 +761,50 @@ class HivedPolicy(Policy):
         """A job of ours stopped running (finished, failed, killed): free its cells."""
         q.running.pop(idx, None)
         self._released(self.algo.release(idx), idx)
+        self._drop_side(idx)
 
     def _released(self, g: Any, idx: int) -> None:
         """A gang gave its cells back: its VC and the opportunistic queue may move."""
         self._mark(self.opp)
         if g is not None and g.orig_prio >= MIN_GUARANTEED and g.vc in self.queues:
             self._mark(self.queues[g.vc])
+
+    def _sync_side(self, ctx: SchedContext) -> None:
+        """Book the GPUs of running jobs' non-gang tasks in HiveD's cells, free ended ones.
+
+        The engine places an evaluator after a pass and stops it at its own end or with its
+        gang; HiveD's cells see its leaves as opportunistic so its scheduler looks elsewhere.
+        """
+        for idx in sorted(self.side_held):
+            held = self.side_held[idx]
+            side = ctx.job_at(idx).side or {}
+            now = {k: v[0].gpus for k, v in side.items() if v and v[0].gpus}
+            for k in sorted(held):
+                if now.get(k) != held[k][1]:
+                    self._free_side(held.pop(k)[0])
+            vc = self._known_request(ctx.job_at(idx)).vc
+            g = self.algo.groups.get(idx)
+            prio = g.prio if g is not None and g.vleaves is not None else OPP
+            for k in sorted(now):
+                if k not in held:
+                    gid = self.next_side
+                    if self.algo.hold_side(gid, vc, now[k], prio):
+                        self.next_side += 1
+                        held[k] = (gid, now[k])
+                        self.side_owner[gid] = idx
+
+    def _free_side(self, gid: int) -> None:
+        """A booked non-gang task ended: its leaves are free for every queue again."""
+        self.side_owner.pop(gid, None)
+        self.algo.release(gid)
+        self.dirty.update(range(len(self.by_pos)))
+
+    def _drop_side(self, idx: int) -> None:
+        """A job stopped: its non-gang tasks stopped with it."""
+        held = self.side_held.pop(idx, None)
+        for k in sorted(held or {}):
+            assert held is not None
+            self._free_side(held[k][0])
 
     def _enqueue(self, job: JobState) -> str:
         """Put a pending job in its queue; returns why it is refused ('' when queued)."""

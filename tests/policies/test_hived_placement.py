@@ -5,7 +5,7 @@
 testStatefulPreemption) under HiveD's test chain order, with every expectation we can
 express: node and leaf addresses, waits, victims, lazy preemption per gang, preempting
 gangs that reserve their cells while their victims are being preempted, cancelled
-preemptions. Left out: pods 8/9 (a 7-GPU + 5-GPU gang needs task roles), pods 10-15
+preemptions. Left out: pods 8/9 (a 7-GPU + 5-GPU gang: test_hived_roles.py), pods 10-15
 (request validation, rejected by the policy instead), pod27 and 36-41 (suggested nodes,
 a Kubernetes notion), the bad-node and reconfiguration tests (test_hived_failures.py
 covers doomed cells). The other tables are our own, computed by hand on HiveD's
@@ -98,7 +98,7 @@ ALL16 = list(range(16))
 V = "DGX2-V100"
 PIN = "VC1-YQW-DGX2"
 # HiveD's testCasesThatShouldSucceed (a gang's first pod numbers it); pods 8/9 form a
-# 7-GPU + 5-GPU gang (members that differ need task roles, not built yet): left out
+# 7-GPU + 5-GPU gang (members that differ): in test_hived_roles.py
 HIVED_NORMAL = [
     (1, "VC1", 0, V, 1, 1, "", True, [("0.0.1.0", [0])], [], []),
     (2, "VC1", 1, V, 1, 1, "", True, [("0.0.1.0", [1])], [], []),  # buddy of pod1
@@ -304,4 +304,4 @@ def test_crosscheck_script_agrees_with_hived_on_every_expressible_pod():
     assert {tuple(sorted(r)) for r in rows} == {
         ("case", "metric", "peer", "peer_value", "schedlab_value", "source")}
     differ = [r["case"] for r in rows if r["peer_value"] != r["schedlab_value"]]
-    assert differ == ["normal operations: pod8"]  # a gang of unequal pods: task roles
+    assert differ == []  # pod8/9 too: a gang of unequal pods (test_hived_roles.py)

@@ -176,7 +176,7 @@ def test_pytorch_master_and_workers() -> None:
     assert list(j.start_time) == [0.0, 100.0] and list(j.end_time) == [100.0, 150.0]
 
 
-@pytest.mark.parametrize("policy", ["gandiva", "hived", "gavel-mmf", "hai", "fgd"])
+@pytest.mark.parametrize("policy", ["gandiva", "gavel-mmf", "hai", "fgd"])
 def test_policies_without_roles_reject_with_the_reason(policy: str) -> None:
     recs = [tf_job(), {"job_id": "p", "submit_time": 1, "num_gpus": 2, "duration": 10}]
     r = Simulation(from_records(recs), dgx(), policy, seed=0).run()
