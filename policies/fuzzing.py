@@ -422,6 +422,22 @@ def _role_columns(rng: np.random.Generator, records: list[dict[str, Any]]) -> No
         rec["tasks"] = json.dumps(roles)
 
 
+def _utilization_columns(rng: np.random.Generator, records: list[dict[str, Any]]) -> None:
+    """Make some elastic jobs scale on utilization (`target_util`, `scale_interval`)."""
+    from sim.model import JobSpec
+
+    if "target_util" not in {f.name for f in dataclasses.fields(JobSpec)}:
+        return
+    for rec in records:
+        if rec["num_gpus"] < 1 or not {"min_gpus", "max_gpus"} & rec.keys() or \
+                "tasks" in rec or rng.random() >= 0.4:
+            continue
+        rec["target_util"] = round(float(rng.uniform(0.3, 1.0)), 3)
+        rec.setdefault("gpu_util", round(float(rng.uniform(0.2, 1.0)), 3))
+        if rng.random() < 0.5:
+            rec["scale_interval"] = float(rng.choice([10.0, 60.0, 300.0]))
+
+
 # --- parameters ---
 
 
@@ -530,6 +546,7 @@ def fuzz_case(rng: np.random.Generator, *, case_seed: int | None = None) -> Fuzz
     records = _fuzz_records(rng, topo, data)
     _optional_columns(extra, records)
     _role_columns(extra.spawn(1)[0], records)  # spawning draws nothing from `extra`
+    _utilization_columns(extra.spawn(1)[0], records)
     trace = from_records(records, name="fuzz")
     params = _fuzz_engine_params(rng)
     seed = int(rng.integers(0, 2**31))
