@@ -15,7 +15,7 @@ import numpy as np
 from sim.agenda import Agenda, Due
 from sim.cluster import ClusterState
 from sim.failures import read_failures
-from sim.jobstate import JobState
+from sim.jobstate import RUNNING, JobState
 from sim.recorder import Recorder
 
 
@@ -55,6 +55,8 @@ class NodeHealth:
         if self.cluster.node_up[node]:
             name = self.cluster.topo.nodes[node].name
             for idx in self.cluster.jobs_on_node(node):
+                if jobs[idx].status != RUNNING:
+                    continue  # ended by an earlier interrupt (a container job's sibling run)
                 self.lost_gpu_s += interrupt(jobs[idx], f"node {name} failed")
             self.cluster.fail_node(node)
             self.failures += 1

@@ -361,3 +361,26 @@ def test_runs_rejected_in_one_pass_end_the_job_after_the_pass(four) -> None:
         ("submit", ""), ("submit", "run=0"), ("submit", "run=1"),
         ("reject", "no task runs here;run=0"), ("reject", "no task runs here;run=1"),
         ("reject", "task run 0: no task runs here")]
+
+
+def test_a_node_failure_that_ends_a_container_job_skips_its_sibling_runs(tmp_path) -> None:
+    # two runs of one container job on node0; the failure of node0 fails the first run
+    # (node_failure_retries 0), which exceeds backoff_limit 0 and kills the job and with
+    # it the second run, before the failure reaches that run (regression: the node-failure
+    # loop interrupted the killed run again and crashed)
+    from sim.engine import Simulation as Sim
+    from topologies.build import uniform_topology as uni
+    from traces.synthetic import from_records as recs
+
+    failures = tmp_path / "failures.csv"
+    failures.write_text("node,fail_time,repair_time\nnode0,50,60\n")
+    trace = recs([{"job_id": "c", "submit_time": 0.0, "num_gpus": 1, "duration": 100.0,
+                   "completions": 2, "parallelism": 2, "backoff_limit": 0}])
+    topo = uni(1, sockets=1, switches_per_socket=1, gpus_per_switch=2, name="two")
+    r = Sim(trace, topo, "fifo", seed=0,
+            params={"failures": str(failures), "node_failure_retries": 0}).run()
+    j = r.jobs.set_index("job_id")
+    assert j.status["c"] == "failed"
+    assert j.reason["c"] == "BackoffLimitExceeded: 1 failed task runs, backoff_limit 0"
+    assert j.end_time["c"] == 50.0
+    assert j.gpu_seconds["c"] == pytest.approx(100.0)
