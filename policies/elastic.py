@@ -41,8 +41,12 @@ def is_elastic(job: JobState) -> bool:
 
 
 def utilization_driven(job: JobState) -> bool:
-    """True for an elastic job that scales on utilization (`target_util` given)."""
-    return job.spec.target_util is not None and is_elastic(job)
+    """True for an elastic job that scales on utilization (`target_util` given).
+
+    A fractional job (`gpu_share` < 1) is not scaled: it holds part of one GPU.
+    """
+    s = job.spec
+    return s.target_util is not None and s.gpu_share >= 1.0 and is_elastic(job)
 
 
 def utilization_at(spec: JobSpec, n: int) -> float:
@@ -123,7 +127,7 @@ class UtilScaler:
             if k - n > free or ctx.share_mode(job) != "":
                 continue  # too few idle GPUs, or time-sliced (gandiva): not alone to scale
             got = ctx.place_if_freed(job, [job], num_gpus=k)
-            if not isinstance(got, Unschedulable):
+            if not isinstance(got, Unschedulable) and len(got) == k:
                 yield Resize(job.job_id, got, self.pause)
 
 

@@ -192,3 +192,15 @@ def test_invariants_with_utilization_driven_jobs(case, policy):
                 assert utilization_at(s, size[e.job_id]) > s.target_util
         size[e.job_id] = k
         last[e.job_id] = float(e.time)
+
+
+@pytest.mark.parametrize("policy", ["fifo-elastic", "gandiva"])
+def test_a_fractional_job_is_never_scaled(policy):
+    # a quarter of one GPU, elastic 1..5, utilization 0.9 over target 0.5 with GPUs idle:
+    # it is not scaled (regression: it was "resized" to its own GPU every interval, each
+    # resize paying the restore overhead, so it never finished; fuzz seed 21001432)
+    spec = JobSpec("e", 0.0, 1, 100.0, min_gpus=1, max_gpus=5, gpu_share=0.25,
+                   gpu_util=0.9, target_util=0.5, scale_interval=10.0)
+    r = Simulation(make_trace(spec), EIGHT, policy, params=PARAMS).run()
+    assert resizes(r) == []
+    assert rows(r).loc["e", "end_time"] == 100.0
