@@ -27,8 +27,8 @@ __all__ = [
     "side_gpu_seconds", "side_tasks", "with_tasks",
 ]
 
-ROLES_NOT_SIMULATED = "task roles are not simulated yet (issue 16)"
-"""Reject reason of a job whose roles are not one gang of identical GPU tasks."""
+ROLES_NOT_SIMULATED = "a job of task roles the engine does not run"
+"""Reject reason of a job of roles no policy can run (fractional, elastic, inconsistent)."""
 
 
 

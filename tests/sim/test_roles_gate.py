@@ -90,7 +90,7 @@ def test_roles_run_or_are_rejected_and_container_jobs_run(dgx2, policy: str) -> 
         (3.0, "own-duration", f"{ROLES_NOT_SIMULATED}: gang role 'worker' has its own "
          "duration 5 (gang roles stop together; only a non-gang role's duration may "
          "differ from the job's)")]
-    assert ROLES_NOT_SIMULATED == "task roles are not simulated yet (issue 16)"
+    assert ROLES_NOT_SIMULATED == "a job of task roles the engine does not run"
 
 
 def test_not_simulated_on_specs_built_in_code() -> None:
