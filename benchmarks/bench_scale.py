@@ -240,7 +240,8 @@ def main() -> None:
             sys.exit(f"Philly table not found at {PHILLY} (set SCHEDLAB_SHARED)")
         from policies import registered_policies
 
-        names = registered_policies() if args.all_policies else ["fifo"]
+        names = (registered_policies() if args.all_policies
+                 else [p for p in args.policies.split(",") if p])
         names = ["fifo", *[p for p in names if p != "fifo"]]
         rows = [measure("philly", "floor", args), measure("philly", "floor-procs", args)]
         rows += [measure("philly", p, args) for p in names]
