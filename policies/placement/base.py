@@ -163,6 +163,9 @@ def reject_early(job: JobSpec, cluster: ClusterView, types: list[str]) -> Placem
     return None
 
 
+_PLAIN: dict[type, bool] = {}  # per placer class: is its one-task search the base one?
+
+
 class BasePlacer:
     """Shared search logic; subclasses choose the order and whether to spread."""
 
@@ -174,6 +177,11 @@ class BasePlacer:
 
         A job with roles gets a `RolePlacement` (`place_roles`).
         """
+        if (type(cluster) is ClusterState and not job.tasks
+                and not job.gpus_per_task and job.gpu_share >= 1.0 and job.num_gpus > 0
+                and not job.gpu_speeds and not (job.num_cpus or job.mem_gb or job.disk_gb)
+                and self._is_plain()):
+            return self._place_plain(job, cluster)
         if job.tasks and has_roles(job):
             return place_roles(job, cluster, self._one_node)
         if isinstance(cluster, ClusterState):
@@ -201,6 +209,51 @@ class BasePlacer:
                 f"({cluster.free_whole} free)", True
             )
         return tuple(sorted(got))
+
+    def _is_plain(self) -> bool:
+        """True when this placer's one-task search is the base one (`_place_plain` applies)."""
+        cls = type(self)
+        plain = _PLAIN.get(cls)
+        if plain is None:
+            plain = _PLAIN[cls] = all(getattr(cls, m) is getattr(BasePlacer, m) for m in (
+                "_place_task", "_single_node", "_single_node_indexed", "_search_plan",
+                "_type_plan", "_host_need"))
+        return plain
+
+    def _place_plain(self, job: JobSpec, cluster: ClusterState) -> Placement:
+        """`place` of one task of whole GPUs asking no host resources and no speeds.
+
+        The common case (93 % of Philly's jobs ask one GPU and nothing else) searched
+        inline: the same checks, index lists and answers as `place`, fewer calls.
+        """
+        n = job.num_gpus
+        types = self._type_plan(job, cluster)[0]
+        if not types or n > sum(cluster.topo.gpu_types[t] for t in types):
+            return reject_early(job, cluster, types) or Unschedulable("unreachable", False)
+        by_type = cluster.free_by_type
+        if n > (by_type[types[0]] if len(types) == 1 else sum(by_type[t] for t in types)):
+            return Unschedulable(f"needs {n} GPUs, {cluster.free_whole} are free now", True)
+        index_list = cluster.index_list
+        start = (n,)
+        for step in self._search_plan(cluster, types, n):
+            best: tuple[int, ...] | None = None
+            for t, lv in step:
+                lst = index_list(t, lv)
+                if lst:
+                    i = bisect_left(lst, start)
+                    if i < len(lst):
+                        key = lst[i]
+                        if best is None or key < best:
+                            best = key
+            if best is not None:
+                got = take_gpus(cluster, best[-1], n)
+                return (got[0],) if n == 1 else tuple(sorted(got))
+        if self.spread or n > max(cluster.max_node_gpus.get(t, 0) for t in types):
+            multi = self._multi_node(job, cluster, types, n, frozenset())
+            if multi is not None:
+                return tuple(sorted(multi))
+        return Unschedulable(f"no placement for {n} GPUs now ({cluster.free_whole} free)",
+                             True)
 
     # -- fractional jobs share a GPU: best-fit among partly used GPUs, else a whole one --
     def _place_fraction(self, job: JobSpec, cluster: ClusterView, types: list[str],
