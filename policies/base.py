@@ -44,6 +44,10 @@ class Policy:
     not support task roles". A policy may set it when it starts jobs on the run's placer's
     answers (a `RolePlacement`, taken whole by `Start`), never moves or resizes them and
     accounts for them by `num_gpus` (the gang's GPUs)."""
+    only_pending: ClassVar[bool] = False
+    """Whether a pass with no pending job decides nothing and changes nothing (the policy
+    only starts queued jobs): the engine then skips the pass, which saves a generator and
+    a queue walk at every instant where only jobs finished (strict and backfilling FIFO)."""
     orders: ClassVar[bool] = True
     """Whether the policy can order the jobs of another policy's queues (a HiveD VC): it
     only starts, preempts, suspends or rejects jobs, at the places the context offers."""

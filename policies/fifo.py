@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 class FifoPolicy(Policy):
     """Jobs start in arrival order; when the head cannot be placed, everyone waits."""
     supports_roles = True
+    only_pending = True
 
     name = "fifo"
     description = "strict arrival order with head-of-line blocking"
@@ -37,6 +38,7 @@ class FifoBackfillPolicy(Policy):
     class does, so a pass costs one placement attempt per class, not one per queued job.
     """
     supports_roles = True
+    only_pending = True
 
     name = "fifo-backfill"
     description = "arrival order; later jobs start when the head cannot (no reservation)"

@@ -508,6 +508,10 @@ class Run(RunState):
         n = self.num_trace
         agenda = self.agenda
         step, on_entry, arrive, apply = agenda.step, self.on_entry, self.arrive, self.apply
+        sample, cluster, queue, running = (self.recorder.sample, self.cluster, self.queue,
+                                           self.running)
+        # a policy that only starts queued jobs decides nothing without one: no pass then
+        skip_empty = policy.only_pending
         stuck = False
         while self.open_jobs > 0:
             t = agenda.peek()  # the next instant (`_next_time`)
@@ -533,22 +537,27 @@ class Run(RunState):
             if self.side_jobs:  # non-gang tasks of jobs with roles (sim.roles)
                 self._end_side()
             before = self.decisions
-            self.in_pass = True
-            for d in policy.schedule(ctx):
-                if isinstance(d, Await):  # hand control to the driver (`advance`)
-                    self.paused = env.event()
-                    yield self.paused
-                    continue
-                apply(d)
-            self.in_pass = False
+            if queue or not skip_empty:
+                self.in_pass = True
+                for d in policy.schedule(ctx):
+                    if isinstance(d, Await):  # hand control to the driver (`advance`)
+                        self.paused = env.event()
+                        yield self.paused
+                        continue
+                    apply(d)
+                self.in_pass = False
             if self.futile:
                 self.fail_futile()
             if self.side_jobs:
                 self._place_side()
-            stuck = self._idle_for_good(before)
+            if running or self.decisions != before or self.next_arrival < n:
+                self.idle_passes = 0  # the common case of `_idle_for_good`
+                stuck = False
+            else:
+                stuck = self._idle_for_good(before)
             if policy.period and not stuck:
                 self._arm_tick(policy.period, before)
-            self.sample()
+            sample(cluster, queue, len(running))
             if self.progress_cb is not None:
                 self.progress_cb(env.now, n - self.open_jobs, n)
 
