@@ -228,10 +228,17 @@ class BasePlacer:
         """
         n = job.num_gpus
         types = self._type_plan(job, cluster)[0]
-        if not types or n > sum(cluster.topo.gpu_types[t] for t in types):
-            return reject_early(job, cluster, types) or Unschedulable("unreachable", False)
         by_type = cluster.free_by_type
-        if n > (by_type[types[0]] if len(types) == 1 else sum(by_type[t] for t in types)):
+        if len(types) == 1:
+            t0 = types[0]
+            if n > cluster.topo.gpu_types[t0]:
+                return reject_early(job, cluster, types) or Unschedulable("unreachable", False)
+            free = by_type[t0]
+        else:
+            if not types or n > sum(cluster.topo.gpu_types[t] for t in types):
+                return reject_early(job, cluster, types) or Unschedulable("unreachable", False)
+            free = sum(by_type[t] for t in types)
+        if n > free:
             return Unschedulable(f"needs {n} GPUs, {cluster.free_whole} are free now", True)
         index_list = cluster.index_list
         start = (n,)
