@@ -163,6 +163,7 @@ def reject_early(job: JobSpec, cluster: ClusterView, types: list[str]) -> Placem
     return None
 
 
+_NO_NODES: frozenset[int] = frozenset()
 _PLAIN: dict[type, bool] = {}  # per placer class: is its one-task search the base one?
 
 
@@ -240,23 +241,11 @@ class BasePlacer:
             free = sum(by_type[t] for t in types)
         if n > free:
             return Unschedulable(f"needs {n} GPUs, {cluster.free_whole} are free now", True)
-        index_list = cluster.index_list
-        start = (n,)
-        for step in self._search_plan(cluster, types, n):
-            best: tuple[int, ...] | None = None
-            for t, lv in step:
-                lst = index_list(t, lv)
-                if lst:
-                    i = bisect_left(lst, start)
-                    if i < len(lst):
-                        key = lst[i]
-                        if best is None or key < best:
-                            best = key
-            if best is not None:
-                got = take_gpus(cluster, best[-1], n)
-                return (got[0],) if n == 1 else tuple(sorted(got))
+        got = self._single_node_indexed(cluster, types, n, _NO_NODES, False, 0.0, 0.0, 0.0)
+        if got is not None:
+            return (got[0],) if n == 1 else tuple(sorted(got))
         if self.spread or n > max(cluster.max_node_gpus.get(t, 0) for t in types):
-            multi = self._multi_node(job, cluster, types, n, frozenset())
+            multi = self._multi_node(job, cluster, types, n, _NO_NODES)
             if multi is not None:
                 return tuple(sorted(multi))
         return Unschedulable(f"no placement for {n} GPUs now ({cluster.free_whole} free)",
@@ -369,6 +358,11 @@ class BasePlacer:
             for t, lv in step:
                 lst = index_list(t, lv)
                 if not lst:
+                    continue
+                if not check:  # the first key that fits is the list's tightest cell
+                    i = bisect_left(lst, start)
+                    if i < len(lst) and (best is None or lst[i] < best):
+                        best = lst[i]
                     continue
                 for i in range(bisect_left(lst, start), len(lst)):
                     key = lst[i]
