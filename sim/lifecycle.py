@@ -169,11 +169,11 @@ class RunState:
             assert self.containers is not None
             self.containers.begin(job)
             return
-        self.queue.add(job, self.env.now)
+        self.queue.add(job, self.env._now)
 
     def dequeue(self, job: JobState) -> None:
         """Take a job out of the queue now."""
-        self.queue.remove(job, self.env.now)
+        self.queue.remove(job, self.env._now)
 
     def release(self, job: JobState) -> None:
         """A running job gives back its GPUs and host resources (work already advanced)."""
@@ -194,7 +194,7 @@ class RunState:
                  detail: str = "") -> None:
         """End a job for good; dependents of a job that did not complete are killed."""
         transition(job, status)
-        job.end_time = self.env.now
+        job.end_time = self.env._now
         job.reason = detail
         self.agenda.bump(job)
         if kind is not None:

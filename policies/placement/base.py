@@ -230,15 +230,13 @@ class BasePlacer:
         n = job.num_gpus
         types = self._type_plan(job, cluster)[0]
         by_type = cluster.free_by_type
-        if len(types) == 1:
-            t0 = types[0]
-            if n > cluster.topo.gpu_types[t0]:
-                return reject_early(job, cluster, types) or Unschedulable("unreachable", False)
-            free = by_type[t0]
-        else:
-            if not types or n > sum(cluster.topo.gpu_types[t] for t in types):
-                return reject_early(job, cluster, types) or Unschedulable("unreachable", False)
-            free = sum(by_type[t] for t in types)
+        size = cluster.topo.gpu_types
+        cap = free = 0
+        for t in types:
+            cap += size[t]
+            free += by_type[t]
+        if n > cap or not types:
+            return reject_early(job, cluster, types) or Unschedulable("unreachable", False)
         if n > free:
             return Unschedulable(f"needs {n} GPUs, {cluster.free_whole} are free now", True)
         got = self._single_node_indexed(cluster, types, n, _NO_NODES, False, 0.0, 0.0, 0.0)
