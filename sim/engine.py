@@ -14,14 +14,17 @@ point to the next (`Simulation.start`, `Run.advance`, `Simulation.result`) witho
 thread and without a second copy of the loop. `Simulation.run` refuses a policy that
 awaits: it has nobody to answer.
 
-SimPy stays the clock: the loop is one SimPy process that yields one timeout per
-instant (not per event: every event due at an instant is applied from the agenda's own
-heap), which costs about 1.5 us an instant against some 15-25 us of engine work per
-event under fifo (50-75 us a job that arrives, starts and finishes: placement, the
-cluster's indexes, the lifecycle, recording; `benchmarks/bench_scale.py` measures both).
-Setting the clock directly instead of yielding a timeout when SimPy holds nothing else
-was tried and saved nothing measurable, so SimPy keeps the clock and the environment
-extensions build on.
+SimPy is the clock of a stepped run and of the extensions built on it, not of a whole
+run: `Simulation.start` registers the loop as one SimPy process that yields one timeout
+per instant (not per event: every event due at an instant is applied from the agenda's own
+heap), so a stepping driver (`Run.advance`) steps the environment as SimPy does.
+`Simulation.run` drives the same generator directly instead: nothing else is ever on
+SimPy's schedule, so the loop sets the clock from one instant to the next itself and
+yields only at an `Await` (which `run` refuses). That saves a timeout, a step and a
+resume per instant (fifo on philly-like 30k: 218.7 -> 194.7 Python calls a job); the
+instants, and so every output, are the same (`Clock.land` already put the clock exactly on
+each instant). An earlier trial of this measured `benchmarks/profile_run.py`, which then
+still ran the loop as a SimPy process.
 
 `events_processed` counts every engine event: each arrival, each live agenda entry
 applied (completion, failure, retry, timer, tick, node failure or repair, lifetime), each
@@ -499,8 +502,13 @@ class Run(RunState):
         self.idle_passes += 1
         return self.idle_passes >= IDLE_PASS_LIMIT or self._only_churn_left(before)
 
-    def process(self) -> Generator[simpy.Event, Any, None]:
-        """The SimPy process driving the run."""
+    def process(self, direct: bool = False) -> Generator[simpy.Event, Any, None]:
+        """The SimPy process driving the run (`direct`: the clock is set, not awaited).
+
+        Driven directly (`Simulation.run`), the generator moves the clock itself and
+        yields only at an `Await`; as a SimPy process (`Simulation.start`) it yields one
+        timeout per instant.
+        """
         env = self.env
         policy = self.sim.policy
         ctx = self.ctx
@@ -525,8 +533,11 @@ class Run(RunState):
             elif self.until is not None and t > self.until:
                 break
             if t > env._now:
-                yield env.timeout(t - env._now)
-                env.land(t)  # now + (t - now) can miss t by an ulp
+                if direct:  # nothing else is on SimPy's schedule: set the clock
+                    env._now = t
+                else:
+                    yield env.timeout(t - env._now)
+                    env.land(t)  # now + (t - now) can miss t by an ulp
             na = self.next_arrival
             while na < n and jobs[na].spec.submit_time <= t:
                 arrive(jobs[na])
@@ -662,11 +673,17 @@ class Simulation:
         `run()` drives it to the end at once; a stepping driver calls `Run.advance()`
         until it returns False, then `result(run, wall_seconds)`.
         """
+        run = self._prepare(until, progress)
+        run.env.process(run.process())
+        return run
+
+    def _prepare(self, until: float | None,
+                 progress: Callable[[float, int, int], None] | None) -> Run:
+        """A run with its policy attached and nothing simulated."""
         if until is not None and until < 0:
             raise InvalidParameter(f"until {until}: expected seconds >= 0")
         run = Run(self, until, progress)
         self.policy.attach(run.ctx)
-        run.env.process(run.process())
         return run
 
     def result(self, run: Run, wall_seconds: float) -> Any:
@@ -684,9 +701,11 @@ class Simulation:
         """
         wall0 = _time.perf_counter()
         with quiet_collector():
-            run = self.start(until, progress)
+            run = self._prepare(until, progress)
             gc.freeze()  # the set-up's objects (job states, indexes) live for the run
-            run.env.run()
+            # driven directly: the loop sets the clock from instant to instant itself (no
+            # SimPy timeout, step and resume per instant); it yields only at an Await
+            next(run.process(direct=True), None)
             if run.paused is not None:
                 raise InvalidDecision(
                     f"policy {self.policy.name!r} yielded Await (it waits for an answer "
