@@ -520,6 +520,7 @@ class Run(RunState):
                                            self.running)
         # a policy that only starts queued jobs decides nothing without one: no pass then
         skip_empty = policy.only_pending
+        queued = queue.held  # the queued jobs (true when any)
         stuck = False
         while self.open_jobs > 0:
             t = agenda.peek()  # the next instant (`_next_time`)
@@ -548,7 +549,7 @@ class Run(RunState):
             if self.side_jobs:  # non-gang tasks of jobs with roles (sim.roles)
                 self._end_side()
             before = self.decisions
-            if queue or not skip_empty:
+            if queued or not skip_empty:
                 self.in_pass = True
                 for d in policy.schedule(ctx):
                     if isinstance(d, Await):  # hand control to the driver (`advance`)

@@ -32,13 +32,14 @@ class PendingQueue:
         self.demand_count: dict[int, int] = {}
         self.version = 0  # grows on every change, so iterators know when to re-seek
         # per queued job: its key, request class and demand, computed once when it is added
-        self._held: dict[int, tuple[QueueKey, tuple[Any, ...], int]] = {}
+        # (read-only outside; its truth is the queue's, read without a call by the engine)
+        self.held: dict[int, tuple[QueueKey, tuple[Any, ...], int]] = {}
 
     def __len__(self) -> int:
-        return len(self._held)  # one entry per queued job, as in `keys` (a dict is cheaper)
+        return len(self.held)  # one entry per queued job, as in `keys` (a dict is cheaper)
 
     def __bool__(self) -> bool:
-        return bool(self._held)
+        return bool(self.held)
 
     @property
     def classes(self) -> dict[tuple[Any, ...], SortedList]:
@@ -47,7 +48,7 @@ class PendingQueue:
         if classes is None:
             # the classes in the order they were created (as if kept all along)
             classes = self._classes = {ck: SortedList() for ck in self._class_count}
-            for key, ck, _ in self._held.values():
+            for key, ck, _ in self.held.values():
                 classes[ck].add(key)
             self._class_count.clear()
         return classes
@@ -75,12 +76,12 @@ class PendingQueue:
         d = n * (MILLI if s.gpu_share >= 1.0 else job_milli(s)) if n > 0 else 0
         if d:
             self.demand_count[d] = self.demand_count.get(d, 0) + 1
-        self._held[idx] = (key, ck, d)
+        self.held[idx] = (key, ck, d)
 
     def remove(self, job: JobState, now: float) -> None:
         """Take a job out, adding the time it waited to its queueing time."""
         idx = job.idx
-        key, ck, d = self._held.pop(idx)
+        key, ck, d = self.held.pop(idx)
         self.keys.remove(key)
         self.version += 1
         classes = self._classes

@@ -81,7 +81,7 @@ def take_gpus(cluster: ClusterView, cell: int, n: int) -> list[int]:
     c = topo.cells[cell]
     if c.level == Level.GPU:
         return [c.gpu_lo]
-    if n == 1 and c.num_gpus == len(c.children):  # a GPU parent: its first free GPU
+    if n == 1 and c.gpu_hi - c.gpu_lo == len(c.children):  # a GPU parent: first free GPU
         gf = cluster.gpu_free
         for g in range(c.gpu_lo, c.gpu_hi):
             if gf[g] == MILLI:
@@ -181,7 +181,7 @@ class BasePlacer:
         if (type(cluster) is ClusterState and not job.tasks
                 and not job.gpus_per_task and job.gpu_share >= 1.0 and job.num_gpus > 0
                 and not job.gpu_speeds and not (job.num_cpus or job.mem_gb or job.disk_gb)
-                and self._is_plain()):
+                and (_PLAIN.get(type(self)) or self._is_plain())):
             return self._place_plain(job, cluster)
         if job.tasks and has_roles(job):
             return place_roles(job, cluster, self._one_node)
