@@ -48,6 +48,7 @@ import math
 import time as _time
 from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import contextmanager
+from heapq import heappop
 from pathlib import Path
 from typing import Any
 
@@ -515,7 +516,7 @@ class Run(RunState):
         jobs = self.jobs
         n = self.num_trace
         agenda = self.agenda
-        step, on_entry, arrive, apply = agenda.step, self.on_entry, self.arrive, self.apply
+        on_entry, arrive, apply = self.on_entry, self.arrive, self.apply
         sample, cluster, queue, running = (self.recorder.sample, self.cluster, self.queue,
                                            self.running)
         # a policy that only starts queued jobs decides nothing without one: no pass then
@@ -544,8 +545,8 @@ class Run(RunState):
                 arrive(jobs[na])
                 na += 1
                 self.next_arrival = na
-            while (entry := step(t)) is not None:
-                on_entry(entry)
+            while (heap := agenda.heap) and heap[0][0] <= t:  # `Agenda.step`, inline
+                on_entry(heappop(heap))
             if self.side_jobs:  # non-gang tasks of jobs with roles (sim.roles)
                 self._end_side()
             before = self.decisions
