@@ -62,7 +62,6 @@ from sim.errors import InvalidDecision, InvalidParameter
 from sim.jobstate import PENDING, RUNNING, JobState
 from sim.lifecycle import RunState
 from sim.model import (
-    MILLI,
     Await,
     Decision,
     EventKind,
@@ -77,13 +76,13 @@ from sim.model import (
     Start,
     Suspend,
     TaskPlacement,
-    TaskRole,
     job_milli,
 )
 from sim.params import resolve
 from sim.recorder import TIMELINE_COLUMNS
 from sim.registry import POLICIES
-from sim.roles import free_task, gang_tasks, has_roles, hold_task, role_of, side_tasks
+from sim.role_tasks import end_side, place_side, take_tasks
+from sim.roles import has_roles
 from sim.settle import IDLE_PASS_LIMIT, settle
 from sim.speed import roles_level
 from topologies.tree import Topology
@@ -288,125 +287,22 @@ class Run(RunState):
     def _take_tasks(self, job: JobState, gpus: tuple[int, ...],
                     tasks: tuple[TaskPlacement, ...], what: str, share: str, node: int
                     ) -> None:
-        """Validate a job with roles' task placement and take it, all or nothing.
-
-        Every gang task exactly once, each on one existing node with its role's GPU count
-        there; `gpus` must be the tasks' GPUs; each task's GPUs and host asks must be free
-        on its node. Nothing changes when any check fails.
-        """
-        s = job.spec
-        label = f"{what} {s.job_id!r}"
-        if not has_roles(s):
-            raise InvalidDecision(f"{label}: tasks given for a job without task roles")
-        if not tasks:
-            raise InvalidDecision(
-                f"{label}: a job with task roles starts task by task: give tasks (a "
-                "TaskPlacement per gang task; ctx.place answers a RolePlacement)")
-        if share or node >= 0:
-            raise InvalidDecision(f"{label}: a job with task roles takes no share or node "
-                                  "(each task names its node)")
-        want = {(r.role, i): r for r, i in gang_tasks(s)}
-        topo = self.topo
-        nn = len(topo.nodes)
-        seen: set[tuple[str, int]] = set()
-        for t in tasks:
-            key = (t.role, t.index)
-            r = want.get(key)
-            name = f"{label}: task {t.role}[{t.index}]"
-            if r is None:
-                raise InvalidDecision(f"{name} is not a gang task of the job (gang tasks: "
-                                      f"{', '.join(f'{a}[{b}]' for a, b in want)})")
-            if key in seen:
-                raise InvalidDecision(f"{name} is placed twice")
-            seen.add(key)
-            if not 0 <= t.node < nn:
-                raise InvalidDecision(f"{name}: node {t.node} does not exist (0..{nn - 1})")
-            if len(t.gpus) != r.gpus:
-                raise InvalidDecision(f"{name} has {len(t.gpus)} GPUs, its role asks "
-                                      f"{r.gpus} per task")
-            for g in t.gpus:
-                if not 0 <= g < topo.num_gpus:
-                    raise InvalidDecision(f"{name}: GPU {g} does not exist "
-                                          f"(0..{topo.num_gpus - 1})")
-                if topo.gpu_node[g] != t.node:
-                    raise InvalidDecision(
-                        f"{name}: GPU {g} is on node {topo.nodes[topo.gpu_node[g]].name}, "
-                        f"not on its node {topo.nodes[t.node].name} (a task sits on one "
-                        "node)")
-        if len(seen) != len(want):
-            left = [f"{a}[{b}]" for a, b in want if (a, b) not in seen]
-            raise InvalidDecision(f"{label}: gang tasks {', '.join(left)} not placed (a "
-                                  "gang starts all or nothing)")
-        mine = tuple(sorted(g for t in tasks for g in t.gpus))
-        if mine != tuple(sorted(gpus)):
-            raise InvalidDecision(f"{label}: GPUs {gpus} are not its tasks' GPUs {mine}")
-        done: list[tuple[TaskPlacement, TaskRole]] = []
-        for t in tasks:
-            r = want[(t.role, t.index)]
-            try:
-                if not self.cluster.node_up[t.node]:
-                    raise InvalidDecision(f"node {topo.nodes[t.node].name} is failed")
-                hold_task(self.cluster, job.idx, t, r)
-            except InvalidDecision as e:
-                for u, q in reversed(done):
-                    free_task(self.cluster, job.idx, u, q)
-                raise InvalidDecision(f"{label}: task {t.role}[{t.index}]: {e}") from None
-            done.append((t, r))
-        job.tasks = tuple(tasks)
-        job.milli = MILLI
-        job.host = _NO_HOST
-        side = side_tasks(s)
-        if side:
-            job.side = {(r.role, i): None for r, i in side}
-            self.side_jobs[job.idx] = job
+        """Take a job with roles' task placement, all or nothing (`sim.role_tasks`)."""
+        take_tasks(self.cluster, job, gpus, tasks, f"{what} {job.job_id!r}", share, node,
+                   self.side_jobs)
 
     # --- non-gang tasks of jobs with roles: placed by the engine while the gang runs ---
 
     def _end_side(self) -> None:
         """Non-gang tasks whose own duration is up give back what they hold."""
-        now = self.env.now
-        for job in self.side_jobs.values():
-            side = job.side
-            assert side is not None
-            for key, v in side.items():
-                if v and v[1] <= now:
-                    r = role_of(job.spec, key[0])
-                    assert r is not None
-                    free_task(self.cluster, job.idx, v[0], r)
-                    job.gpu_seconds += (now - v[2]) * len(v[0].gpus)
-                    side[key] = ()
+        end_side(self.cluster, self.side_jobs, self.env.now)
 
     def _place_side(self) -> None:
-        """Place waiting non-gang tasks, in gang start order, while capacity allows.
-
-        Asked after each scheduling pass that left some waiting, through the run's
-        placer (`place_side`); skipped when the cluster has not changed since the last
-        try. A task with its own `duration` ends that many seconds after it starts.
-        """
+        """Place waiting non-gang tasks, unless the cluster is as at the last try."""
         cluster = self.cluster
         if self.side_tried == cluster.version:
             return
-        place = getattr(self.placer, "place_side", None)
-        now = self.env.now
-        if place is not None:
-            for job in self.side_jobs.values():
-                side = job.side
-                assert side is not None
-                near = tuple(dict.fromkeys(t.node for t in job.tasks if t.gpus))
-                for key, v in side.items():
-                    if v is not None:
-                        continue
-                    r = role_of(job.spec, key[0])
-                    assert r is not None
-                    got = place(job.spec, r, cluster, near)
-                    if got is None:
-                        continue
-                    t = TaskPlacement(r.role, key[1], got.node, got.gpus)
-                    hold_task(cluster, job.idx, t, r)
-                    end = now + r.duration if r.duration is not None else math.inf
-                    side[key] = (t, end, now)
-                    if r.duration is not None:
-                        self.agenda.schedule(end, Due.TIMER)
+        place_side(cluster, self.placer, self.side_jobs, self.agenda, self.env.now)
         self.side_tried = cluster.version
 
     def _schedule_failure(self, job: JobState) -> None:
