@@ -10,7 +10,6 @@ import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import cache
 from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -252,7 +251,6 @@ def _column(values: list[Any]) -> Any:
     return values
 
 
-@cache
 def _text_dtype() -> Any:
     """The dtype pandas gives a column of Python strings, when it keeps them in Arrow.
 
@@ -350,7 +348,6 @@ def _recorded(rec: Recorder) -> tuple[pd.DataFrame, pd.DataFrame]:
     return events.copy(deep=False), timeline.copy(deep=False)
 
 
-@cache
 def _copy_on_write() -> bool:
     """True when pandas copies a shared frame's data on write (always from pandas 3)."""
     if int(pd.__version__.split(".")[0]) >= 3:
