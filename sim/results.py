@@ -266,17 +266,12 @@ def _text_dtype() -> Any:
     return dtype
 
 
-_POOL = pa.system_memory_pool()
-"""Where the text columns' Arrow buffers are allocated: the C heap, which reuses the pages
-the run freed (Arrow's own pool would map new ones: ~10% more peak memory at scale)."""
-
-
 def _texts(values: list[str]) -> Any:
     """A column of Python strings as pandas types it (Arrow large strings), made at once."""
     dtype = _text_dtype()
     if dtype is None:
         return values
-    return pd.array(pa.array(values, type=pa.large_string(), memory_pool=_POOL), dtype=dtype)
+    return pd.array(pa.array(values, type=pa.large_string()), dtype=dtype)
 
 
 def _decoded(col: Coded) -> Any:
@@ -284,8 +279,8 @@ def _decoded(col: Coded) -> Any:
     dtype = _text_dtype()
     if dtype is None:
         return list(map(col.texts.__getitem__, col.codes.tolist()))
-    table = pa.array(col.texts, type=pa.large_string(), memory_pool=_POOL)
-    return pd.array(pc.take(table, pa.array(col.codes), memory_pool=_POOL), dtype=dtype)
+    table = pa.array(col.texts, type=pa.large_string())
+    return pd.array(pc.take(table, pa.array(col.codes)), dtype=dtype)
 
 
 def _recorded_column(col: Column) -> Any:
