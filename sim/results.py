@@ -362,6 +362,9 @@ def _parquet_writer(df: pd.DataFrame) -> Callable[[str], None]:
 
     def write(path: str) -> None:
         df.to_parquet(path, index=False)
+        # Arrow's pool keeps the encoder's buffers for reuse: handed back after each
+        # file, a result's files cost the largest one's buffers at once, not their sum
+        pa.default_memory_pool().release_unused()
 
     return write
 
