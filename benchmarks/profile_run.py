@@ -6,8 +6,9 @@
 
 `--trace philly` is the full Philly table of the shared folder (82,247 jobs). The phases
 are CPU seconds (`time.process_time`); `--no-profile` gives them without the profiler's
-overhead. The top functions are printed by cumulative and by own time, so both the
-callers and the hot leaves show.
+overhead. Memory: the resident set after each phase and the peak so far (MB), which
+tells the phase that set the run's peak. The top functions are printed by cumulative
+and by own time, so both the callers and the hot leaves show.
 """
 
 from __future__ import annotations
@@ -47,6 +48,17 @@ def load(trace: str, topo: Any, params: dict[str, Any]) -> Any:
     return load_trace(trace)
 
 
+def memory() -> tuple[float, float]:
+    """(resident MB now, peak MB so far); now is NaN where /proc is missing."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    try:
+        with open("/proc/self/statm") as f:
+            now = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except OSError:
+        now = float("nan")
+    return now, peak
+
+
 def parse_params(items: list[str]) -> dict[str, Any]:
     """KEY=VALUE pairs (values stay strings; the engine parses them)."""
     out: dict[str, Any] = {}
@@ -83,6 +95,7 @@ def main() -> None:
         topo = load_topology(args.topology)
         trace = load(args.trace, topo, params)
         c1 = time.process_time()
+    mem = {"trace": memory()}
     sim = Simulation(trace, topo, args.policy, params=params)
     with collector():
         c2 = time.process_time()
@@ -93,6 +106,7 @@ def main() -> None:
         if not direct:
             run.env.process(run.process())
         gc.freeze()
+        mem["setup"] = memory()
         if prof is not None:
             prof.enable()
         c3 = time.process_time()
@@ -101,8 +115,10 @@ def main() -> None:
         else:
             run.env.run()
         c4 = time.process_time()
+        mem["engine"] = memory()
         result = build_result(sim, run, run.env.now, 0.0)
         c5 = time.process_time()
+        mem["result"] = memory()
         if prof is not None:
             prof.disable()
     phases = {"trace": c1 - c0, "setup": c3 - c2, "engine": c4 - c3, "result": c5 - c4}
@@ -114,6 +130,8 @@ def main() -> None:
           + f"; engine {1e6 * phases['engine'] / max(ev, 1):.1f} us/event; "
           f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB"
           + (" (profiled: times inflated)" if prof is not None else ""))
+    print("RSS MB now/peak after: " + ", ".join(f"{k} {now:.0f}/{peak:.0f}"
+                                                for k, (now, peak) in mem.items()))
     if prof is None:
         return
     if args.pstats:

@@ -1,25 +1,32 @@
 """Recording a run: the rows of events.parquet, timeline.parquet and nodes.parquet.
 
 Rows are recorded column-wise as the run goes, with no object per row: an event appends
-its six values to one flat list, a timeline row its nine numbers to a flat array of
-doubles (72 bytes a row); `sim.results` slices them into columns and builds each
-DataFrame once, at the end. A timeline row is added only when the cluster or the queue
-changed (checked first by their version counters, so an unchanged instant costs three
-comparisons).
+its six values to a short flat list, a timeline row its nine numbers to a short flat
+array of doubles. Every `_CHUNK` rows the flat buffer is packed into compact columns:
+event times and GPU counts in arrays of 8-byte numbers, kinds, cells and details as
+4-byte codes into a table of their distinct texts, job ids as references to the jobs'
+own strings (about 30 bytes an event row instead of ~100); timeline rows into one array
+a column (72 bytes a row). `sim.results` takes the columns over once, at the end
+(`take_events`, `take_timeline`): the recorder forgets them as it hands them over, and
+the DataFrames are built on the same arrays, so a run's rows are never held twice. A
+timeline row is added only when the cluster or the queue changed (checked first by their
+version counters, so an unchanged instant costs three comparisons).
 
 At scale (`timeline`, `events` engine parameters): `events=off` keeps no event rows
 (only their count, for nodes.parquet's `event_index`); `timeline=off` writes no
 timeline rows and `timeline=coarse` one row every `timeline_interval` seconds of
 simulated time (the state in effect then, plus the last row). Either way every change is
-still kept in the flat array, because the summary's time integrals (utilization,
-fragmentation, idle-while-blocked) are computed from it exactly as with the full
-timeline: no summary number depends on these options.
+still kept, because the summary's time integrals (utilization, fragmentation,
+idle-while-blocked) are computed from it exactly as with the full timeline: no summary
+number depends on these options.
 """
 
 from __future__ import annotations
 
+import math
 from array import array
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -46,6 +53,9 @@ TIMELINE_MODES = ("full", "coarse", "off")
 _TL = len(TIMELINE_COLUMNS)
 _EV = len(EVENT_COLUMNS)
 _CELLS_CACHE = 50_000  # placements whose 'node:k;...' text is kept
+_CHUNK = 8192  # rows kept flat (event or timeline) before they are packed into columns
+_EV_FLAT = _CHUNK * _EV
+_TL_FLAT = _CHUNK * _TL
 
 
 class FgdMetric:
@@ -67,15 +77,158 @@ class FgdMetric:
         return v
 
 
+@dataclass(frozen=True)
+class Coded:
+    """A column of texts as codes into its distinct values (`texts[codes[i]]` is row i)."""
+
+    codes: np.ndarray  # uint32
+    texts: list[str]
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+
+Column = np.ndarray | Coded | list[Any]
+"""A recorded column: numbers (float64 or int64), coded texts, or the values as given
+(job ids; any column whose values were not all of its usual type)."""
+
+
+class _Numbers:
+    """A column of numbers in an 8-byte array; its values as given if one is not a number.
+
+    In a float column, `ints` tells whether every value was a Python int: pandas types
+    such a column int64 (float64 when any value is a float), so it is given as int64.
+    """
+
+    __slots__ = ("data", "ints", "plain")
+
+    def __init__(self, typecode: str) -> None:
+        self.data = array(typecode)
+        self.ints = typecode == "d"  # an integer array holds ints only
+        self.plain: list[Any] | None = None
+
+    def add(self, values: list[Any]) -> None:
+        """Append values (the next rows)."""
+        if self.plain is None:
+            if self.ints:
+                self.ints = all(type(v) is int for v in values)
+            n = len(self.data)
+            try:
+                self.data.extend(values)
+                return
+            except (TypeError, OverflowError):  # not an 8-byte number: keep them as given
+                del self.data[n:]
+                self.plain = self.data.tolist()
+                self.data = array(self.data.typecode)
+        self.plain.extend(values)
+
+    def column(self, *, copy: bool) -> Column:
+        """The values: an array on this column's memory (`copy` False) or on a copy."""
+        if self.plain is not None:
+            return list(self.plain) if copy else self.plain
+        if self.data.typecode == "q":
+            return np.array(self.data, dtype=np.int64) if copy \
+                else np.frombuffer(self.data, dtype=np.int64)
+        values = np.array(self.data, dtype=np.float64) if copy \
+            else np.frombuffer(self.data, dtype=np.float64)
+        return values.astype(np.int64) if self.ints and len(values) else values
+
+
+class _Texts:
+    """A column of (mostly repeating) texts as 4-byte codes into its distinct values."""
+
+    __slots__ = ("codes", "texts", "index", "plain")
+
+    def __init__(self) -> None:
+        self.codes = array("I")
+        self.texts: list[str] = []
+        self.index: dict[str, int] = {}
+        self.plain: list[Any] | None = None  # the values as given, once one is not a text
+
+    def add(self, values: list[Any]) -> None:
+        """Append values (the next rows)."""
+        if self.plain is not None:
+            self.plain.extend(values)
+            return
+        index = self.index
+        try:
+            codes = list(map(index.get, values))
+        except TypeError:  # unhashable: not a text
+            codes = []
+        if len(codes) != len(values) or None in codes:
+            texts = self.texts
+            for i, v in enumerate(values):
+                c = index.get(v) if isinstance(v, str) else None
+                if c is None:
+                    if not isinstance(v, str):  # from now on, the values as given
+                        plain = [texts[k] for k in self.codes] + values
+                        self.codes, self.texts, self.index = array("I"), [], {}
+                        self.plain = plain
+                        return
+                    c = index[v] = len(texts)
+                    texts.append(v)
+                codes[i] = c
+        self.codes.extend(codes)  # type: ignore[arg-type]  # no None left
+
+    def column(self, *, copy: bool) -> Column:
+        """The values: coded (on this column's memory unless `copy`), or as given."""
+        if self.plain is not None:
+            return list(self.plain) if copy else self.plain
+        codes = np.array(self.codes, dtype=np.uint32) if copy \
+            else np.frombuffer(self.codes, dtype=np.uint32)
+        return Coded(codes, list(self.texts) if copy else self.texts)
+
+
+class _EventColumns:
+    """The packed event rows: one column store per EVENT_COLUMNS entry."""
+
+    __slots__ = ("time", "job_id", "kind", "num_gpus", "cells", "detail")
+
+    def __init__(self) -> None:
+        self.time = _Numbers("d")
+        self.job_id: list[Any] = []  # the jobs' own id strings: a reference a row
+        self.kind = _Texts()
+        self.num_gpus = _Numbers("q")
+        self.cells = _Texts()
+        self.detail = _Texts()
+
+    def add(self, flat: list[Any]) -> None:
+        """Pack rows given flat (EVENT_COLUMNS values of each row in turn)."""
+        self.time.add(flat[0::_EV])
+        self.job_id.extend(flat[1::_EV])
+        self.kind.add(flat[2::_EV])
+        self.num_gpus.add(flat[3::_EV])
+        self.cells.add(flat[4::_EV])
+        self.detail.add(flat[5::_EV])
+
+    def columns(self, *, copy: bool) -> dict[str, Column]:
+        """Every column by name (see `Recorder.take_events`)."""
+        return {"time": self.time.column(copy=copy),
+                "job_id": list(self.job_id) if copy else self.job_id,
+                "kind": self.kind.column(copy=copy),
+                "num_gpus": self.num_gpus.column(copy=copy),
+                "cells": self.cells.column(copy=copy),
+                "detail": self.detail.column(copy=copy)}
+
+
+def _timeline_store() -> list[array]:
+    """Empty timeline columns: 8-byte integers for the counts, doubles for the rest."""
+    return [array("q" if name in TIMELINE_INT_COLUMNS else "d") for name in TIMELINE_COLUMNS]
+
+
 class Recorder:
     """Event, timeline and node rows of one run, column-wise."""
 
     def __init__(self, topo: Topology, clock: Callable[[], float]) -> None:
         self.topo = topo
         self._clock = clock
-        self._events: list[Any] = []  # flat: EVENT_COLUMNS values of each row in turn
+        self._events: list[Any] = []  # flat: EVENT_COLUMNS values of the latest rows
+        self._ev = _EventColumns()  # the rows before them, packed
         self.event_count = 0  # events recorded (kept or not)
-        self._tl = array("d")  # flat: TIMELINE_COLUMNS values of each row in turn
+        self._tl = array("d")  # flat: TIMELINE_COLUMNS values of the latest rows
+        self._tl_cols = _timeline_store()  # the rows before them, one array a column
+        self._tl_given = -math.inf  # time of the last timeline row handed over
+        self._tl_replaces = False  # the first row kept since then replaces it (same time)
         self.nodes: list[tuple[float, str, str, int]] = []  # rows of NODE_COLUMNS
         self._last: tuple[float, ...] | None = None
         # cluster version, queue version and running jobs at the last sample
@@ -105,8 +258,12 @@ class Recorder:
             s = job.spec
             gpus = job.gpus
             cells = self._cells.get(gpus) if gpus else ""
-            self._events.extend((self._clock(), job_id or s.job_id, kind._value_, s.num_gpus,
-                                 self.cells(gpus) if cells is None else cells, detail))
+            ev = self._events
+            ev.extend((self._clock(), job_id or s.job_id, kind._value_, s.num_gpus,
+                       self.cells(gpus) if cells is None else cells, detail))
+            if len(ev) >= _EV_FLAT:
+                self._events = []
+                self._ev.add(ev)
 
     def node(self, name: str, kind: str) -> None:
         """One row of nodes.parquet (a failure or a repair) now."""
@@ -151,37 +308,98 @@ class Recorder:
         row = (now, healthy, busy, busy / healthy if healthy else 0.0, c.fragmentation,
                c.fragmentation_fgd, pending, running, queue.blocked_free(healthy - busy))
         tl = self._tl
-        if tl and tl[-_TL] == now:
-            tl[-_TL:] = array("d", row)
-        else:
-            tl.extend(row)
+        if tl:
+            if tl[-_TL] == now:  # a later change at the same instant: the row it leaves
+                tl[-_TL:] = array("d", row)
+                return
+        elif now == self._tl_given:  # the same, for the last row handed over
+            self._tl_replaces = True
+        tl.extend(row)
+        if len(tl) >= _TL_FLAT:
+            self._pack_timeline(keep_last=True)
 
-    # --- columns, read once at the end (sim.results) ---
+    def _pack_timeline(self, *, keep_last: bool) -> None:
+        """Move the flat timeline rows into the columns (but the last, if `keep_last`)."""
+        tl = self._tl
+        rows = len(tl) // _TL - (1 if keep_last else 0)
+        if rows <= 0:
+            return
+        flat = np.frombuffer(tl, dtype=np.float64).reshape(-1, _TL)
+        for i, col in enumerate(self._tl_cols):
+            part = flat[:rows, i]
+            col.frombytes((part.astype(np.int64) if col.typecode == "q" else part).tobytes())
+        del flat, part  # views on `tl`
+        self._tl = tl[rows * _TL:]
 
-    def event_columns(self) -> dict[str, list[Any]]:
-        """The kept event rows as columns (empty lists with events off)."""
-        ev = self._events
-        return {name: ev[i::_EV] for i, name in enumerate(EVENT_COLUMNS)}
+    # --- columns, handed over once at the end (sim.results) ---
 
-    def timeline_columns(self, mode: str | None = None) -> dict[str, np.ndarray]:
-        """Every timeline row as columns (`mode` None), or the rows a mode writes.
+    def take_events(self) -> dict[str, Column]:
+        """The kept event rows as columns, handed over: the recorder forgets them.
 
-        `coarse`: the state in effect every `timeline_interval` s from the first row, and
-        the last row; `off`: none. Integer columns are int64, the others float64.
+        Numbers come as float64 or int64 arrays on the recorder's own memory (no copy),
+        `kind`, `cells` and `detail` as `Coded`, `job_id` as a list; a column whose values
+        were not all of its usual type comes as the list of values given. A later call
+        gives the rows recorded since. Empty lists with events off.
         """
-        flat = np.frombuffer(self._tl, dtype=np.float64).reshape(-1, _TL) if self._tl \
+        self._ev.add(self._events)
+        self._events = []
+        ev, self._ev = self._ev, _EventColumns()
+        return ev.columns(copy=False)
+
+    def event_columns(self) -> dict[str, Column]:
+        """The kept event rows as columns (as `take_events`), copied: the recorder keeps them."""
+        self._ev.add(self._events)
+        self._events = []
+        return self._ev.columns(copy=True)
+
+    def take_timeline(self) -> tuple[dict[str, np.ndarray], bool]:
+        """Every timeline row as columns, handed over, and whether the first replaces one.
+
+        Integer columns are int64, the others float64, on the recorder's own memory. A
+        later call gives the rows recorded since; the flag then tells that the first of
+        them replaces the last row given before (a change at the same instant).
+        """
+        self._pack_timeline(keep_last=False)
+        cols, self._tl_cols = self._tl_cols, _timeline_store()
+        self._tl = array("d")
+        if cols[0]:
+            self._tl_given = cols[0][-1]
+        replaces, self._tl_replaces = self._tl_replaces, False
+        return {name: np.frombuffer(col, dtype=np.int64 if col.typecode == "q" else np.float64)
+                for name, col in zip(TIMELINE_COLUMNS, cols, strict=True)}, replaces
+
+    def timeline_columns(self) -> dict[str, np.ndarray]:
+        """Every timeline row as columns (as `take_timeline`), copied: the recorder keeps them."""
+        tl = self._tl
+        flat = np.frombuffer(tl, dtype=np.float64).reshape(-1, _TL) if tl \
             else np.empty((0, _TL))
-        if mode == "off":
-            flat = flat[:0]
-        elif mode == "coarse" and len(flat):
-            t = flat[:, 0]
-            grid = np.arange(t[0], t[-1], self.timeline_interval)
-            at = np.searchsorted(t, grid, side="right") - 1
-            rows = flat[at].copy()
-            rows[:, 0] = grid
-            flat = np.vstack([rows, flat[-1:]]) if t[-1] > grid[-1] else rows
         cols: dict[str, np.ndarray] = {}
-        for i, name in enumerate(TIMELINE_COLUMNS):
-            col = flat[:, i]
-            cols[name] = col.astype(np.int64) if name in TIMELINE_INT_COLUMNS else col.copy()
+        for i, (name, col) in enumerate(zip(TIMELINE_COLUMNS, self._tl_cols, strict=True)):
+            dtype = np.int64 if col.typecode == "q" else np.float64
+            cols[name] = np.concatenate([np.frombuffer(col, dtype=dtype) if col
+                                         else np.empty(0, dtype), flat[:, i].astype(dtype)])
         return cols
+
+
+def timeline_rows(cols: dict[str, np.ndarray], mode: str,
+                  interval: float) -> dict[str, np.ndarray]:
+    """The rows of a full timeline (columns) that a timeline mode writes.
+
+    `full`: all (the same arrays); `coarse`: the state in effect every `interval` s from
+    the first row, and the last row; `off`: none.
+    """
+    if mode == "full":
+        return cols
+    if mode == "off":
+        return {name: col[:0].copy() for name, col in cols.items()}
+    t = cols["time"]
+    if not len(t):
+        return {name: col.copy() for name, col in cols.items()}
+    grid = np.arange(t[0], t[-1], interval)
+    at = np.searchsorted(t, grid, side="right") - 1
+    last = not len(grid) or t[-1] > grid[-1]
+    out = {}
+    for name, col in cols.items():
+        rows = grid.astype(col.dtype) if name == "time" else col[at]
+        out[name] = np.concatenate([rows, col[-1:]]) if last else rows
+    return out

@@ -13,15 +13,26 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from sim.degenerate import result_warnings
-from sim.jobstate import FINAL, PENDING, RETRYING, RUNNING, WAITING
+from sim.jobstate import PENDING, RETRYING, RUNNING, WAITING
 from sim.metrics import sla_violated, summarize
-from sim.model import JobStatus
-from sim.recorder import EVENT_COLUMNS, NODE_COLUMNS, TIMELINE_COLUMNS
+from sim.model import JobSpec, JobStatus
+from sim.recorder import (
+    EVENT_COLUMNS,
+    NODE_COLUMNS,
+    TIMELINE_COLUMNS,
+    Coded,
+    Column,
+    Recorder,
+    timeline_rows,
+)
 from sim.roles import side_gpu_seconds
 from sim.tenants import TENANT_COLUMNS, tenants_frame
 from sim.writing import atomic_text as atomic_text  # re-exported: the former home
@@ -112,14 +123,16 @@ def _jobs_frame(run: Run, end: float) -> pd.DataFrame:
     Time held for dependencies is not queueing (SPEC sec. 2 `depends_on`).
 
     Built column by column (attribute getters, numpy arithmetic), never a row object per
-    job: at a million jobs the rows cost more memory than the frame.
+    job: at a million jobs the rows cost more memory than the frame. Each column has the
+    dtype pandas would give the rows' Python values (`_column`): times of a hand-made
+    trace given as ints only are int64, as are the differences of such columns.
     """
     topo = run.topo
     own = {*JOB_COLUMNS, *JOB_EXTRA_COLUMNS}
     extra_names = [c for c in run.sim.trace.extra_columns if c not in own]
     columns = [*JOB_COLUMNS, *JOB_EXTRA_COLUMNS, *extra_names]
     # one row a trace job (a container job's task runs have none) that was submitted
-    jobs = [j for j in run.jobs[:run.num_trace] if j.status != WAITING]
+    jobs = [j for j in run.jobs[:run.num_trace] if j.status is not WAITING]
     n = len(jobs)
     if n == 0:
         return pd.DataFrame([], columns=columns)
@@ -131,23 +144,14 @@ def _jobs_frame(run: Run, end: float) -> pd.DataFrame:
     def spec(name: str) -> list[Any]:
         return list(map(attrgetter(name), specs))
 
-    times = [state(a) for a in ("queue_time", "run_time", "gpu_seconds", "first_start",
-                                "end_time")]
-    submit_l = spec("submit_time")
-    duration_l = spec("duration")
-    for values in (*times, submit_l, duration_l):
-        kinds = set(map(type, values))
-        if float not in kinds or not kinds <= {int, float}:
-            # a column of integer times only (a hand-made trace): pandas would type it
-            # int64, as the rows always were; build those
-            return _jobs_frame_rows(run, end)
-    queue, run_time, gpu_seconds, first_start, end_time = map(np.array, times)
     statuses = state("status")
-    shown = [_SHOWN[st] for st in statuses]
-    censored = np.fromiter(map(_CENSORED.__getitem__, statuses), dtype=bool, count=n)
-    ended = np.fromiter(map(_ENDED.__getitem__, statuses), dtype=bool, count=n)
+    queue, run_time, gpu_seconds = (state(a) for a in ("queue_time", "run_time",
+                                                       "gpu_seconds"))
     counts = [state(a) for a in ("preemptions", "migrations", "restarts", "lost_work")]
     gpu_time = spec("gpu_time")
+    containers = run.containers  # None: no job is a container job
+    boxed = [] if containers is None else \
+        [i for i, sp in enumerate(specs) if sp.completions is not None]
     for i in [i for i, st in enumerate(statuses) if st in _OPEN]:
         j = jobs[i]
         if j.spec.completions is not None:
@@ -160,55 +164,190 @@ def _jobs_frame(run: Run, end: float) -> pd.DataFrame:
                 gpu_seconds[i] += side_gpu_seconds(j, end)
         else:
             queue[i] = j.queue_time + (end - j.queued_since)
-    containers = run.containers
-    if containers is not None:  # totals over each container job's task runs
-        for i in [i for i, sp in enumerate(specs) if sp.completions is not None]:
-            j = jobs[i]
-            queue[i], run_time[i], gpu_seconds[i] = containers.totals(j, end)
-            for col, v in zip(counts, containers.counts(j), strict=True):
-                col[i] = v
-            gpu_time[i] = specs[i].gpu_time * specs[i].completions
+    for i in boxed:  # totals over each container job's task runs
+        j = jobs[i]
+        assert containers is not None
+        queue[i], run_time[i], gpu_seconds[i] = containers.totals(j, end)
+        for col, v in zip(counts, containers.counts(j), strict=True):
+            col[i] = v
+        gpu_time[i] = specs[i].gpu_time * specs[i].completions
+    censored = np.fromiter(map(_CENSORED.__getitem__, statuses), dtype=bool, count=n)
+    ended = np.fromiter(map(_ENDED.__getitem__, statuses), dtype=bool, count=n)
+    shown = list(map(_SHOWN.__getitem__, statuses))
+    del statuses
     nan = math.nan
-    submit = np.array(submit_l)
-    duration = np.array(duration_l)
-    end_time[censored] = nan
-    with np.errstate(invalid="ignore", divide="ignore"):
-        jct = np.where(ended, end_time - submit, nan)
-        slowdown = np.where(ended, jct / duration, nan)
+    end_l = state("end_time")
+    for i in np.flatnonzero(censored).tolist():
+        end_l[i] = nan
+    submit_l, first_l = spec("submit_time"), state("first_start")
+    submit, first_start = _column(submit_l), _column(first_l)
+    end_time, duration = _column(end_l), _column(spec("duration"))
     deadline = np.array([nan if d is None else float(d) for d in spec("deadline")],
                         dtype=np.float64)
     wait_hours = spec("max_wait_hours")
     sla = np.zeros(n, dtype=bool)
     for i in np.flatnonzero(~np.isnan(deadline) | (np.array(wait_hours) > 0)).tolist():
-        sla[i] = sla_violated(shown[i], submit_l[i], float(first_start[i]),
-                              float(end_time[i]), float(deadline[i]), wait_hours[i], end)
+        sla[i] = sla_violated(shown[i], submit_l[i], first_l[i], end_l[i],
+                              float(deadline[i]), wait_hours[i], end)
+    del wait_hours, end_l, first_l
+    jct = _minus(end_time, submit, ended)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        slowdown = np.where(ended, np.asarray(jct, dtype=np.float64)
+                            / np.asarray(duration, dtype=np.float64), nan)
     level_names = {lv.value: lv.label for lv in topo.levels}
     data: dict[str, Any] = {
-        "job_id": spec("job_id"), "user": spec("user"), "vc": spec("vc"),
-        "num_gpus": _typed(spec("num_gpus")), "submit_time": submit,
-        "start_time": first_start, "end_time": end_time, "queueing_delay": queue, "jct": jct,
-        "duration": duration, "run_time": run_time, "status": shown,
-        "preemptions": _typed(counts[0]), "migrations": _typed(counts[1]),
-        "restarts": _typed(counts[2]), "lost_work": _typed(counts[3]),
-        "locality_level": [level_names.get(v, "") for v in state("locality_level")],
-        "slowdown": slowdown, "response_time": first_start - submit,
+        "job_id": _column(spec("job_id")), "user": _column(spec("user")),
+        "vc": _column(spec("vc")), "num_gpus": _column(spec("num_gpus")),
+        "submit_time": submit, "start_time": first_start, "end_time": end_time,
+        "queueing_delay": _column(queue), "jct": jct, "duration": duration,
+        "run_time": _column(run_time), "status": _column(shown),
+        "preemptions": _column(counts[0]), "migrations": _column(counts[1]),
+        "restarts": _column(counts[2]), "lost_work": _column(counts[3]),
+        "locality_level": _column([level_names.get(v, "")
+                                   for v in state("locality_level")]),
+        "slowdown": slowdown, "response_time": _minus(first_start, submit, None),
         "censored": censored, "deadline": deadline, "sla_violated": sla,
-        "reason": state("reason"), "gpu_seconds": gpu_seconds,
-        "gpu_time": _typed(gpu_time),
+        "reason": _column(state("reason")), "gpu_seconds": _column(gpu_seconds),
+        "gpu_time": _column(gpu_time),
     }
-    for c in extra_names:
-        data[c] = [dict(s.extra).get(c) for s in specs]
-    return pd.DataFrame(data, columns=columns)
+    if extra_names:
+        given = [dict(s.extra) for s in specs]
+        for c in extra_names:
+            data[c] = _column([g.get(c) for g in given])
+    # copy=False: each column is its own array, not stacked into blocks (a second copy)
+    return pd.DataFrame(data, columns=columns, copy=False)
 
 
-def _typed(values: list[Any]) -> list[Any] | np.ndarray:
-    """Numbers as the array pandas would infer from them (int64, float64), made at once."""
+def _minus(a: Any, b: Any, where: np.ndarray | None) -> Any:
+    """The difference of two columns (rows of `where`, NaN elsewhere), typed as rows'.
+
+    a - b: two int64 columns give int64 (every row's difference is an int), else float64; a
+    column of other values (`_column` kept it a list) is computed row by row.
+    """
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        if where is None or where.all():
+            return a - b
+        return np.where(where, a - b, math.nan)
+    nan = math.nan
+    mask = [True] * len(a) if where is None else where.tolist()
+    return _column([x - y if ok else nan for x, y, ok in zip(a, b, mask, strict=True)])
+
+
+def _column(values: list[Any]) -> Any:
+    """Values as the array pandas would infer from them (int64, float64, str), at once.
+
+    Anything else is left to pandas as the list.
+    """
     kinds = set(map(type, values))
     if kinds == {int}:
-        return np.array(values, dtype=np.int64)
+        try:
+            return np.array(values, dtype=np.int64)
+        except OverflowError:
+            return values
     if float in kinds and kinds <= {int, float}:
         return np.array(values, dtype=np.float64)
-    return values  # anything else: pandas infers, as from rows
+    if kinds == {str}:
+        return _texts(values)
+    return values
+
+
+def _text_dtype() -> Any:
+    """The dtype pandas gives a column of Python strings, when it keeps them in Arrow.
+
+    None when it does not (pandas 2, or pandas 3 with `future.infer_string` off): the
+    columns are then given to pandas as lists.
+    """
+    probe = pd.Series(["x"])
+    dtype = probe.dtype
+    if not isinstance(dtype, pd.StringDtype) or dtype.storage != "pyarrow":
+        return None
+    if pa.array(probe.array).type != pa.large_string():
+        return None
+    return dtype
+
+
+def _texts(values: list[str]) -> Any:
+    """A column of Python strings as pandas types it (Arrow large strings), made at once."""
+    dtype = _text_dtype()
+    if dtype is None:
+        return values
+    return pd.array(pa.array(values, type=pa.large_string()), dtype=dtype)
+
+
+def _decoded(col: Coded) -> Any:
+    """A coded text column as the column of its values (`_texts`)."""
+    dtype = _text_dtype()
+    if dtype is None:
+        return list(map(col.texts.__getitem__, col.codes.tolist()))
+    table = pa.array(col.texts, type=pa.large_string())
+    return pd.array(pc.take(table, pa.array(col.codes)), dtype=dtype)
+
+
+def _recorded_column(col: Column) -> Any:
+    """A column of the recorder (`sim.recorder.Column`) as pandas would type its values."""
+    if isinstance(col, Coded):
+        return _decoded(col)
+    if isinstance(col, list):
+        return _column(col)
+    return col
+
+
+def _events_frame(cols: dict[str, Column]) -> pd.DataFrame:
+    """events.parquet from the recorder's columns (no rows: empty columns, as ever)."""
+    if not len(cols["time"]):
+        return pd.DataFrame({name: [] for name in EVENT_COLUMNS}, columns=list(EVENT_COLUMNS))
+    data = {}
+    for name in EVENT_COLUMNS:  # each column converted, then the recorder's freed
+        data[name] = _recorded_column(cols.pop(name))
+    return pd.DataFrame(data, columns=list(EVENT_COLUMNS), copy=False)
+
+
+def _timeline_frame(cols: dict[str, np.ndarray]) -> pd.DataFrame:
+    """timeline.parquet rows from columns (float64, int64 for the counts)."""
+    return pd.DataFrame(cols, columns=list(TIMELINE_COLUMNS), copy=False)
+
+
+def _concat(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
+    """Rows of `a` then those of `b` (either may be empty)."""
+    if not len(b):
+        return a
+    if not len(a):
+        return b
+    return pd.concat([a, b], ignore_index=True)
+
+
+_TAKEN: WeakKeyDictionary[Recorder, tuple[pd.DataFrame, pd.DataFrame]] = WeakKeyDictionary()
+"""The events and full-timeline frames built on the columns a recorder handed over."""
+
+
+def _recorded(rec: Recorder) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The run's events and full timeline (every change) frames.
+
+    The recorder hands its columns over and forgets them; the frames are built on the
+    same arrays, so the rows are never held twice. They are kept here, for the run's
+    lifetime, for a later call (a result asked for again, or after more steps), and each
+    call gives shallow copies: pandas copies on write (pandas 3), so changing a frame of
+    one result never changes another's. Without copy-on-write (pandas 2 unless enabled),
+    each call builds frames from copies and the recorder keeps its rows.
+    """
+    if not _copy_on_write():
+        return _events_frame(rec.event_columns()), _timeline_frame(rec.timeline_columns())
+    events = _events_frame(rec.take_events())
+    cols, replaces = rec.take_timeline()
+    timeline = _timeline_frame(cols)
+    taken = _TAKEN.get(rec)
+    if taken is not None:
+        events = _concat(taken[0], events)
+        timeline = _concat(taken[1].iloc[:-1] if replaces else taken[1], timeline)
+    _TAKEN[rec] = events, timeline
+    return events.copy(deep=False), timeline.copy(deep=False)
+
+
+def _copy_on_write() -> bool:
+    """True when pandas copies a shared frame's data on write (always from pandas 3)."""
+    if int(pd.__version__.split(".")[0]) >= 3:
+        return True
+    return pd.get_option("mode.copy_on_write") is True
 
 
 _FINAL_SHOWN = ("completed", "failed", "killed", "rejected")
@@ -218,62 +357,14 @@ _ENDED = {st: str(st) in ("completed", "failed", "killed") for st in JobStatus}
 _OPEN = frozenset({PENDING, RETRYING, RUNNING})
 
 
-def _jobs_frame_rows(run: Run, end: float) -> pd.DataFrame:
-    """`_jobs_frame` row by row: the dtypes pandas infers from Python values (int times)."""
-    topo = run.topo
-    own = {*JOB_COLUMNS, *JOB_EXTRA_COLUMNS}
-    extra_names = [c for c in run.sim.trace.extra_columns if c not in own]
-    level_names = {lv.value: lv.label for lv in topo.levels}
-    nan = math.nan
-    rows = []
-    containers = run.containers
-    for j in run.jobs[:run.num_trace]:  # a container job's task runs have no rows
-        if j.status == WAITING:
-            continue  # never submitted before the end of the run
-        s = j.spec
-        censored = j.status not in FINAL or j.status == JobStatus.UNFINISHED
-        status = str(j.status) if not censored else "unfinished"
-        queue = j.queue_time
-        run_time = j.run_time
-        gpu_seconds = j.gpu_seconds
-        counts = (j.preemptions, j.migrations, j.restarts, j.lost_work)
-        if containers is not None and s.completions is not None:
-            queue, run_time, gpu_seconds = containers.totals(j, end)
-            counts = containers.counts(j)
-        elif j.status in (PENDING, RETRYING):
-            queue += end - j.queued_since
-        elif j.status == RUNNING:
-            held = end - j.held_since
-            run_time += held
-            gpu_seconds += held * len(j.gpus) * j.milli / 1000
-            if j.side:  # running non-gang tasks of a job of roles (sim.roles)
-                gpu_seconds += side_gpu_seconds(j, end)
-        ended = status in ("completed", "failed", "killed")
-        end_time = j.end_time if not censored else nan
-        jct = end_time - s.submit_time if ended else nan
-        deadline = nan if s.deadline is None else float(s.deadline)
-        row: tuple[Any, ...] = (
-            s.job_id, s.user, s.vc, s.num_gpus, s.submit_time, j.first_start,
-            end_time, queue, jct, s.duration, run_time,
-            status, *counts,
-            level_names.get(j.locality_level, ""), jct / s.duration if ended else nan,
-            j.first_start - s.submit_time, censored,
-            deadline, sla_violated(status, s.submit_time, j.first_start, end_time, deadline,
-                                   s.max_wait_hours, end),
-            j.reason, gpu_seconds, s.gpu_time * (s.completions or 1),
-        )
-        if extra_names:
-            ex = dict(s.extra)
-            row += tuple(ex.get(c) for c in extra_names)
-        rows.append(row)
-    return pd.DataFrame(rows, columns=[*JOB_COLUMNS, *JOB_EXTRA_COLUMNS, *extra_names])
-
-
 def _parquet_writer(df: pd.DataFrame) -> Callable[[str], None]:
     """A writer of `df` as Parquet to a given path (for write_folder and atomic_write)."""
 
     def write(path: str) -> None:
         df.to_parquet(path, index=False)
+        # Arrow's pool keeps the encoder's buffers for reuse: handed back after each
+        # file, a result's files cost the largest one's buffers at once, not their sum
+        pa.default_memory_pool().release_unused()
 
     return write
 
@@ -313,18 +404,35 @@ def _topology_label(sim: Simulation) -> str:
     return str(p.resolve()) if p.is_file() else src
 
 
+def _trace_digest(jobs: tuple[JobSpec, ...]) -> str:
+    """config.json's `trace_sha`: of a line 'job_id,submit_time,num_gpus,duration' a job.
+
+    Hashed a slice of jobs at a time: the text of a million lines is never built whole.
+    """
+    h = hashlib.sha256()
+    step = 20_000
+    for k in range(0, len(jobs), step):
+        text = "\n".join(f"{s.job_id},{s.submit_time!r},{s.num_gpus},{s.duration!r}"
+                         for s in jobs[k:k + step])
+        h.update((text if k == 0 else "\n" + text).encode())
+    return h.hexdigest()[:16]
+
+
 def build_result(sim: Simulation, run: Run, end: float, wall: float) -> SimResult:
     """Assemble DataFrames and the summary once the run has stopped at `end`."""
     from sim import __version__
 
     run.sample()
     jobs = _jobs_frame(run, end)
+    # before the events are built: its transient memory then meets the recorder's
+    # compact columns, not the events frame (the peak of a million-job run)
+    tenants = tenants_frame(jobs)
     rec = run.recorder
-    events = pd.DataFrame(rec.event_columns(), columns=list(EVENT_COLUMNS))
     # the summary integrates every change, whatever timeline the run writes
-    exact = pd.DataFrame(rec.timeline_columns(), columns=list(TIMELINE_COLUMNS))
-    timeline = exact if rec.timeline_mode == "full" else pd.DataFrame(
-        rec.timeline_columns(rec.timeline_mode), columns=list(TIMELINE_COLUMNS))
+    events, exact = _recorded(rec)
+    timeline = exact if rec.timeline_mode == "full" else _timeline_frame(timeline_rows(
+        {c: exact[c].to_numpy() for c in TIMELINE_COLUMNS}, rec.timeline_mode,
+        rec.timeline_interval))
     params = {**sim.policy.settings, **sim.engine_params}
     summary = summarize(jobs, exact, end)
     summary.update(
@@ -346,10 +454,7 @@ def build_result(sim: Simulation, run: Run, end: float, wall: float) -> SimResul
         if isinstance(v, bool | int | float | str):
             summary[f"policy_{k}"] = v
     summary["warnings"] = result_warnings(sim, run)
-    digest = hashlib.sha256(
-        "\n".join(f"{s.job_id},{s.submit_time!r},{s.num_gpus},{s.duration!r}"
-                  for s in sim.jobs).encode()
-    ).hexdigest()[:16]
+    digest = _trace_digest(sim.jobs)
     config = {
         "trace": _trace_label(sim),
         "trace_sha": digest,
@@ -364,4 +469,4 @@ def build_result(sim: Simulation, run: Run, end: float, wall: float) -> SimResul
         "schedlab_version": __version__,
     }
     nodes = pd.DataFrame(run.recorder.nodes, columns=list(NODE_COLUMNS))
-    return SimResult(jobs, events, timeline, summary, config, nodes, tenants_frame(jobs))
+    return SimResult(jobs, events, timeline, summary, config, nodes, tenants)

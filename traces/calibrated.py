@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -42,6 +42,8 @@ from traces.canonical import frame_to_trace
 from traces.rows import release_arrow_memory
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from topologies.tree import Topology
 
 __all__ = [
@@ -196,8 +198,10 @@ def _arrivals(rng: np.random.Generator, n: int, span: float, profile: Profile) -
 
 def _vc_users(
     rng: np.random.Generator, n: int, profile: Profile,
-) -> tuple[list[str], list[str]]:
-    """VC and user of each job (vectorized per VC; equal names are one string object)."""
+) -> tuple[pd.Series, pd.Series]:
+    """VC and user of each job (vectorized per VC), as Arrow text columns."""
+    import pyarrow as pa
+
     names = [v for v, _ in profile.vc_shares]
     shares = np.array([s for _, s in profile.vc_shares], dtype=np.float64)
     shares /= shares.sum()
@@ -217,8 +221,26 @@ def _vc_users(
         if rows.size:
             i = np.searchsorted(cdf, user_draw[rows], side="right")
             user_at[rows] = first[k] + np.minimum(i, count - 1)
-    vc_names = np.asarray(names, dtype=object)
-    return vc_names[vc_idx].tolist(), np.asarray(labels, dtype=object)[user_at].tolist()
+    return (_text_column(pa.array(names, type=pa.large_string()).take(vc_idx)),
+            _text_column(pa.array(labels, type=pa.large_string()).take(user_at)))
+
+
+def _job_ids(label: str, n: int) -> pd.Series:
+    """`{label}-{i}` for i in 0..n-1, made in Arrow (no Python string a job)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    text = pa.large_string()
+    return _text_column(pc.binary_join_element_wise(
+        pa.scalar(f"{label}-", text), pc.cast(pa.array(np.arange(n)), text),
+        pa.scalar("", text)))
+
+
+def _text_column(values: Any) -> pd.Series:
+    """An Arrow text array as a column for `frame_to_trace` (which reads it as text)."""
+    import pandas as pd
+
+    return pd.Series(values, dtype=pd.ArrowDtype(values.type))
 
 
 def calibrated(
@@ -292,7 +314,7 @@ def calibrated(
     vcs, users = _vc_users(rng, n, profile)
     label = name or profile.name
     df = pd.DataFrame({
-        "job_id": [f"{label}-{i}" for i in range(n)],
+        "job_id": _job_ids(label, n),
         "submit_time": submit,
         "num_gpus": gpus,
         "duration": dur,
