@@ -1,12 +1,13 @@
 """Gavel (OSDI 2020): heterogeneity-aware max-min fairness over GPU types, in rounds.
 
-Allocation (the paper's LP, solved with scipy's HiGHS `linprog`): X[j, t] is the fraction
-of time job j should run on GPU type t. With throughput T[j, t] (the job's speed on t,
-`gpu_speeds`, times the locality slowdown of its best placement on an idle t, since
-Gavel's profiled throughputs include communication; 0 on a type it may not use or cannot
-be placed on), scale s_j (its GPUs) and its throughput under an equal split of every
-type, prop_j = sum_t T[j, t] N_t / sum N, Gavel maximizes min_j sum_t T[j, t] s_j X[j, t]
-/ prop_j subject to sum_t X[j, t] <= 1 and sum_j s_j X[j, t] <= N_t (GPUs of type t).
+Allocation (the paper's LP, solved by scipy's HiGHS as `linprog` would, `gavel_lp`):
+X[j, t] is the fraction of time job j should run on GPU type t. With throughput T[j, t]
+(the job's speed on t, `gpu_speeds`, times the locality slowdown of its best placement
+on an idle t, since Gavel's profiled throughputs include communication; 0 on a type it
+may not use or cannot be placed on), scale s_j (its GPUs) and its throughput under an
+equal split of every type, prop_j = sum_t T[j, t] N_t / sum N, Gavel maximizes min_j
+sum_t T[j, t] s_j X[j, t] / prop_j subject to sum_t X[j, t] <= 1 and sum_j s_j X[j, t]
+<= N_t (GPUs of type t).
 Max-min optima are rarely unique; a second LP keeps the optimal minimum and maximizes the
 total normalized throughput, so the allocation is deterministic and wastes nothing.
 Identical jobs (same throughputs and GPUs) are one LP class with one allocation, which
@@ -49,9 +50,9 @@ from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
-from scipy.optimize import linprog
 from scipy.sparse import csr_matrix
 
+from policies import gavel_lp
 from policies.base import Policy
 from policies.priority import STOP_PARAM, cpu_only_pending, start_cpu_only
 from sim.cluster import ClusterState
@@ -119,22 +120,23 @@ def _max_min_classes(tput: np.ndarray, scale: np.ndarray, mult: np.ndarray,
     prop[prop <= 0] = 1.0
     coef = tput * scale[:, None] / prop[:, None]  # normalized throughput per unit of X
     live = usable.any(axis=1).astype(float)
-    a = lp_matrix(coef, scale * mult, live)
+    a = lp_matrix(coef, scale * mult, live).tocsc()  # HiGHS takes columns
     b = np.concatenate([np.zeros(n), np.ones(n), capacity.astype(float)])
-    bounds = [(0.0, 1.0 if u else 0.0) for u in usable.ravel()] + [(0.0, None)]
+    lb = np.zeros(n * k + 1)
+    ub = np.append(usable.ravel().astype(float), np.inf)
     c1 = np.zeros(n * k + 1)
     c1[-1] = -1.0
-    first = linprog(c1, A_ub=a, b_ub=b, bounds=bounds, method="highs")
-    if first.status != 0:
+    status, x1 = gavel_lp.solve(c1, a, b, lb, ub)
+    if status != 0 or x1 is None:
         return np.outer(np.ones(n), share) * usable
-    z = float(first.x[-1])
+    z = float(x1[-1])
     # keep everyone at >= z (a hair less, for the solver's tolerance), maximize the total
     b2 = b.copy()
     b2[:n] = 0.0
-    bounds2 = bounds[:-1] + [(max(0.0, z * (1 - 1e-7) - 1e-9), None)]
+    lb[-1] = max(0.0, z * (1 - 1e-7) - 1e-9)
     c2 = np.concatenate([-(coef * mult[:, None]).ravel(), [0.0]])
-    second = linprog(c2, A_ub=a, b_ub=b2, bounds=bounds2, method="highs")
-    x = second.x if second.status == 0 else first.x
+    status, x2 = gavel_lp.solve(c2, a, b2, lb, ub)
+    x = x2 if status == 0 and x2 is not None else x1
     # rounded so that solver noise does not decide ties between equal jobs
     return np.round(np.clip(x[:-1].reshape(n, k), 0.0, 1.0), 6)
 
