@@ -47,6 +47,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Generator, Iterator
+from operator import attrgetter
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
@@ -76,6 +77,8 @@ if TYPE_CHECKING:
     from sim.context import SchedContext
 
 EPS = 1e-9
+_IDX = attrgetter("idx")
+_HELD_SINCE = attrgetter("held_since")
 
 
 def max_min_allocation(tput: np.ndarray, scale: np.ndarray, capacity: np.ndarray
@@ -248,10 +251,13 @@ class GavelPolicy(Policy):
         self._recv_rows: list[np.ndarray] = []  # job indices with a nonzero recv row
         # (job, type) -> (its spec, that spec restricted to the type)
         self._typed: dict[tuple[int, int], tuple[JobSpec, JobSpec]] = {}
+        self._has_typed = np.zeros(n, dtype=bool)  # jobs with an entry in `_typed`
         self._fits: dict[tuple, float] = {}
         self._idle: ClusterState | None = None
         self._placer: Placer | None = None
         self.counts = {"rounds": 0, "allocations": 0}
+        # whether any job asks for no GPU (else the per-pass scan for them is skipped)
+        self._cpu_only = not bool(self.jobs.gpu.all())
 
     def metrics(self) -> dict[str, float]:
         """Counters of this run: rounds and allocation (LP) recomputations."""
@@ -325,9 +331,13 @@ class GavelPolicy(Policy):
         self.in_alloc[self.alloc_ids] = False
         self.alloc[ids] = x
         self.in_alloc[ids] = True
+        if self._typed:  # forget the typed specs of jobs not in the allocation
+            gone = np.flatnonzero(self._has_typed & ~self.in_alloc)
+            self._has_typed[gone] = False
+            for i in gone.tolist():
+                for ti in range(len(self.types)):
+                    self._typed.pop((i, ti), None)
         self.alloc_ids = ids
-        if self._typed:
-            self._typed = {key: v for key, v in self._typed.items() if self.in_alloc[key[0]]}
         self.alloc_time = ctx.now
         self.counts["allocations"] += 1
         for rows in self._recv_rows:
@@ -388,20 +398,23 @@ class GavelPolicy(Policy):
     def schedule(self, ctx: SchedContext) -> Iterator[Decision]:
         """At a round boundary: allocate if needed, pick this round's jobs, place them."""
         now = ctx.now
-        yield from start_cpu_only(ctx, cpu_only_pending(ctx))
+        if self._cpu_only:
+            yield from start_cpu_only(ctx, cpu_only_pending(ctx))
         if now < self.next_round - EPS:
             return
         gpu = self.jobs.gpu
-        pend = np.fromiter((j.idx for j in ctx.pending()), np.int64)
-        pend = pend[gpu[pend]]
+        pend = np.fromiter((j.idx for j in ctx.pending()), np.int64, ctx.pending_count)
+        if self._cpu_only:
+            pend = pend[gpu[pend]]
         held = [j for j in ctx.running().values() if j.gpus]
         if not len(pend) and not held:
             self.last_round = now
             return
-        rows = np.array([(j.idx, j.gpus[0], j.held_since) for j in held]).reshape(-1, 3)
-        held_ids = rows[:, 0].astype(np.int64)
-        held_type = self.gpu_type_ix[rows[:, 1].astype(np.int64)]
-        self._credit(ctx, rows[:, 2], held_ids, held_type)
+        m = len(held)
+        held_ids = np.fromiter(map(_IDX, held), np.int64, m)
+        held_type = self.gpu_type_ix[np.fromiter((j.gpus[0] for j in held), np.int64, m)]
+        self._credit(ctx, np.fromiter(map(_HELD_SINCE, held), float, m), held_ids,
+                     held_type)
         self.last_round = now
         self.next_round = now + self.p["round"]
         ids = np.concatenate([pend, held_ids[gpu[held_ids]]])
@@ -514,16 +527,19 @@ class GavelPolicy(Policy):
             j = ctx.job_at(i)
             if j.status == RUNNING:
                 continue
+            got = ctx.place(self._typed_spec(j.spec, i, first))
+            if not isinstance(got, Unschedulable):
+                yield Start(j.job_id, got)
+                made += 1
+                continue
+            # the chosen type's free GPUs are too scattered for the job: any other
+            # usable type with GPUs left this round
             d = int(need[i])
-            # the chosen type first; if its free GPUs are too scattered for the job, any
-            # other usable type with GPUs left this round
-            for ti in [first] + [k for k in order if k != first and tput[i, k] > 0
-                                 and d <= left[k]]:
+            for ti in [k for k in order if k != first and tput[i, k] > 0 and d <= left[k]]:
                 got = ctx.place(self._typed_spec(j.spec, i, ti))
                 if not isinstance(got, Unschedulable):
-                    if ti != first:
-                        left[ti] -= d
-                        left[first] += d
+                    left[ti] -= d
+                    left[first] += d
                     yield Start(j.job_id, got)
                     made += 1
                     break
@@ -537,6 +553,7 @@ class GavelPolicy(Policy):
         got = self._typed.get((idx, ti))
         if got is None or got[0] is not spec:
             got = self._typed[(idx, ti)] = (spec, dataclasses.replace(spec, gpu_type=t))
+            self._has_typed[idx] = True
         return got[1]
 
 
