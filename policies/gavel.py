@@ -354,16 +354,21 @@ class GavelPolicy(Policy):
         the same floats as a loop over the jobs.
         """
         since = max(self.last_round, self.alloc_time)
-        dt = ctx.now - np.where(since > hs, since, hs)
+        dt = ctx.now - np.maximum(hs, since)  # hs is never NaN: as where(since > hs, ...)
         got = dt > 0
-        if not got.any():
+        if not got.all():
+            if not got.any():
+                return
+            held_ids, held_type, dt = held_ids[got], held_type[got], dt[got]
+        self.recv[held_ids, held_type] += dt
+        self._recv_rows.append(held_ids)
+        if len(self.types) == 1:
+            self.type_time[0] = np.add.accumulate(
+                np.concatenate(([self.type_time[0]], dt)))[-1]
             return
-        ids, ti, dt = held_ids[got], held_type[got], dt[got]
-        self.recv[ids, ti] += dt
-        self._recv_rows.append(ids)
-        for t in np.unique(ti).tolist():
+        for t in np.unique(held_type).tolist():
             self.type_time[t] = np.add.accumulate(
-                np.concatenate(([self.type_time[t]], dt[ti == t])))[-1]
+                np.concatenate(([self.type_time[t]], dt[held_type == t])))[-1]
 
     def priorities(self, got: np.ndarray, alloc: np.ndarray) -> np.ndarray:
         """Gavel's priorities of jobs (rows) on every type (columns).
