@@ -2,15 +2,18 @@
 
 The allocation LPs have a few dozen variables (one per class of identical jobs and GPU
 type), so `scipy.optimize.linprog(method="highs")` spends ~90% of its time in Python:
-input cleaning, sparse re-stacking, and option checks that build a HiGHS options
-manager per option. `solve` hands the same model (the same CSC arrays, bounds and
-options) to the same bundled HiGHS solver directly, so it returns the same solution
-(bit for bit: tests compare it with `linprog`), and falls back to `linprog` where
-scipy's private HiGHS bindings are not there.
+input cleaning, sparse re-stacking, and option checks that build a HiGHS options manager
+per option, and a new HiGHS instance per call. `solve` hands the same model (the same
+CSC arrays, bounds and options) to the same bundled HiGHS solver directly, so it returns
+the same solution (bit for bit: tests compare it with `linprog`), and falls back to
+`linprog` where scipy's private HiGHS bindings are not there. One HiGHS instance per
+thread is reused, cleared before each solve (tests check a sequence of solves against
+linprog).
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
@@ -24,6 +27,7 @@ except ImportError:  # pragma: no cover - another scipy layout: linprog itself
     _h = None
 
 _OPTIONS: Any = None
+_LOCAL = threading.local()  # one HiGHS instance per thread, cleared before each solve
 
 
 def _options() -> Any:
@@ -66,7 +70,10 @@ def solve(c: np.ndarray, a: csc_matrix, b: np.ndarray, lb: np.ndarray, ub: np.nd
     lp.a_matrix_.start_ = a.indptr
     lp.a_matrix_.index_ = a.indices
     lp.a_matrix_.value_ = a.data
-    highs = _h._Highs()
+    highs = getattr(_LOCAL, "highs", None)
+    if highs is None:
+        highs = _LOCAL.highs = _h._Highs()
+    highs.clearSolver()  # no basis or solution of the previous LP: solved from scratch
     if highs.passOptions(_options()) == _h.HighsStatus.kError \
             or highs.passModel(lp) == _h.HighsStatus.kError \
             or highs.run() == _h.HighsStatus.kError:
