@@ -1,12 +1,13 @@
 """Gavel (OSDI 2020): heterogeneity-aware max-min fairness over GPU types, in rounds.
 
-Allocation (the paper's LP, solved with scipy's HiGHS `linprog`): X[j, t] is the fraction
-of time job j should run on GPU type t. With throughput T[j, t] (the job's speed on t,
-`gpu_speeds`, times the locality slowdown of its best placement on an idle t, since
-Gavel's profiled throughputs include communication; 0 on a type it may not use or cannot
-be placed on), scale s_j (its GPUs) and its throughput under an equal split of every
-type, prop_j = sum_t T[j, t] N_t / sum N, Gavel maximizes min_j sum_t T[j, t] s_j X[j, t]
-/ prop_j subject to sum_t X[j, t] <= 1 and sum_j s_j X[j, t] <= N_t (GPUs of type t).
+Allocation (the paper's LP, solved by scipy's HiGHS as `linprog` would, `gavel_lp`):
+X[j, t] is the fraction of time job j should run on GPU type t. With throughput T[j, t]
+(the job's speed on t, `gpu_speeds`, times the locality slowdown of its best placement
+on an idle t, since Gavel's profiled throughputs include communication; 0 on a type it
+may not use or cannot be placed on), scale s_j (its GPUs) and its throughput under an
+equal split of every type, prop_j = sum_t T[j, t] N_t / sum N, Gavel maximizes min_j
+sum_t T[j, t] s_j X[j, t] / prop_j subject to sum_t X[j, t] <= 1 and sum_j s_j X[j, t]
+<= N_t (GPUs of type t).
 Max-min optima are rarely unique; a second LP keeps the optimal minimum and maximizes the
 total normalized throughput, so the allocation is deterministic and wastes nothing.
 Identical jobs (same throughputs and GPUs) are one LP class with one allocation, which
@@ -46,12 +47,13 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Generator, Iterator
+from operator import attrgetter
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
-from scipy.optimize import linprog
 from scipy.sparse import csr_matrix
 
+from policies import gavel_lp
 from policies.base import Policy
 from policies.priority import STOP_PARAM, cpu_only_pending, start_cpu_only
 from sim.cluster import ClusterState
@@ -75,6 +77,8 @@ if TYPE_CHECKING:
     from sim.context import SchedContext
 
 EPS = 1e-9
+_IDX = attrgetter("idx")
+_HELD_SINCE = attrgetter("held_since")
 
 
 def max_min_allocation(tput: np.ndarray, scale: np.ndarray, capacity: np.ndarray
@@ -119,22 +123,23 @@ def _max_min_classes(tput: np.ndarray, scale: np.ndarray, mult: np.ndarray,
     prop[prop <= 0] = 1.0
     coef = tput * scale[:, None] / prop[:, None]  # normalized throughput per unit of X
     live = usable.any(axis=1).astype(float)
-    a = lp_matrix(coef, scale * mult, live)
+    a = lp_matrix(coef, scale * mult, live).tocsc()  # HiGHS takes columns
     b = np.concatenate([np.zeros(n), np.ones(n), capacity.astype(float)])
-    bounds = [(0.0, 1.0 if u else 0.0) for u in usable.ravel()] + [(0.0, None)]
+    lb = np.zeros(n * k + 1)
+    ub = np.append(usable.ravel().astype(float), np.inf)
     c1 = np.zeros(n * k + 1)
     c1[-1] = -1.0
-    first = linprog(c1, A_ub=a, b_ub=b, bounds=bounds, method="highs")
-    if first.status != 0:
+    status, x1 = gavel_lp.solve(c1, a, b, lb, ub)
+    if status != 0 or x1 is None:
         return np.outer(np.ones(n), share) * usable
-    z = float(first.x[-1])
+    z = float(x1[-1])
     # keep everyone at >= z (a hair less, for the solver's tolerance), maximize the total
     b2 = b.copy()
     b2[:n] = 0.0
-    bounds2 = bounds[:-1] + [(max(0.0, z * (1 - 1e-7) - 1e-9), None)]
+    lb[-1] = max(0.0, z * (1 - 1e-7) - 1e-9)
     c2 = np.concatenate([-(coef * mult[:, None]).ravel(), [0.0]])
-    second = linprog(c2, A_ub=a, b_ub=b2, bounds=bounds2, method="highs")
-    x = second.x if second.status == 0 else first.x
+    status, x2 = gavel_lp.solve(c2, a, b2, lb, ub)
+    x = x2 if status == 0 and x2 is not None else x1
     # rounded so that solver noise does not decide ties between equal jobs
     return np.round(np.clip(x[:-1].reshape(n, k), 0.0, 1.0), 6)
 
@@ -246,10 +251,13 @@ class GavelPolicy(Policy):
         self._recv_rows: list[np.ndarray] = []  # job indices with a nonzero recv row
         # (job, type) -> (its spec, that spec restricted to the type)
         self._typed: dict[tuple[int, int], tuple[JobSpec, JobSpec]] = {}
+        self._has_typed = np.zeros(n, dtype=bool)  # jobs with an entry in `_typed`
         self._fits: dict[tuple, float] = {}
         self._idle: ClusterState | None = None
         self._placer: Placer | None = None
         self.counts = {"rounds": 0, "allocations": 0}
+        # whether any job asks for no GPU (else the per-pass scan for them is skipped)
+        self._cpu_only = not bool(self.jobs.gpu.all())
 
     def metrics(self) -> dict[str, float]:
         """Counters of this run: rounds and allocation (LP) recomputations."""
@@ -323,9 +331,13 @@ class GavelPolicy(Policy):
         self.in_alloc[self.alloc_ids] = False
         self.alloc[ids] = x
         self.in_alloc[ids] = True
+        if self._typed:  # forget the typed specs of jobs not in the allocation
+            gone = np.flatnonzero(self._has_typed & ~self.in_alloc)
+            self._has_typed[gone] = False
+            for i in gone.tolist():
+                for ti in range(len(self.types)):
+                    self._typed.pop((i, ti), None)
         self.alloc_ids = ids
-        if self._typed:
-            self._typed = {key: v for key, v in self._typed.items() if self.in_alloc[key[0]]}
         self.alloc_time = ctx.now
         self.counts["allocations"] += 1
         for rows in self._recv_rows:
@@ -342,16 +354,21 @@ class GavelPolicy(Policy):
         the same floats as a loop over the jobs.
         """
         since = max(self.last_round, self.alloc_time)
-        dt = ctx.now - np.where(since > hs, since, hs)
+        dt = ctx.now - np.maximum(hs, since)  # hs is never NaN: as where(since > hs, ...)
         got = dt > 0
-        if not got.any():
+        if not got.all():
+            if not got.any():
+                return
+            held_ids, held_type, dt = held_ids[got], held_type[got], dt[got]
+        self.recv[held_ids, held_type] += dt
+        self._recv_rows.append(held_ids)
+        if len(self.types) == 1:
+            self.type_time[0] = np.add.accumulate(
+                np.concatenate(([self.type_time[0]], dt)))[-1]
             return
-        ids, ti, dt = held_ids[got], held_type[got], dt[got]
-        self.recv[ids, ti] += dt
-        self._recv_rows.append(ids)
-        for t in np.unique(ti).tolist():
+        for t in np.unique(held_type).tolist():
             self.type_time[t] = np.add.accumulate(
-                np.concatenate(([self.type_time[t]], dt[ti == t])))[-1]
+                np.concatenate(([self.type_time[t]], dt[held_type == t])))[-1]
 
     def priorities(self, got: np.ndarray, alloc: np.ndarray) -> np.ndarray:
         """Gavel's priorities of jobs (rows) on every type (columns).
@@ -386,20 +403,23 @@ class GavelPolicy(Policy):
     def schedule(self, ctx: SchedContext) -> Iterator[Decision]:
         """At a round boundary: allocate if needed, pick this round's jobs, place them."""
         now = ctx.now
-        yield from start_cpu_only(ctx, cpu_only_pending(ctx))
+        if self._cpu_only:
+            yield from start_cpu_only(ctx, cpu_only_pending(ctx))
         if now < self.next_round - EPS:
             return
         gpu = self.jobs.gpu
-        pend = np.fromiter((j.idx for j in ctx.pending()), np.int64)
-        pend = pend[gpu[pend]]
+        pend = np.fromiter((j.idx for j in ctx.pending()), np.int64, ctx.pending_count)
+        if self._cpu_only:
+            pend = pend[gpu[pend]]
         held = [j for j in ctx.running().values() if j.gpus]
         if not len(pend) and not held:
             self.last_round = now
             return
-        rows = np.array([(j.idx, j.gpus[0], j.held_since) for j in held]).reshape(-1, 3)
-        held_ids = rows[:, 0].astype(np.int64)
-        held_type = self.gpu_type_ix[rows[:, 1].astype(np.int64)]
-        self._credit(ctx, rows[:, 2], held_ids, held_type)
+        m = len(held)
+        held_ids = np.fromiter(map(_IDX, held), np.int64, m)
+        held_type = self.gpu_type_ix[np.fromiter((j.gpus[0] for j in held), np.int64, m)]
+        self._credit(ctx, np.fromiter(map(_HELD_SINCE, held), float, m), held_ids,
+                     held_type)
         self.last_round = now
         self.next_round = now + self.p["round"]
         ids = np.concatenate([pend, held_ids[gpu[held_ids]]])
@@ -512,16 +532,19 @@ class GavelPolicy(Policy):
             j = ctx.job_at(i)
             if j.status == RUNNING:
                 continue
+            got = ctx.place(self._typed_spec(j.spec, i, first))
+            if not isinstance(got, Unschedulable):
+                yield Start(j.job_id, got)
+                made += 1
+                continue
+            # the chosen type's free GPUs are too scattered for the job: any other
+            # usable type with GPUs left this round
             d = int(need[i])
-            # the chosen type first; if its free GPUs are too scattered for the job, any
-            # other usable type with GPUs left this round
-            for ti in [first] + [k for k in order if k != first and tput[i, k] > 0
-                                 and d <= left[k]]:
+            for ti in [k for k in order if k != first and tput[i, k] > 0 and d <= left[k]]:
                 got = ctx.place(self._typed_spec(j.spec, i, ti))
                 if not isinstance(got, Unschedulable):
-                    if ti != first:
-                        left[ti] -= d
-                        left[first] += d
+                    left[ti] -= d
+                    left[first] += d
                     yield Start(j.job_id, got)
                     made += 1
                     break
@@ -535,6 +558,7 @@ class GavelPolicy(Policy):
         got = self._typed.get((idx, ti))
         if got is None or got[0] is not spec:
             got = self._typed[(idx, ti)] = (spec, dataclasses.replace(spec, gpu_type=t))
+            self._has_typed[idx] = True
         return got[1]
 
 

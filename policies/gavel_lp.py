@@ -1,0 +1,89 @@
+"""Gavel's small LPs solved by scipy's HiGHS without `linprog`'s per-call overhead.
+
+The allocation LPs have a few dozen variables (one per class of identical jobs and GPU
+type), so `scipy.optimize.linprog(method="highs")` spends ~90% of its time in Python:
+input cleaning, sparse re-stacking, and option checks that build a HiGHS options manager
+per option, and a new HiGHS instance per call. `solve` hands the same model (the same
+CSC arrays, bounds and options) to the same bundled HiGHS solver directly, so it returns
+the same solution (bit for bit: tests compare it with `linprog`), and falls back to
+`linprog` where scipy's private HiGHS bindings are not there. One HiGHS instance per
+thread is reused, cleared before each solve (tests check a sequence of solves against
+linprog).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+from scipy.optimize import linprog
+from scipy.sparse import csc_matrix
+
+try:  # scipy's bundled HiGHS (private modules: the same ones `linprog` calls)
+    import scipy.optimize._highspy._core as _h
+    from scipy.optimize._linprog_util import _check_result
+except ImportError:  # pragma: no cover - another scipy layout: linprog itself
+    _h = None
+
+_OPTIONS: Any = None
+_LOCAL = threading.local()  # one HiGHS instance per thread, cleared before each solve
+
+
+def _options() -> Any:
+    """The options `linprog(method="highs")` passes by default (made once)."""
+    global _OPTIONS
+    if _OPTIONS is None:
+        o = _h.HighsOptions()
+        o.presolve = "on"
+        o.highs_debug_level = _h.HighsDebugLevel.kHighsDebugLevelNone
+        o.log_to_console = False
+        o.output_flag = False
+        o.simplex_strategy = _h.simplex_constants.SimplexStrategy.kSimplexStrategyDual
+        _OPTIONS = o
+    return _OPTIONS
+
+
+def solve(c: np.ndarray, a: csc_matrix, b: np.ndarray, lb: np.ndarray, ub: np.ndarray
+          ) -> tuple[int, np.ndarray | None]:
+    """Minimize c x subject to a x <= b, lb <= x <= ub: (linprog's status, x).
+
+    Status 0 is an optimum that passed `linprog`'s own check of bounds and constraints
+    (x is its solution); any other status is a failure (x may be None). `a` is in CSC
+    form, as HiGHS takes it (the caller converts once for both of Gavel's LPs).
+    """
+    if _h is None:  # pragma: no cover
+        res = linprog(c, A_ub=a, b_ub=b, bounds=np.column_stack([lb, ub]), method="highs")
+        return int(res.status), res.x
+    lp = _h.HighsLp()
+    m, n = a.shape
+    lp.num_col_ = n
+    lp.num_row_ = m
+    lp.a_matrix_.num_col_ = n
+    lp.a_matrix_.num_row_ = m
+    lp.a_matrix_.format_ = _h.MatrixFormat.kColwise
+    lp.col_cost_ = np.asarray(c, dtype=float)
+    lp.col_lower_ = np.asarray(lb, dtype=float)
+    lp.col_upper_ = np.asarray(ub, dtype=float)
+    lp.row_lower_ = np.full(m, -np.inf)
+    lp.row_upper_ = np.asarray(b, dtype=float)
+    lp.a_matrix_.start_ = a.indptr
+    lp.a_matrix_.index_ = a.indices
+    lp.a_matrix_.value_ = a.data
+    highs = getattr(_LOCAL, "highs", None)
+    if highs is None:
+        highs = _LOCAL.highs = _h._Highs()
+    highs.clearSolver()  # no basis or solution of the previous LP: solved from scratch
+    if highs.passOptions(_options()) == _h.HighsStatus.kError \
+            or highs.passModel(lp) == _h.HighsStatus.kError \
+            or highs.run() == _h.HighsStatus.kError:
+        return 4, None
+    if highs.getModelStatus() != _h.HighsModelStatus.kOptimal:
+        return 2, None  # linprog: infeasible, unbounded or another failure (all != 0)
+    sol = highs.getSolution()
+    x = np.array(sol.col_value)
+    slack = b - np.asarray(sol.row_value)
+    fun = highs.getInfo().objective_function_value
+    status, _ = _check_result(x, fun, 0, slack, np.zeros(0), np.column_stack([lb, ub]),
+                              1e-9, "", None)
+    return int(status), x
