@@ -1,11 +1,12 @@
 """Profile one run with cProfile: phases (trace, engine, result build) and top functions.
 
     python benchmarks/profile_run.py [--policy fifo] [--trace philly-like:100000]
-        [--topology philly] [--param load=0.8] [--top 30] [--sort cumulative|tottime]
+        [--topology philly|uniform:56] [--param load=0.8] [--top 30] [--sort cumulative|tottime]
         [--pstats OUT.prof] [--no-profile]
 
 `--trace philly` is the full Philly table of the shared folder (82,247 jobs). The phases
-are CPU seconds (`time.process_time`); `--no-profile` gives them without the profiler's
+are CPU seconds (`time.process_time`, also the profiler's clock: on a shared machine wall
+time would count other processes); `--no-profile` gives them without the profiler's
 overhead. Memory: the resident set after each phase and the peak so far (MB), which
 tells the phase that set the run's peak. The top functions are printed by cumulative
 and by own time, so both the callers and the hot leaves show.
@@ -59,6 +60,17 @@ def memory() -> tuple[float, float]:
     return now, peak
 
 
+def topology(spec: str) -> Any:
+    """A preset or topology file, or `uniform:N` (N 8-GPU nodes, as bench_scale builds it)."""
+    if spec.startswith("uniform:"):
+        from bench_scale import _uniform
+
+        return _uniform(spec)
+    from topologies import load_topology
+
+    return load_topology(spec)
+
+
 def parse_params(items: list[str]) -> dict[str, Any]:
     """KEY=VALUE pairs (values stay strings; the engine parses them)."""
     out: dict[str, Any] = {}
@@ -83,16 +95,15 @@ def main() -> None:
     from sim import engine
     from sim.engine import Run, Simulation
     from sim.results import build_result
-    from topologies import load_topology
-
     # the phases of `schedlab run` and Simulation.run, measured apart, as they run them
     # (inside the engine's quiet garbage collector, where it has one)
     collector = getattr(engine, "quiet_collector", contextlib.nullcontext)
     params = parse_params(args.param)
-    prof = None if args.no_profile else cProfile.Profile()
+    # CPU time, not wall time: the machine is shared, so wall time counts other processes
+    prof = None if args.no_profile else cProfile.Profile(time.process_time)
     with collector():
         c0 = time.process_time()
-        topo = load_topology(args.topology)
+        topo = topology(args.topology)
         trace = load(args.trace, topo, params)
         c1 = time.process_time()
     mem = {"trace": memory()}

@@ -279,7 +279,11 @@ class _Walk:
         """Victims and a placement for a job that does not fit now, if preemption helps."""
         if self.pool is None or not got.resolvable:
             return None
-        return find_victims(self.ctx, job, key, self.victims())
+        pool = self.victims()
+        low = pool.lowest()
+        if low is None or low <= key:  # no running job of lower priority (`pool.below`)
+            return None
+        return find_victims(self.ctx, job, key, pool)
 
     def give_up(self, ck: tuple[Any, ...], key: Key) -> bool:
         """Note a failed class; True when nothing later in the walk can start."""
@@ -293,6 +297,8 @@ class _Walk:
         low = self.victims().lowest()
         return low is None or low <= key
 
+
+_UNUSED: SortedList = SortedList()  # the queue argument of a walk that merges class heads
 
 STOP_PARAM = Param(
     "suspend", as_choice("preempt", "suspend"),
@@ -329,22 +335,30 @@ class PriorityPolicy(Policy):
     The index is fed by `notify`: a subclass that overrides `notify` must call
     `super().notify(ctx, job, kind)`. Jobs that ask for no GPU start as soon as the
     placer finds them a node.
+
+    A walk that started nothing is not repeated until the cluster, the queue or the
+    running keys change (a pass woken by a timer that changed nothing): the walk is a
+    function of those alone when the running keys are fixed (or nobody is preempted).
+    A subclass whose walk reads anything else sets `skip_unchanged = False`.
     """
     supports_roles = True
 
     preemptive: ClassVar[bool] = False
     fixed_running_keys: ClassVar[bool] = False  # keys change only via `rekey_running`
+    skip_unchanged: ClassVar[bool] = True  # see the class docstring
 
     def attach(self, ctx: SchedContext) -> None:
         """Fresh per-run index: the feed, the ordered queue, the last seen statuses."""
         self.feed = JobFeed()
-        self.queue: SortedList = SortedList()
-        self.qkey: dict[int, Key] = {}
+        self._queue: SortedList | None = None  # the whole queue, built on first need
+        self.qkey: dict[int, tuple[Key, tuple[Any, ...]]] = {}  # key and request class
         self.known: dict[int, str] = {}
         self.cpu_only: deque[JobState] = deque()
         self.class_count: dict[tuple, int] = {}  # request classes of the queued jobs
         self.heads = ClassHeads()  # the queue by request class
         self.running_pool = VictimPool([])  # kept current when fixed_running_keys
+        self._ver = 0  # grows with every change of the queue or of the running keys
+        self._idle: tuple[int, int] | None = None  # (cluster, own) versions of an idle walk
 
     # --- what subclasses define ---
 
@@ -371,19 +385,41 @@ class PriorityPolicy(Policy):
 
     # --- index maintenance ---
 
+    @property
+    def queue(self) -> SortedList:
+        """The pending GPU jobs as (key, idx), smallest key first.
+
+        Built from the class heads on first need (a walk over more than
+        `CLASS_WALK_MAX` classes) and kept from then on: while the walk merges the
+        class heads, nothing reads it, so it costs nothing to keep.
+        """
+        if self._queue is None:
+            self._queue = SortedList(e for lst in self.heads.lists.values() for e in lst)
+        return self._queue
+
+    def queued(self) -> list[tuple[Key, int]]:
+        """The entries of `queue`, in its order, without building it."""
+        if self._queue is not None:
+            return list(self._queue)
+        return sorted(e for lst in self.heads.lists.values() for e in lst)
+
     def _enqueue(self, ctx: SchedContext, job: JobState) -> None:
+        self._ver += 1
         key = self.pending_key(ctx, job)
-        self.qkey[job.idx] = key
-        self.queue.add((key, job.idx))
         ck = request_class(job.spec)
+        self.qkey[job.idx] = (key, ck)
+        if self._queue is not None:
+            self._queue.add((key, job.idx))
         self.class_count[ck] = self.class_count.get(ck, 0) + 1
         self.heads.add(ck, (key, job.idx))
 
     def _dequeue(self, job: JobState) -> None:
-        key = self.qkey.pop(job.idx, None)
-        if key is not None:
-            self.queue.remove((key, job.idx))
-            ck = request_class(job.spec)
+        got = self.qkey.pop(job.idx, None)
+        if got is not None:
+            self._ver += 1
+            key, ck = got
+            if self._queue is not None:
+                self._queue.remove((key, job.idx))
             self.heads.remove(ck, (key, job.idx))
             left = self.class_count[ck] - 1
             if left:
@@ -400,6 +436,7 @@ class PriorityPolicy(Policy):
     def rekey_running(self, ctx: SchedContext, job: JobState) -> None:
         """Recompute a running job's key (with fixed_running_keys, after a change)."""
         if self.fixed_running_keys and job.idx in self.running_pool.keys:
+            self._ver += 1
             self.running_pool.add(job.idx, self.running_key(ctx, job))
 
     def _observe(self, ctx: SchedContext, job: JobState) -> None:
@@ -407,6 +444,7 @@ class PriorityPolicy(Policy):
         new = job.status
         if new == old:
             return
+        self._ver += 1
         if old == PENDING:
             self._dequeue(job)
         elif old == RUNNING:
@@ -449,13 +487,35 @@ class PriorityPolicy(Policy):
             yield Start(job.job_id, got)
             self._observe(ctx, job)
         self.cpu_only.extend(waiting)
-        yield from priority_walk(
-            ctx, self.queue, self._pool(ctx),
+        if not self.class_count or (
+                self._idle is not None and self._idle == (ctx.cluster.version, self._ver)):
+            # no GPU job waits, or nothing changed since a walk that started nothing
+            self.after_walk(ctx)
+            return
+        # the whole queue only when the walk goes down it (too many classes to merge)
+        queue = self.queue if len(self.heads.lists) > CLASS_WALK_MAX else _UNUSED
+        self._idle = None  # (stays so if the caller closes the walk early)
+        decided = False
+        for d in priority_walk(
+            ctx, queue, self._pool(ctx),
             on_start=lambda j: self._observe(ctx, j),
             on_stop=lambda j: self._observe(ctx, j),
             stop=self.p.get("stop", "suspend"), reason=self.name, classes=self.class_count,
             heads=self.heads,
-        )
+        ):
+            decided = True
+            yield d
+        if not decided and self._unchanged_ok(ctx):
+            self._idle = (ctx.cluster.version, self._ver)
         self.after_walk(ctx)
+
+    def _unchanged_ok(self, ctx: SchedContext) -> bool:
+        """Whether an idle walk is a function of the cluster, the queue and fixed keys.
+
+        Not under a context narrowed to part of the run (hived's virtual clusters place
+        by state of their own), nor with running keys that change with time.
+        """
+        return (self.skip_unchanged and (not self.preemptive or self.fixed_running_keys)
+                and getattr(ctx, "owns", None) is None)
 
 

@@ -81,6 +81,7 @@ class SrtfPolicy(PriorityPolicy):
         specs = [ctx.job_at(i).spec for i in range(have, ctx.num_jobs)]
         self._dur = np.concatenate([self._dur, [s.duration for s in specs]])
         self._submit += [s.submit_time for s in specs]
+        self._submit_arr = np.asarray(self._submit, dtype=float)
         if self._weight is not None:
             self._weight = np.concatenate(
                 [self._weight, [s.num_gpus * s.gpu_share for s in specs]])
@@ -105,7 +106,9 @@ class SrtfPolicy(PriorityPolicy):
             rem = dur - done
             if self._weight is not None:
                 rem = rem * self._weight[idx]
-            sub = self._submit
-            return VictimPool([((x, 0, sub[i]), i)
-                               for x, i in zip(rem.tolist(), idx.tolist(), strict=True)])
+            sub = self._submit_arr[idx]
+            # in the pool's order already ((rem, 0, submit), idx), so its sort is one pass
+            order = np.lexsort((idx, sub, rem))
+            return VictimPool([((x, 0, t), i) for x, t, i in zip(
+                rem[order].tolist(), sub[order].tolist(), idx[order].tolist(), strict=True)])
         return build

@@ -465,6 +465,6 @@ class TiresiasGittinsPolicy(TiresiasLasPolicy):
                 and len(self.history) >= max(self.built_at + 1, 1.1 * self.built_at):
             self.built_at = len(self.history)
             self.index = GittinsIndex(np.asarray(self.history), self.p["gittins_delta"])
-            for _, idx in list(self.queue):
+            for _, idx in self.queued():
                 self.rekey(ctx, ctx.job_at(idx))
         super().before_walk(ctx)
