@@ -228,7 +228,7 @@ def main() -> None:
             "us_per_event", "ms_per_job", "peak_rss_gb", "wall_s", "note"]
     report = [f"machine: {platform.machine()}, {os.cpu_count()} cores, Python "
               f"{platform.python_version()}; lean={args.lean}"]
-    sizes = [int(x) for x in args.sizes.split(",") if x]
+    sizes = [int(x) for x in args.sizes.split(",") if x and int(x) > 0]  # 0: none
     if sizes:
         rows = []
         for n in sizes:
