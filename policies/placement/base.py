@@ -24,7 +24,7 @@ part of the placement: the engine asks `place_side` for each while the gang runs
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -167,6 +167,18 @@ _NO_NODES: frozenset[int] = frozenset()
 _PLAIN: dict[type, bool] = {}  # per placer class: is its one-task search the base one?
 
 
+def _first_usable(keys: Iterable[tuple[int, ...]], cluster: ClusterView,
+                  avoid: frozenset[int], cpus: float, mem: float, disk: float
+                  ) -> tuple[int, ...] | None:
+    """The first index key whose cell's node is not avoided and has the host asks free."""
+    cells = cluster.topo.cells
+    for key in keys:
+        node = cells[key[-1]].node
+        if node not in avoid and cluster.node_fits_host(node, cpus, mem, disk):
+            return key
+    return None
+
+
 class BasePlacer:
     """Shared search logic; subclasses choose the order and whether to spread."""
 
@@ -293,13 +305,10 @@ class BasePlacer:
                 # one GPU: the tightest GPU-parent cell (GPUs themselves are not indexed)
                 where = cluster.gpu_parent_levels[t] if level == Level.GPU else (level,)
                 for lv in where:
-                    for key in cluster.cells_fitting(t, lv, n):
-                        node = topo.cells[key[-1]].node
-                        if node in avoid or not cluster.node_fits_host(node, cpus, mem, disk):
-                            continue
-                        if best is None or key < best:
-                            best = key
-                        break
+                    key = _first_usable(cluster.cells_fitting(t, lv, n), cluster, avoid,
+                                        cpus, mem, disk)
+                    if key is not None and (best is None or key < best):
+                        best = key
             if best is not None:
                 return take_gpus(cluster, best[-1], n)
         return None
@@ -348,7 +357,6 @@ class BasePlacer:
         date once and bisected directly.
         """
         index_list = cluster.index_list
-        cells = cluster.topo.cells
         check = host or avoid
         start = (n,)
         for step in self._search_plan(cluster, types, n):
@@ -357,20 +365,14 @@ class BasePlacer:
                 lst = index_list(t, lv)
                 if not lst:
                     continue
+                i = bisect_left(lst, start)
                 if not check:  # the first key that fits is the list's tightest cell
-                    i = bisect_left(lst, start)
-                    if i < len(lst) and (best is None or lst[i] < best):
-                        best = lst[i]
-                    continue
-                for i in range(bisect_left(lst, start), len(lst)):
-                    key = lst[i]
-                    if check:
-                        node = cells[key[-1]].node
-                        if node in avoid or not cluster.node_fits_host(node, cpus, mem, disk):
-                            continue
-                    if best is None or key < best:
-                        best = key
-                    break
+                    key = lst[i] if i < len(lst) else None
+                else:
+                    key = _first_usable(map(lst.__getitem__, range(i, len(lst))), cluster,
+                                        avoid, cpus, mem, disk)
+                if key is not None and (best is None or key < best):
+                    best = key
             if best is not None:
                 return take_gpus(cluster, best[-1], n)
         return None
