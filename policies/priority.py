@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
 from sortedcontainers import SortedList
@@ -170,17 +170,24 @@ def priority_walk(
                         return
                     continue
                 victims, got = plan
-                why = f"{reason}: for {job.job_id}" if reason else f"for {job.job_id}"
-                for v in victims:
-                    walk.victims().remove(v.idx)
-                    yield (Suspend if stop == "suspend" else Preempt)(v.job_id, why)
-                    on_stop(v)
-                walk.failed.clear()  # the victims may have freed more than the job takes
+                yield from _stop_victims(job, victims, walk, on_stop, stop, reason)
             yield Start(job.job_id, got)
             on_start(job)
             break
         else:
             return
+
+
+def _stop_victims(job: JobState, victims: Sequence[JobState], walk: _Walk,
+                  on_stop: Callable[[JobState], None], stop: str, reason: str
+                  ) -> Iterator[Decision]:
+    """Stop the victims a plan chose for `job`; the pass's failed classes are forgotten."""
+    why = f"{reason}: for {job.job_id}" if reason else f"for {job.job_id}"
+    for v in victims:
+        walk.victims().remove(v.idx)
+        yield (Suspend if stop == "suspend" else Preempt)(v.job_id, why)
+        on_stop(v)
+    walk.failed.clear()  # the victims may have freed more than the job takes
 
 
 def _class_walk(
@@ -241,12 +248,7 @@ def _class_walk(
                 del head[ck]
                 continue
             victims, got = plan
-            why = f"{reason}: for {job.job_id}" if reason else f"for {job.job_id}"
-            for v in victims:
-                walk.victims().remove(v.idx)
-                yield (Suspend if stop == "suspend" else Preempt)(v.job_id, why)
-                on_stop(v)
-            failed.clear()  # the victims may have freed more than the job takes
+            yield from _stop_victims(job, victims, walk, on_stop, stop, reason)
             forget = True
         yield Start(job.job_id, got)
         on_start(job)
