@@ -4,7 +4,8 @@ SimPy has no cancel, so a job's completion, failure and retry entries carry the 
 version when they were scheduled; a change of rate or placement bumps the version and the
 old entries become stale. Stale entries are dropped when they reach the front, and the
 heap is compacted when dead entries outnumber live ones. The shape is SimPy's
-(`schedule`, `peek`, `step`), over a plain heap of tuples for speed.
+(`schedule`, `peek`), over a plain heap of tuples for speed: the engine pops the entries
+due at an instant from `heap` itself (stale ones included; it skips those by version).
 """
 
 from __future__ import annotations
@@ -78,13 +79,6 @@ class Agenda:
             else:
                 return head[0]
         return math.inf
-
-    def step(self, until: float) -> Entry | None:
-        """Pop the next entry due at or before `until` (stale ones included), or None."""
-        heap = self.heap
-        if heap and heap[0][0] <= until:
-            return heapq.heappop(heap)
-        return None
 
     def any_live(self, keep: Callable[[Due], bool]) -> bool:
         """Whether a live entry of a kind `keep` accepts is still due (scans the heap)."""

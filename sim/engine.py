@@ -363,12 +363,6 @@ class Run(RunState):
 
     # --- the loop ---
 
-    def _next_time(self) -> float:
-        t = self.agenda.peek()
-        if self.next_arrival < self.num_trace:
-            t = min(t, self.jobs[self.next_arrival].spec.submit_time)
-        return t
-
     def _only_churn_left(self, before: int) -> bool:
         """Nothing runs or can arrive, every node is up and the pass started nothing."""
         return (not self.running and self.decisions == before
@@ -420,7 +414,7 @@ class Run(RunState):
         queued = queue.held  # the queued jobs (true when any)
         stuck = False
         while self.open_jobs > 0:
-            t = agenda.peek()  # the next instant (`_next_time`)
+            t = agenda.peek()  # the next instant: the next live entry or arrival
             na = self.next_arrival
             if na < n:
                 t = min(t, jobs[na].spec.submit_time)
@@ -441,7 +435,7 @@ class Run(RunState):
                 arrive(jobs[na])
                 na += 1
                 self.next_arrival = na
-            while (heap := agenda.heap) and heap[0][0] <= t:  # `Agenda.step`, inline
+            while (heap := agenda.heap) and heap[0][0] <= t:  # every entry due now
                 on_entry(heappop(heap))
             if self.side_jobs:  # non-gang tasks of jobs with roles (sim.roles)
                 self._end_side()
