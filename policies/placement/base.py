@@ -247,10 +247,10 @@ class BasePlacer:
         for t in types:
             cap += size[t]
             free += by_type[t]
-        if n > cap or not types:
-            return reject_early(job, cluster, types) or Unschedulable("unreachable", False)
-        if n > free:
-            return Unschedulable(f"needs {n} GPUs, {cluster.free_whole} are free now", True)
+        if not types or n > cap or n > free:  # `reject_early` answers: its reasons
+            early = reject_early(job, cluster, types)
+            assert early is not None
+            return early
         got = self._single_node_indexed(cluster, types, n, _NO_NODES, False, 0.0, 0.0, 0.0)
         if got is not None:
             return (got[0],) if n == 1 else tuple(sorted(got))
