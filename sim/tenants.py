@@ -51,7 +51,9 @@ def tenants_frame(jobs: pd.DataFrame) -> pd.DataFrame:
     total = float(base["received"].sum())
     parts = []
     for kind in KINDS:
-        grouped = base.groupby(jobs[kind].astype(str).to_numpy(), sort=True)
+        # by the column itself: a numpy copy of it would hold a Python str a job (at a
+        # million jobs, ~150 MB at the run's peak); same groups, same order
+        grouped = base.groupby(_names(jobs[kind]), sort=True)
         part = pd.DataFrame({
             "kind": kind,
             "jobs": grouped.size(),
@@ -65,6 +67,13 @@ def tenants_frame(jobs: pd.DataFrame) -> pd.DataFrame:
         part["share_received"] = part["gpu_hours_received"] / total if total > 0 else math.nan
         parts.append(part.rename_axis("tenant").reset_index())
     return _typed(pd.concat(parts, ignore_index=True)[list(TENANT_COLUMNS)])
+
+
+def _names(col: pd.Series) -> pd.Series:
+    """A tenant column as text, without a copy when it is text already."""
+    col = col.reset_index(drop=True)
+    return col if pd.api.types.is_string_dtype(col.dtype) and col.dtype != object \
+        else col.astype(str)
 
 
 def _p95(values: pd.Series) -> float:

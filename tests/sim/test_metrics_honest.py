@@ -198,6 +198,20 @@ def test_tenants_of_no_jobs_is_an_empty_table_with_the_columns():
     assert tuple(empty.columns) == TENANT_COLUMNS and len(empty) == 0
 
 
+def test_tenants_are_the_same_from_text_object_and_reindexed_columns(one_gpu):
+    # tenants are grouped by the name column itself (no numpy copy of it): a jobs table
+    # read back with object columns, or with another index, gives the same table
+    r = run(one_gpu, JobSpec("a", 0, 1, 100, user="zed", vc="v2"),
+            JobSpec("b", 10, 1, 50, user="amy", vc="v1"),
+            JobSpec("c", 20, 1, 50, user="zed", vc="v1"))
+    assert r.tenants["tenant"].tolist() == ["amy", "zed", "v1", "v2"]
+    as_objects = r.jobs.astype({"user": object, "vc": object})
+    as_objects.index = as_objects.index + 5
+    pd.testing.assert_frame_equal(tenants_frame(as_objects), r.tenants)
+    numbered = r.jobs.assign(user=[3, 1, 3])  # not text: named by str()
+    assert tenants_frame(numbered)["tenant"].tolist()[:2] == ["1", "3"]
+
+
 def test_result_folder_has_tenants_and_new_columns_and_follows_the_spec(one_gpu, tmp_path,
                                                                        shared_dir):
     r = run(one_gpu, JobSpec("a", 0, 1, 100, user="u1", deadline=50.0),
