@@ -103,7 +103,9 @@ class PendingQueue:
                 self.demand_count[d] = left
             else:
                 del self.demand_count[d]
-        job.queue_time += now - job.queued_since
+        waited = now - job.queued_since
+        if waited:  # adding 0.0 would only make a new float object (x + 0.0 == x here)
+            job.queue_time += waited
 
     def iter_jobs(self) -> Iterator[int]:
         """Indices of the queued jobs in order, while the queue may change meanwhile.
