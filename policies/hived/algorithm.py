@@ -208,6 +208,7 @@ class HivedAlgorithm:
         self.touched_vcs: set[str] = set()  # VCs whose doomed cells were unbound
         self._defer = 0  # >0 inside a compound change: doomed-cell checks wait for its end
         self._pending: set[tuple[str, int]] = set()
+        self._gang_cache: dict[tuple, list[tuple[list[int], str]]] = {}  # see _gangs
         for name, spec in vcs.items():
             for pid, cid in spec.pinned:
                 phys = pc.cells[cid]
@@ -284,28 +285,42 @@ class HivedAlgorithm:
                 self._try_bind_doomed(chain, level)
 
     def _schedule(self, req: Request, commit: bool) -> Plan | str:
-        if req.pinned:
-            chain = self.vcs[req.vc].pinned[req.pinned].chain
-            chains = [chain]
-        elif req.prio >= MIN_GUARANTEED:
-            chains = self.vc_chains(req.vc, req.leaf_type)
-        else:
-            chains = self.type_chains(req.leaf_type)
-        reason = f"VC {req.vc!r} has no cells of leaf type {req.leaf_type or 'any'!r}"
-        gangs = [(req.pods_on(self.chains[ch]), ch) for ch in chains]
-        if len(gangs) > 1:  # fewest pods (best affinity) first, then the chain order
-            gangs = [g for _, g in sorted(enumerate(gangs), key=lambda t: (len(t[1][0]), t[0]))]
-        for pods, chain in gangs:
-            if req.prio >= MIN_GUARANTEED:
+        guaranteed = req.prio >= MIN_GUARANTEED
+        reason = ""
+        for pods, chain in self._gangs(req):
+            if guaranteed:
                 got = self._guaranteed(req, chain, pods, commit)
             else:
                 got = self._opportunistic(req, chain, pods)
-            if isinstance(got, Plan):
+            if type(got) is Plan:
                 if commit:
                     self.commit(got)
                 return got
             reason = f"{got} (chain {chain})"
-        return reason
+        return reason or f"VC {req.vc!r} has no cells of leaf type {req.leaf_type or 'any'!r}"
+
+    def _gangs(self, req: Request) -> list[tuple[list[int], str]]:
+        """The chains a request may use with its pods on each, in search order (cached).
+
+        Fewest pods (best affinity) first, then the chain order. Chains and VC cells never
+        change during a run, so the answer depends on the request's shape alone.
+        """
+        key = (req.vc, req.prio >= MIN_GUARANTEED, req.leaf_type, req.task_gpus, req.tasks,
+               req.pinned, req.members)
+        got = self._gang_cache.get(key)
+        if got is not None:
+            return got
+        if req.pinned:
+            chains = [self.vcs[req.vc].pinned[req.pinned].chain]
+        elif req.prio >= MIN_GUARANTEED:
+            chains = self.vc_chains(req.vc, req.leaf_type)
+        else:
+            chains = self.type_chains(req.leaf_type)
+        gangs = [(req.pods_on(self.chains[ch]), ch) for ch in chains]
+        if len(gangs) > 1:
+            gangs = [g for _, g in sorted(enumerate(gangs), key=lambda t: (len(t[1][0]), t[0]))]
+        self._gang_cache[key] = gangs
+        return gangs
 
     def _opportunistic(self, req: Request, chain: str, pods: list[int]) -> Plan | str:
         got = topology_aware.schedule(self.phys_views[chain], pods, OPP)
@@ -336,16 +351,21 @@ class HivedAlgorithm:
         pods_phys: list[list[PCell]] = []
         vleaves = []
         for pod in vplace:  # each pod's leaves in physical order, virtual ones alongside
+            if len(pod) == 1:
+                pods_phys.append([bindings[id(pod[0])]])
+                vleaves.append(pod[0])
+                continue
             pairs = sorted(((bindings[id(v)], v) for v in pod), key=lambda t: t[0].order)
             pods_phys.append([p for p, _ in pairs])
             vleaves.extend(v for _, v in pairs)
         victims: list[int] = []
         cancels: list[int] = []
-        for leaf in (c for pod in pods_phys for c in pod):
-            if leaf.group >= 0 and leaf.group not in victims:
-                victims.append(leaf.group)
-            if leaf.reserver >= 0 and leaf.reserver not in cancels:
-                cancels.append(leaf.reserver)
+        for pod_leaves in pods_phys:
+            for leaf in pod_leaves:
+                if leaf.group >= 0 and leaf.group not in victims:
+                    victims.append(leaf.group)
+                if leaf.reserver >= 0 and leaf.reserver not in cancels:
+                    cancels.append(leaf.reserver)
         return Plan(req, chain, pods_phys, vleaves, victims, [g.idx for g, _ in lazy],
                     cancels)
 

@@ -116,8 +116,15 @@ def add_used(cell: Cell | None, prio: int, delta: int) -> None:
             used[prio] = n
         else:
             del used[prio]
-        if cell.view is not None:
-            cell.view.changed(cell, prio, delta)
+        view = cell.view
+        if view is not None:  # NodeIndex.changed, inline (a hot path)
+            prios = view.prios
+            k = prios.get(prio, 0) + delta
+            if k:
+                prios[prio] = k
+            else:
+                del prios[prio]
+            view.stale.add(cell.vpos)
         cell = cell.parent
 
 

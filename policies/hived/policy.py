@@ -115,11 +115,10 @@ class _Queue:
     classes: dict[tuple, SortedList] = field(default_factory=dict)  # -> (submit, idx)
     running: dict[int, JobState] = field(default_factory=dict)
     ctx: SchedContext | None = None  # a _QueueContext standing in for one (set in attach)
+    listens: bool = False  # the ordering keeps indexes from job events (overrides `notify`)
 
-    @property
-    def listens(self) -> bool:
-        """Whether the ordering keeps indexes from job events (overrides `notify`)."""
-        return not getattr(type(self.policy).notify, "__schedlab_noop__", False)
+    def __post_init__(self) -> None:
+        self.listens = not getattr(type(self.policy).notify, "__schedlab_noop__", False)
 
 
 def _asks_host(s: JobSpec) -> bool:
@@ -298,12 +297,14 @@ class HivedPolicy(Policy):
             # duck-typed: what the ordering sees is a SchedContext narrowed to the queue
             q.ctx = cast("SchedContext", _QueueContext(self, q, ctx))
             q.policy.attach(q.ctx)
+        self.listening = any(q.listens for q in self._all_queues())  # some ordering hears events
         periods = [q.policy.period for q in self._all_queues() if q.policy.period]
         self.period = min(periods) if periods else None
         self.timed = {q.pos for q in self._all_queues() if q.policy.period}
         self.jobs = JobTracker()  # running / pending job -> its queue
         self.requests: dict[int, Request | str] = {}
-        self.plans: dict[int, tuple[int, Plan]] = {}  # last dry-run plan per job
+        # last dry-run plan per job: (HiveD's version, plan, cluster version, its start)
+        self.plans: dict[int, tuple[int, Plan, int, tuple[int, ...]]] = {}
         self.up = list(ctx.cluster.node_up)
         self.lazy_preemptions = 0
         self.preempting: dict[int, tuple[float, type]] = {}  # job -> (victims' deadline, kind)
@@ -326,13 +327,16 @@ class HivedPolicy(Policy):
         while self.wakes and self.wakes[0][0] <= ctx.now:  # orderings' own timers
             self.dirty.add(self.wakes.pop(0)[1])
         done = -1
+        dirty = self.dirty
+        timed = self.timed
         while True:
-            self._touch_doomed()
-            todo = [i for i in self.dirty | self.timed if i > done]
+            if self.algo.touched_vcs:
+                self._touch_doomed()
+            todo = [i for i in (dirty | timed if timed else dirty) if i > done]
             if not todo:
                 return
             done = min(todo)
-            self.dirty.discard(done)
+            dirty.discard(done)
             q = self.by_pos[done]
             if q.keys:
                 yield from self._run(ctx, q)
@@ -374,7 +378,9 @@ class HivedPolicy(Policy):
             if job.spec.num_gpus:
                 cached = self.plans.pop(job.idx, None)
                 if cached is not None and cached[0] == self.algo.version:
-                    start = self._start_of(ctx, job, cached[1])
+                    # where it starts, unless the engine's cluster changed since `place`
+                    start = (cached[3] if cached[2] == ctx.cluster.version
+                             else self._start_of(ctx, job, cached[1]))
                     if start is not None:
                         plan = cached[1]  # nothing changed since `place` computed it
                         self.algo.commit(plan)
@@ -543,7 +549,7 @@ class HivedPolicy(Policy):
             return Unschedulable("hived: the nodes of its cells lack the CPUs, memory or "
                                  "disk it asks for now", True)
         if not got.lazy:
-            self.plans[job.idx] = (self.algo.version, got)
+            self.plans[job.idx] = (self.algo.version, got, ctx.cluster.version, start)
         return start
 
     def explain(self, ctx: SchedContext, job: JobState) -> str:
@@ -724,9 +730,10 @@ class HivedPolicy(Policy):
             pending = self.jobs.pending.get(job.idx)
             if pending is not None:
                 self._mark(pending)
-        q = self._queue_of(job)
-        if q is not None:
-            self._forward(q, job, kind)
+        if self.listening:
+            q = self._queue_of(job)
+            if q is not None:
+                self._forward(q, job, kind)
 
     def _forward(self, q: _Queue, job: JobState, kind: str) -> None:
         if q.listens:

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from policies.hived.algorithm import HivedAlgorithm, Request
 from policies.hived.cells import FREE, OPP, FreeList, PCell
 from policies.hived.config import build_physical, resolve_vcs
+from policies.hived.topology_aware import _pick_one_free, _pick_walk
 from topologies.build import uniform_topology
 
 
@@ -174,7 +175,14 @@ def check_state(algo: HivedAlgorithm) -> None:
             assert i in index.by_rank[rank][free]
             for q, k in node.used.items():
                 prios[q] = prios.get(q, 0) + k
+            if free and node.used:  # the one-free-leaf shortcut picks what the walk picks
+                assert _pick_one_free(node) is _pick_walk(node, 1, OPP, set())[0], node.name
         assert prios == index.prios
+        # the buckets: sorted position lists of exactly the nodes keyed there
+        assert index.ranks == sorted(index.by_rank)
+        for rank, by_free in index.by_rank.items():
+            for free, lst in by_free.items():
+                assert lst == sorted(i for i, k in enumerate(index.keys) if k == (rank, free))
 
 
 def _check_allocation(c: PCell) -> None:
