@@ -209,6 +209,8 @@ class HivedAlgorithm:
         self._defer = 0  # >0 inside a compound change: doomed-cell checks wait for its end
         self._pending: set[tuple[str, int]] = set()
         self._gang_cache: dict[tuple, list[tuple[list[int], str]]] = {}  # see _gangs
+        self._no: dict[tuple, str] = {}  # failed dry runs by request shape (see schedule)
+        self._no_at = -1  # the version they were seen at
         for name, spec in vcs.items():
             for pid, cid in spec.pinned:
                 phys = pc.cells[cid]
@@ -260,12 +262,29 @@ class HivedAlgorithm:
     # --- scheduling ---
 
     def schedule(self, req: Request, commit: bool) -> Plan | str:
-        """Place a gang; with `commit` bind its cells and release its victims' cells."""
+        """Place a gang; with `commit` bind its cells and release its victims' cells.
+
+        A dry run that fails is remembered per request shape until the cell state next
+        changes (`version`): a blocked queue head asked again at every arrival is answered
+        from the memo. The answer does not depend on the job, only on its shape.
+        """
+        if not commit:
+            if self._no_at != self.version:
+                self._no.clear()
+                self._no_at = self.version
+            key = (req.vc, req.prio, req.leaf_type, req.task_gpus, req.tasks, req.pinned,
+                   req.members)
+            no = self._no.get(key)
+            if no is not None:
+                return no
         self._defer += 1
         try:
-            return self._schedule(req, commit)
+            got = self._schedule(req, commit)
         finally:
             self._end_defer()
+        if not commit and type(got) is str and self._no_at == self.version:
+            self._no[key] = got  # nothing changed during the dry run (no lazy preemption)
+        return got
 
     def _end_defer(self) -> None:
         """Leave a compound change; at the outermost, settle the doomed bad cells.

@@ -293,7 +293,7 @@ def _pick_one_free(node: N) -> N:
     """
     best = node
     best_key: tuple | None = None
-    for leaf in node.leaves():
+    for leaf in node.leaf_cells():
         if leaf.prio != FREE:
             continue
         up: list[int] = []

@@ -185,6 +185,20 @@ def check_state(algo: HivedAlgorithm) -> None:
                 assert lst == sorted(i for i, k in enumerate(index.keys) if k == (rank, free))
 
 
+def _check_dry_run_memo(algo: HivedAlgorithm, req: Request) -> None:
+    """A remembered failed dry run says what a fresh one says, for this job or another."""
+    first = algo.schedule(req, commit=False)
+    again = algo.schedule(Request(req.idx + 1000, req.vc, req.prio, "", req.task_gpus,
+                                  req.tasks), commit=False)  # the memo, if it failed
+    algo._no.clear()
+    fresh = algo.schedule(req, commit=False)
+    for got in (first, again):
+        if isinstance(fresh, str):
+            assert got == fresh
+        else:
+            assert not isinstance(got, str) and got.gpus == fresh.gpus
+
+
 def _check_allocation(c: PCell) -> None:
     """Each physical cell is free, held by a VC's preassigned cell, or split below."""
     if c.in_free:
@@ -224,6 +238,7 @@ def test_algorithm_state_stays_consistent(ops, lazy):
     for i, o in enumerate(ops):
         if o[0] == "start":
             _, vc, prio, gpus, tasks = o
+            _check_dry_run_memo(algo, Request(i, vc, prio, "", gpus, tasks))
             plan = algo.schedule(Request(i, vc, prio, "", gpus, tasks), commit=True)
             if not isinstance(plan, str):
                 assert all(up[topo.gpu_node[g]] for g in plan.gpus), "placed on a bad node"
