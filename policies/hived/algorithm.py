@@ -900,6 +900,15 @@ class HivedAlgorithm:
     def _map_cells(self, verts: Sequence[_Vertex], candidates: Sequence[PCell],
                    bindings: dict[int, PCell]) -> list[PCell] | None:
         """Map virtual cells onto distinct candidates, recursively (backtracking search)."""
+        if len(verts) == 1:  # the search below for one cell: the first candidate that maps
+            vx = verts[0]
+            for c in _Usable(candidates):
+                if c.level == 1:
+                    bindings[id(vx.cell)] = c
+                    return [c]
+                if self._map_cells(vx.children, c.children, bindings) is not None:
+                    return [c]
+            return None
         cands = _Usable(candidates)
         if not cands.has(len(verts)):
             return None

@@ -286,6 +286,7 @@ class HivedPolicy(Policy):
         self._empty_args = (topo, vcs, source)
         self._empty_algo: HivedAlgorithm | None = None  # built on first need
         self._ever_fits: dict[tuple, str] = {}
+        self._refusals: dict[tuple, str] = {}  # see _make_request
         order = self.p["order"]
         self.queues: dict[str, _Queue] = {
             vc: _Queue(vc, make_policy(order), i) for i, vc in enumerate(vcs)}
@@ -656,8 +657,30 @@ class HivedPolicy(Policy):
         return req
 
     def _make_request(self, idx: int, s: JobSpec) -> Request | str:
-        algo = self.algo
         vc = self._vc_of(s)
+        pinned = ""
+        if s.extra:
+            raw = dict(s.extra).get(PINNED_COLUMN)
+            pinned = "" if is_missing(raw) else str(raw).strip()
+        vkey = (vc, s.priority, pinned, s.gpu_type, bool(s.num_gpus))
+        why = self._refusals.get(vkey)
+        if why is None:  # the checks read only these fields: once per combination
+            why = self._refusals[vkey] = self._refusal(vc, s, pinned)
+        if why:
+            return why
+        members = (tuple(r.gpus for r, _ in gang_tasks(s) if r.gpus > 0)
+                   if has_roles(s) else ())
+        req = Request(idx, vc, s.priority, s.gpu_type, s.task_gpus, s.num_tasks, pinned,
+                      s.lazy_preemption, members)
+        if s.num_gpus:
+            why = self._never_fits(req)
+            if why:
+                return why
+        return req
+
+    def _refusal(self, vc: str, s: JobSpec, pinned: str) -> str:
+        """Why a job of this VC, priority, pinned cell and leaf type is refused ('' if not)."""
+        algo = self.algo
         if vc not in algo.vcs:
             known = list(algo.vcs)
             return (f"hived: unknown VC {s.vc!r}{did_you_mean(s.vc, known)}; known: "
@@ -666,8 +689,6 @@ class HivedPolicy(Policy):
         if p != OPP and not MIN_GUARANTEED <= p <= MAX_GUARANTEED:
             return (f"hived: priority {p} out of range; allowed: -1 (opportunistic) or "
                     f"{MIN_GUARANTEED}..{MAX_GUARANTEED} (guaranteed)")
-        raw = dict(s.extra).get(PINNED_COLUMN)
-        pinned = "" if is_missing(raw) else str(raw).strip()
         st = algo.vcs[vc]
         if pinned:
             if p == OPP:
@@ -687,15 +708,7 @@ class HivedPolicy(Policy):
                 types = sorted({algo.chains[c].leaf_type for c in st.views})
                 return (f"hived: VC {vc!r} has no cells of leaf type "
                         f"{s.gpu_type or 'any'!r}; its types: {', '.join(types) or 'none'}")
-        members = (tuple(r.gpus for r, _ in gang_tasks(s) if r.gpus > 0)
-                   if has_roles(s) else ())
-        req = Request(idx, vc, p, s.gpu_type, s.task_gpus, s.num_tasks, pinned,
-                      s.lazy_preemption, members)
-        if s.num_gpus:
-            why = self._never_fits(req)
-            if why:
-                return why
-        return req
+        return ""
 
     def _never_fits(self, req: Request) -> str:
         """Why a gang cannot be placed even in the empty cluster ('' when it can).

@@ -34,6 +34,7 @@ class JobTracker:
         self.watch: set[int] = set()  # held or retrying jobs, pending later
         self.next_arrival = 0
         self._owns: Callable[[JobState], bool] | None = None
+        self._ctx: Any = None  # the context `_owns` was read from
 
     def notify(self, job: JobState, kind: str) -> None:
         """Remember a job an event touched (checked at the next pass)."""
@@ -52,22 +53,26 @@ class JobTracker:
         rejects: list[Reject] = []
         # a context narrowed to part of the run (an ordering inside hived) owns some jobs
         # only: arrivals and released dependents of other queues are not ours
-        self._owns = getattr(ctx, "owns", None)
+        if ctx is not self._ctx:
+            self._ctx = ctx
+            self._owns = getattr(ctx, "owns", None)
         running = ctx.running()
         if self.left:
-            for idx in sorted(set(self.left)):
+            left = self.left
+            self.left = []
+            for idx in sorted(set(left)):
                 if idx in self.running and idx not in running:
                     self._gone(ctx, idx, gone, enqueue, rejects)
                 else:
                     self._found(ctx.job_at(idx), enqueue, rejects)
-            self.left.clear()
         if len(running) < len(self.running):  # ends the engine did not report
             for idx in sorted(self.running.keys() - running.keys()):
                 self._gone(ctx, idx, gone, enqueue, rejects)
         now = ctx.now
+        job_at = ctx.job_at
         while True:
             try:
-                job = ctx.job_at(self.next_arrival)
+                job = job_at(self.next_arrival)
             except IndexError:
                 break
             if job.spec.submit_time > now:
