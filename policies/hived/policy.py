@@ -307,6 +307,8 @@ class HivedPolicy(Policy):
         # last dry-run plan per job: (HiveD's version, plan, cluster version, its start)
         self.plans: dict[int, tuple[int, Plan, int, tuple[int, ...]]] = {}
         self.up = list(ctx.cluster.node_up)
+        self.all_up = all(self.up)
+        self.sync_hooks = (self._gone, self._enqueue, self._dequeue)  # the tracker's
         self.lazy_preemptions = 0
         self.preempting: dict[int, tuple[float, type]] = {}  # job -> (victims' deadline, kind)
         self.downgraded: set[str] = set()  # ids of jobs ever lazily preempted
@@ -324,7 +326,8 @@ class HivedPolicy(Policy):
     def schedule(self, ctx: SchedContext) -> Iterator[Decision]:
         """Catch up with the engine, then run the ordering of each queue that changed."""
         yield from self._sync(ctx)
-        yield from self._advance(ctx)
+        if self.preempting:
+            yield from self._advance(ctx)
         while self.wakes and self.wakes[0][0] <= ctx.now:  # orderings' own timers
             self.dirty.add(self.wakes.pop(0)[1])
         done = -1
@@ -762,14 +765,22 @@ class HivedPolicy(Policy):
 
     def _sync(self, ctx: SchedContext) -> Iterator[Decision]:
         """Releases, node health, arrivals and requeues since the last pass."""
-        up = ctx.cluster.node_up
-        if up != self.up:  # failed jobs are released first (the tracker sees them below)
+        c = ctx.cluster
+        up = c.node_up
+        # every node up then and now (the cluster's count of failed nodes, where it keeps
+        # one): no list to compare
+        if self.all_up and getattr(c, "nodes_down", 1) == 0:
+            changed = []
+        elif up != self.up:  # failed jobs are released first (the tracker sees them below)
             changed = [n for n, (was, now) in enumerate(zip(self.up, up, strict=True))
                        if was != now]
             self.up = list(up)
+            self.all_up = all(up)
         else:
             changed = []
-        yield from self.jobs.sync(ctx, self._gone, self._enqueue, self._dequeue)
+        rejects = self.jobs.collect(ctx, *self.sync_hooks)
+        if rejects:
+            yield from rejects
         if self.side_held:
             self._sync_side(ctx)
         if changed:

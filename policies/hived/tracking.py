@@ -50,6 +50,12 @@ class JobTracker:
         the job in `pending` (with its tag) or return why it is refused; `drop(job)` must
         take a job that is no longer pending out of `pending` (and the policy's queues).
         """
+        yield from self.collect(ctx, gone, enqueue, drop)
+
+    def collect(self, ctx: SchedContext, gone: Callable[[int, Any], None],
+                enqueue: Callable[[JobState], str], drop: Callable[[JobState], None]
+                ) -> list[Reject]:
+        """`sync` without the generator: does the same and returns the rejections."""
         rejects: list[Reject] = []
         # a context narrowed to part of the run (an ordering inside hived) owns some jobs
         # only: arrivals and released dependents of other queues are not ours
@@ -84,7 +90,7 @@ class JobTracker:
                 self._found(ctx.job_at(idx), enqueue, rejects)
             if len(self.pending) + len(rejects) != ctx.pending_count:
                 self._resync(ctx, enqueue, drop, rejects)
-        yield from rejects
+        return rejects
 
     def requeued(self, job: JobState) -> None:
         """A job we stopped went back to the engine's queue (or waits to retry)."""
