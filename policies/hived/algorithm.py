@@ -1018,11 +1018,16 @@ class _Usable:
     def has(self, n: int) -> bool:
         """True when at least `n` usable candidates exist (materializing as needed)."""
         out = self._out
-        while len(out) < n and not self._done:
-            src = self._src
-            if self._i < len(src):
-                c = src[self._i]
-                self._i += 1
+        if len(out) >= n:
+            return True
+        if self._done:
+            return False
+        src = self._src
+        i = self._i
+        while len(out) < n:
+            if i < len(src):
+                c = src[i]
+                i += 1
                 if c.vcell is None and (c.multi_node or c.healthy):
                     if c.used.get(OPP):
                         self._later.append(c)
@@ -1032,6 +1037,8 @@ class _Usable:
                 self._later.sort(key=lambda c: c.used[OPP])
                 out.extend(self._later)
                 self._done = True
+                break
+        self._i = i
         return len(out) >= n
 
     def __getitem__(self, j: int) -> PCell:

@@ -304,6 +304,7 @@ class HivedPolicy(Policy):
         self.timed = {q.pos for q in self._all_queues() if q.policy.period}
         self.jobs = JobTracker()  # running / pending job -> its queue
         self.requests: dict[int, Request | str] = {}
+        self.listed: dict[int, tuple] = {}  # jobs in a queue's indexes -> their class key
         # last dry-run plan per job: (HiveD's version, plan, cluster version, its start)
         self.plans: dict[int, tuple[int, Plan, int, tuple[int, ...]]] = {}
         self.up = list(ctx.cluster.node_up)
@@ -452,7 +453,8 @@ class HivedPolicy(Policy):
         self._dequeue(job)
         self.jobs.running[job.idx] = q
         q.running[job.idx] = job
-        self._check_healthy(ctx, job, gpus)
+        if not self.all_up:  # else every node is up this pass (checked in `_sync`)
+            self._check_healthy(ctx, job, gpus)
         if any(not r.gang and r.gpus > 0 for r in job.spec.tasks) and has_roles(job.spec):
             self.side_held[job.idx] = {}  # its evaluators are booked once the engine places them
         yield kind(job.job_id, gpus, node=node, tasks=tasks)
@@ -853,7 +855,7 @@ class HivedPolicy(Policy):
         """Put a pending job in its queue's indexes (what the ordering sees)."""
         s = job.spec
         q.keys.add((-s.priority, s.submit_time, job.idx))
-        ck = _class_key(s, self._known_request(job).pinned)
+        ck = self.listed[job.idx] = _class_key(s, self._known_request(job).pinned)
         lst = q.classes.get(ck)
         if lst is None:
             lst = q.classes[ck] = SortedList()
@@ -870,9 +872,11 @@ class HivedPolicy(Policy):
 
     def _unlist(self, job: JobState, q: _Queue) -> None:
         """Take a job out of its queue's indexes (it stays pending for the tracker)."""
+        ck = self.listed.pop(job.idx, None)
+        if ck is None:
+            return  # not listed (a preemptor waiting for its victims)
         s = job.spec
         q.keys.discard((-s.priority, s.submit_time, job.idx))
-        ck = _class_key(s, self._known_request(job).pinned)
         lst = q.classes.get(ck)
         if lst is not None:
             lst.discard((s.submit_time, job.idx))
