@@ -44,13 +44,13 @@ class LearnedPolicy(Policy):
         super().__init__(**params)
         path = self.p["model"]
         self.scorer: Scorer = load_scorer(path) if path else Scorer.default()
-        self.observer = Observer(self.scorer.cfg)
+        self.observer = Observer(self.scorer.cfg, self.scorer.reads())
         self.choices = 0
         self.stops = 0
 
     def attach(self, ctx: SchedContext) -> None:
-        """Fresh observer state for the run."""
-        self.observer = Observer(self.scorer.cfg)
+        """Fresh observer state for the run (it builds only the features the model reads)."""
+        self.observer = Observer(self.scorer.cfg, self.scorer.reads())
         self.observer.attach(ctx)
         self.choices = 0
         self.stops = 0

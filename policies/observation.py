@@ -121,8 +121,15 @@ class Observer:
     `point` / `observe` during a pass.
     """
 
-    def __init__(self, cfg: ObsConfig) -> None:
+    def __init__(self, cfg: ObsConfig, reads: frozenset[str] | None = None) -> None:
         self.cfg = cfg
+        # features a consumer reads (None: all); the others stay 0 in `observe`, which
+        # then skips the global block when it reads only `bias`, and the candidates'
+        # measures when it reads only `present` and `position` (a model giving the
+        # others zero weight scores the same: each adds an exact 0)
+        self.reads = reads
+        self._globals = reads is None or any(f in reads for f in GLOBAL_FEATURES[1:])
+        self._measures = reads is None or any(f in reads for f in JOB_FEATURES[2:])
         self._running: dict[int, tuple[float, float, float]] = {}
         self._sums = [0.0, 0.0, 0.0]  # over running jobs: 1/d, s/d, d + s
         self._places: dict[Any, Placement] = {}
@@ -224,7 +231,30 @@ class Observer:
         return DecisionPoint(tuple(jobs), tuple(places), mask)
 
     def observe(self, ctx: SchedContext, point: DecisionPoint) -> np.ndarray:
-        """The observation vector of a decision point (float32, in [0, 1])."""
+        """The observation vector of a decision point (float32, in [0, 1]).
+
+        Features outside `reads` may be left 0 (see `__init__`).
+        """
+        cfg = self.cfg
+        k = cfg.k
+        g = len(GLOBAL_FEATURES)
+        f = len(JOB_FEATURES)
+        arr = np.zeros(g + k * f, dtype=np.float32)
+        if self._globals:
+            arr[:g] = self._global_block(ctx)
+        else:
+            arr[0] = 1.0  # bias
+        m = len(point.jobs)
+        if m:
+            b = arr[g:g + m * f].reshape(m, f)
+            b[:, 0] = 1.0
+            b[:, 1] = np.arange(m) / k
+            if self._measures:
+                self._measure(ctx, point, b)
+        return arr
+
+    def _global_block(self, ctx: SchedContext) -> list[float]:
+        """The global features, in `GLOBAL_FEATURES` order."""
         cfg = self.cfg
         k = cfg.k
         c = ctx.cluster
@@ -261,27 +291,23 @@ class Observer:
             out.extend((min(1.0, max(0.0, done)), squash(left)))
         else:
             out.extend((0.0, 0.0))
-        g = len(out)
-        f = len(JOB_FEATURES)
-        arr = np.zeros(g + k * f, dtype=np.float32)
-        arr[:g] = out
-        m = len(point.jobs)
-        if m:
-            raw = np.array([(j.spec.num_gpus, now - j.queued_since + j.queue_time,
-                             j.spec.duration, j.spec.duration * j.spec.num_gpus
-                             * j.spec.gpu_share) for j in point.jobs])
-            n = raw[:, 0]
-            b = arr[g:g + m * f].reshape(m, f)
-            b[:, 0] = 1.0
-            b[:, 1] = np.arange(m) / k
-            b[:, 2] = n / (n + 8.0)
-            b[:, 3] = np.minimum(1.0, n / free) if free else 1.0
-            if cfg.durations:
-                b[:, 4:7] = _squash(raw[:, 1:4])  # wait, duration, GPU time
-            else:
-                b[:, 4] = _squash(raw[:, 1])
-            b[:, 7] = n == 0
-        return arr
+        return out
+
+    def _measure(self, ctx: SchedContext, point: DecisionPoint, b: np.ndarray) -> None:
+        """The candidates' features after `position` into their blocks `b` (m x F)."""
+        now = ctx.now
+        free = ctx.cluster.free_whole
+        raw = np.array([(j.spec.num_gpus, now - j.queued_since + j.queue_time,
+                         j.spec.duration, j.spec.duration * j.spec.num_gpus
+                         * j.spec.gpu_share) for j in point.jobs])
+        n = raw[:, 0]
+        b[:, 2] = n / (n + 8.0)
+        b[:, 3] = np.minimum(1.0, n / free) if free else 1.0
+        if self.cfg.durations:
+            b[:, 4:7] = _squash(raw[:, 1:4])  # wait, duration, GPU time
+        else:
+            b[:, 4] = _squash(raw[:, 1])
+        b[:, 7] = n == 0
 
 
 def _squash(x: np.ndarray) -> np.ndarray:

@@ -94,20 +94,37 @@ class Scorer:
 
     # --- scoring ---
 
+    def reads(self) -> frozenset[str]:
+        """The observation features some weight reads (nonzero in the first layer or stop).
+
+        The others add an exact 0 to every score whatever their value, so an observer
+        may leave them 0 (`Observer(cfg, reads)`): the scores are bit for bit the same.
+        """
+        w = self.layers[0][0]
+        used = {name for name, row in zip(INPUTS, w, strict=True) if np.any(row != 0)}
+        used.update(name for name, x in zip(GLOBAL_FEATURES, self.stop_weights, strict=True)
+                    if x != 0)
+        return frozenset(used)
+
     def scores(self, obs: np.ndarray) -> np.ndarray:
         """Scores of the K start choices and of "no more" (K + 1 numbers)."""
         g = len(GLOBAL_FEATURES)
+        f = len(JOB_FEATURES)
         k = self.cfg.k
         x = np.asarray(obs, dtype=np.float64)
         glob = x[:g]
-        jobs = x[g:].reshape(k, len(JOB_FEATURES))
-        h = np.concatenate((jobs, np.broadcast_to(glob, (k, g))), axis=1)
+        h = np.empty((k, f + g))  # each candidate's features, then the global ones
+        h[:, :f] = x[g:].reshape(k, f)
+        h[:, f:] = glob
         last = len(self.layers) - 1
         for i, (w, b) in enumerate(self.layers):
             h = h @ w + b
             if i < last:
                 h = np.tanh(h)
-        return np.append(h[:, 0], glob @ self.stop_weights)
+        out = np.empty(k + 1)
+        out[:k] = h[:, 0]
+        out[k] = glob @ self.stop_weights
+        return out
 
     def act(self, obs: np.ndarray, mask: np.ndarray) -> int:
         """The greedy choice: the best-scoring valid action (ties: lowest index)."""

@@ -208,6 +208,9 @@ class HivedAlgorithm:
         self.touched_vcs: set[str] = set()  # VCs whose doomed cells were unbound
         self._defer = 0  # >0 inside a compound change: doomed-cell checks wait for its end
         self._pending: set[tuple[str, int]] = set()
+        self._gang_cache: dict[tuple, list[tuple[list[int], str]]] = {}  # see _gangs
+        self._no: dict[tuple, str] = {}  # failed dry runs by request shape (see schedule)
+        self._no_at = -1  # the version they were seen at
         for name, spec in vcs.items():
             for pid, cid in spec.pinned:
                 phys = pc.cells[cid]
@@ -259,12 +262,29 @@ class HivedAlgorithm:
     # --- scheduling ---
 
     def schedule(self, req: Request, commit: bool) -> Plan | str:
-        """Place a gang; with `commit` bind its cells and release its victims' cells."""
+        """Place a gang; with `commit` bind its cells and release its victims' cells.
+
+        A dry run that fails is remembered per request shape until the cell state next
+        changes (`version`): a blocked queue head asked again at every arrival is answered
+        from the memo. The answer does not depend on the job, only on its shape.
+        """
+        if not commit:
+            if self._no_at != self.version:
+                self._no.clear()
+                self._no_at = self.version
+            key = (req.vc, req.prio, req.leaf_type, req.task_gpus, req.tasks, req.pinned,
+                   req.members)
+            no = self._no.get(key)
+            if no is not None:
+                return no
         self._defer += 1
         try:
-            return self._schedule(req, commit)
+            got = self._schedule(req, commit)
         finally:
             self._end_defer()
+        if not commit and type(got) is str and self._no_at == self.version:
+            self._no[key] = got  # nothing changed during the dry run (no lazy preemption)
+        return got
 
     def _end_defer(self) -> None:
         """Leave a compound change; at the outermost, settle the doomed bad cells.
@@ -284,28 +304,42 @@ class HivedAlgorithm:
                 self._try_bind_doomed(chain, level)
 
     def _schedule(self, req: Request, commit: bool) -> Plan | str:
-        if req.pinned:
-            chain = self.vcs[req.vc].pinned[req.pinned].chain
-            chains = [chain]
-        elif req.prio >= MIN_GUARANTEED:
-            chains = self.vc_chains(req.vc, req.leaf_type)
-        else:
-            chains = self.type_chains(req.leaf_type)
-        reason = f"VC {req.vc!r} has no cells of leaf type {req.leaf_type or 'any'!r}"
-        gangs = [(req.pods_on(self.chains[ch]), ch) for ch in chains]
-        if len(gangs) > 1:  # fewest pods (best affinity) first, then the chain order
-            gangs = [g for _, g in sorted(enumerate(gangs), key=lambda t: (len(t[1][0]), t[0]))]
-        for pods, chain in gangs:
-            if req.prio >= MIN_GUARANTEED:
+        guaranteed = req.prio >= MIN_GUARANTEED
+        reason = ""
+        for pods, chain in self._gangs(req):
+            if guaranteed:
                 got = self._guaranteed(req, chain, pods, commit)
             else:
                 got = self._opportunistic(req, chain, pods)
-            if isinstance(got, Plan):
+            if type(got) is Plan:
                 if commit:
                     self.commit(got)
                 return got
             reason = f"{got} (chain {chain})"
-        return reason
+        return reason or f"VC {req.vc!r} has no cells of leaf type {req.leaf_type or 'any'!r}"
+
+    def _gangs(self, req: Request) -> list[tuple[list[int], str]]:
+        """The chains a request may use with its pods on each, in search order (cached).
+
+        Fewest pods (best affinity) first, then the chain order. Chains and VC cells never
+        change during a run, so the answer depends on the request's shape alone.
+        """
+        key = (req.vc, req.prio >= MIN_GUARANTEED, req.leaf_type, req.task_gpus, req.tasks,
+               req.pinned, req.members)
+        got = self._gang_cache.get(key)
+        if got is not None:
+            return got
+        if req.pinned:
+            chains = [self.vcs[req.vc].pinned[req.pinned].chain]
+        elif req.prio >= MIN_GUARANTEED:
+            chains = self.vc_chains(req.vc, req.leaf_type)
+        else:
+            chains = self.type_chains(req.leaf_type)
+        gangs = [(req.pods_on(self.chains[ch]), ch) for ch in chains]
+        if len(gangs) > 1:
+            gangs = [g for _, g in sorted(enumerate(gangs), key=lambda t: (len(t[1][0]), t[0]))]
+        self._gang_cache[key] = gangs
+        return gangs
 
     def _opportunistic(self, req: Request, chain: str, pods: list[int]) -> Plan | str:
         got = topology_aware.schedule(self.phys_views[chain], pods, OPP)
@@ -336,16 +370,21 @@ class HivedAlgorithm:
         pods_phys: list[list[PCell]] = []
         vleaves = []
         for pod in vplace:  # each pod's leaves in physical order, virtual ones alongside
+            if len(pod) == 1:
+                pods_phys.append([bindings[id(pod[0])]])
+                vleaves.append(pod[0])
+                continue
             pairs = sorted(((bindings[id(v)], v) for v in pod), key=lambda t: t[0].order)
             pods_phys.append([p for p, _ in pairs])
             vleaves.extend(v for _, v in pairs)
         victims: list[int] = []
         cancels: list[int] = []
-        for leaf in (c for pod in pods_phys for c in pod):
-            if leaf.group >= 0 and leaf.group not in victims:
-                victims.append(leaf.group)
-            if leaf.reserver >= 0 and leaf.reserver not in cancels:
-                cancels.append(leaf.reserver)
+        for pod_leaves in pods_phys:
+            for leaf in pod_leaves:
+                if leaf.group >= 0 and leaf.group not in victims:
+                    victims.append(leaf.group)
+                if leaf.reserver >= 0 and leaf.reserver not in cancels:
+                    cancels.append(leaf.reserver)
         return Plan(req, chain, pods_phys, vleaves, victims, [g.idx for g, _ in lazy],
                     cancels)
 
@@ -861,6 +900,15 @@ class HivedAlgorithm:
     def _map_cells(self, verts: Sequence[_Vertex], candidates: Sequence[PCell],
                    bindings: dict[int, PCell]) -> list[PCell] | None:
         """Map virtual cells onto distinct candidates, recursively (backtracking search)."""
+        if len(verts) == 1:  # the search below for one cell: the first candidate that maps
+            vx = verts[0]
+            for c in _Usable(candidates):
+                if c.level == 1:
+                    bindings[id(vx.cell)] = c
+                    return [c]
+                if self._map_cells(vx.children, c.children, bindings) is not None:
+                    return [c]
+            return None
         cands = _Usable(candidates)
         if not cands.has(len(verts)):
             return None
@@ -970,11 +1018,16 @@ class _Usable:
     def has(self, n: int) -> bool:
         """True when at least `n` usable candidates exist (materializing as needed)."""
         out = self._out
-        while len(out) < n and not self._done:
-            src = self._src
-            if self._i < len(src):
-                c = src[self._i]
-                self._i += 1
+        if len(out) >= n:
+            return True
+        if self._done:
+            return False
+        src = self._src
+        i = self._i
+        while len(out) < n:
+            if i < len(src):
+                c = src[i]
+                i += 1
                 if c.vcell is None and (c.multi_node or c.healthy):
                     if c.used.get(OPP):
                         self._later.append(c)
@@ -984,6 +1037,8 @@ class _Usable:
                 self._later.sort(key=lambda c: c.used[OPP])
                 out.extend(self._later)
                 self._done = True
+                break
+        self._i = i
         return len(out) >= n
 
     def __getitem__(self, j: int) -> PCell:

@@ -27,7 +27,7 @@ class Cell:
     """What physical and virtual cells share: tree links, level and usage counts."""
 
     __slots__ = ("chain", "level", "parent", "children", "total", "used", "order", "prio",
-                 "name", "view", "vpos")
+                 "name", "view", "vpos", "_leaves")
 
     def __init__(self, chain: str, level: int, total: int, order: int, name: str) -> None:
         self.chain = chain
@@ -41,6 +41,7 @@ class Cell:
         self.name = name
         self.view: Any = None  # the NodeIndex of the cluster view this cell is a node of
         self.vpos = -1  # its position in that view
+        self._leaves: tuple[Self, ...] | None = None  # `leaf_cells`, once asked for
 
     def max_prio(self) -> int:
         """The highest priority using a leaf of this cell (FREE when none)."""
@@ -48,17 +49,30 @@ class Cell:
 
     def leaves(self) -> list[Self]:
         """The leaf cells under this cell, left to right."""
+        return list(self.leaf_cells())
+
+    def leaf_cells(self) -> tuple[Self, ...]:
+        """The leaf cells under this cell, left to right, computed once.
+
+        A tree never changes once built, and searches ask for a node's leaves often.
+        """
+        got = self._leaves
+        if got is not None:
+            return got
         if not self.children:
-            return [self]
-        out: list[Self] = []
-        stack = [self]
-        while stack:
-            c = stack.pop()
-            if c.children:
-                stack.extend(reversed(c.children))
-            else:
-                out.append(c)
-        return out
+            got = (self,)
+        else:
+            out: list[Self] = []
+            stack = [self]
+            while stack:
+                c = stack.pop()
+                if c.children:
+                    stack.extend(reversed(c.children))
+                else:
+                    out.append(c)
+            got = tuple(out)
+        self._leaves = got
+        return got
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r}, level={self.level})"
@@ -116,8 +130,15 @@ def add_used(cell: Cell | None, prio: int, delta: int) -> None:
             used[prio] = n
         else:
             del used[prio]
-        if cell.view is not None:
-            cell.view.changed(cell, prio, delta)
+        view = cell.view
+        if view is not None:  # NodeIndex.changed, inline (a hot path)
+            prios = view.prios
+            k = prios.get(prio, 0) + delta
+            if k:
+                prios[prio] = k
+            else:
+                del prios[prio]
+            view.stale.add(cell.vpos)
         cell = cell.parent
 
 

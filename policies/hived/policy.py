@@ -115,11 +115,10 @@ class _Queue:
     classes: dict[tuple, SortedList] = field(default_factory=dict)  # -> (submit, idx)
     running: dict[int, JobState] = field(default_factory=dict)
     ctx: SchedContext | None = None  # a _QueueContext standing in for one (set in attach)
+    listens: bool = False  # the ordering keeps indexes from job events (overrides `notify`)
 
-    @property
-    def listens(self) -> bool:
-        """Whether the ordering keeps indexes from job events (overrides `notify`)."""
-        return not getattr(type(self.policy).notify, "__schedlab_noop__", False)
+    def __post_init__(self) -> None:
+        self.listens = not getattr(type(self.policy).notify, "__schedlab_noop__", False)
 
 
 def _asks_host(s: JobSpec) -> bool:
@@ -287,6 +286,7 @@ class HivedPolicy(Policy):
         self._empty_args = (topo, vcs, source)
         self._empty_algo: HivedAlgorithm | None = None  # built on first need
         self._ever_fits: dict[tuple, str] = {}
+        self._refusals: dict[tuple, str] = {}  # see _make_request
         order = self.p["order"]
         self.queues: dict[str, _Queue] = {
             vc: _Queue(vc, make_policy(order), i) for i, vc in enumerate(vcs)}
@@ -298,13 +298,18 @@ class HivedPolicy(Policy):
             # duck-typed: what the ordering sees is a SchedContext narrowed to the queue
             q.ctx = cast("SchedContext", _QueueContext(self, q, ctx))
             q.policy.attach(q.ctx)
+        self.listening = any(q.listens for q in self._all_queues())  # some ordering hears events
         periods = [q.policy.period for q in self._all_queues() if q.policy.period]
         self.period = min(periods) if periods else None
         self.timed = {q.pos for q in self._all_queues() if q.policy.period}
         self.jobs = JobTracker()  # running / pending job -> its queue
         self.requests: dict[int, Request | str] = {}
-        self.plans: dict[int, tuple[int, Plan]] = {}  # last dry-run plan per job
+        self.listed: dict[int, tuple] = {}  # jobs in a queue's indexes -> their class key
+        # last dry-run plan per job: (HiveD's version, plan, cluster version, its start)
+        self.plans: dict[int, tuple[int, Plan, int, tuple[int, ...]]] = {}
         self.up = list(ctx.cluster.node_up)
+        self.all_up = all(self.up)
+        self.sync_hooks = (self._gone, self._enqueue, self._dequeue)  # the tracker's
         self.lazy_preemptions = 0
         self.preempting: dict[int, tuple[float, type]] = {}  # job -> (victims' deadline, kind)
         self.downgraded: set[str] = set()  # ids of jobs ever lazily preempted
@@ -322,17 +327,21 @@ class HivedPolicy(Policy):
     def schedule(self, ctx: SchedContext) -> Iterator[Decision]:
         """Catch up with the engine, then run the ordering of each queue that changed."""
         yield from self._sync(ctx)
-        yield from self._advance(ctx)
+        if self.preempting:
+            yield from self._advance(ctx)
         while self.wakes and self.wakes[0][0] <= ctx.now:  # orderings' own timers
             self.dirty.add(self.wakes.pop(0)[1])
         done = -1
+        dirty = self.dirty
+        timed = self.timed
         while True:
-            self._touch_doomed()
-            todo = [i for i in self.dirty | self.timed if i > done]
+            if self.algo.touched_vcs:
+                self._touch_doomed()
+            todo = [i for i in (dirty | timed if timed else dirty) if i > done]
             if not todo:
                 return
             done = min(todo)
-            self.dirty.discard(done)
+            dirty.discard(done)
             q = self.by_pos[done]
             if q.keys:
                 yield from self._run(ctx, q)
@@ -374,7 +383,9 @@ class HivedPolicy(Policy):
             if job.spec.num_gpus:
                 cached = self.plans.pop(job.idx, None)
                 if cached is not None and cached[0] == self.algo.version:
-                    start = self._start_of(ctx, job, cached[1])
+                    # where it starts, unless the engine's cluster changed since `place`
+                    start = (cached[3] if cached[2] == ctx.cluster.version
+                             else self._start_of(ctx, job, cached[1]))
                     if start is not None:
                         plan = cached[1]  # nothing changed since `place` computed it
                         self.algo.commit(plan)
@@ -442,7 +453,8 @@ class HivedPolicy(Policy):
         self._dequeue(job)
         self.jobs.running[job.idx] = q
         q.running[job.idx] = job
-        self._check_healthy(ctx, job, gpus)
+        if not self.all_up:  # else every node is up this pass (checked in `_sync`)
+            self._check_healthy(ctx, job, gpus)
         if any(not r.gang and r.gpus > 0 for r in job.spec.tasks) and has_roles(job.spec):
             self.side_held[job.idx] = {}  # its evaluators are booked once the engine places them
         yield kind(job.job_id, gpus, node=node, tasks=tasks)
@@ -543,7 +555,7 @@ class HivedPolicy(Policy):
             return Unschedulable("hived: the nodes of its cells lack the CPUs, memory or "
                                  "disk it asks for now", True)
         if not got.lazy:
-            self.plans[job.idx] = (self.algo.version, got)
+            self.plans[job.idx] = (self.algo.version, got, ctx.cluster.version, start)
         return start
 
     def explain(self, ctx: SchedContext, job: JobState) -> str:
@@ -650,8 +662,30 @@ class HivedPolicy(Policy):
         return req
 
     def _make_request(self, idx: int, s: JobSpec) -> Request | str:
-        algo = self.algo
         vc = self._vc_of(s)
+        pinned = ""
+        if s.extra:
+            raw = dict(s.extra).get(PINNED_COLUMN)
+            pinned = "" if is_missing(raw) else str(raw).strip()
+        vkey = (vc, s.priority, pinned, s.gpu_type, bool(s.num_gpus))
+        why = self._refusals.get(vkey)
+        if why is None:  # the checks read only these fields: once per combination
+            why = self._refusals[vkey] = self._refusal(vc, s, pinned)
+        if why:
+            return why
+        members = (tuple(r.gpus for r, _ in gang_tasks(s) if r.gpus > 0)
+                   if has_roles(s) else ())
+        req = Request(idx, vc, s.priority, s.gpu_type, s.task_gpus, s.num_tasks, pinned,
+                      s.lazy_preemption, members)
+        if s.num_gpus:
+            why = self._never_fits(req)
+            if why:
+                return why
+        return req
+
+    def _refusal(self, vc: str, s: JobSpec, pinned: str) -> str:
+        """Why a job of this VC, priority, pinned cell and leaf type is refused ('' if not)."""
+        algo = self.algo
         if vc not in algo.vcs:
             known = list(algo.vcs)
             return (f"hived: unknown VC {s.vc!r}{did_you_mean(s.vc, known)}; known: "
@@ -660,8 +694,6 @@ class HivedPolicy(Policy):
         if p != OPP and not MIN_GUARANTEED <= p <= MAX_GUARANTEED:
             return (f"hived: priority {p} out of range; allowed: -1 (opportunistic) or "
                     f"{MIN_GUARANTEED}..{MAX_GUARANTEED} (guaranteed)")
-        raw = dict(s.extra).get(PINNED_COLUMN)
-        pinned = "" if is_missing(raw) else str(raw).strip()
         st = algo.vcs[vc]
         if pinned:
             if p == OPP:
@@ -681,15 +713,7 @@ class HivedPolicy(Policy):
                 types = sorted({algo.chains[c].leaf_type for c in st.views})
                 return (f"hived: VC {vc!r} has no cells of leaf type "
                         f"{s.gpu_type or 'any'!r}; its types: {', '.join(types) or 'none'}")
-        members = (tuple(r.gpus for r, _ in gang_tasks(s) if r.gpus > 0)
-                   if has_roles(s) else ())
-        req = Request(idx, vc, p, s.gpu_type, s.task_gpus, s.num_tasks, pinned,
-                      s.lazy_preemption, members)
-        if s.num_gpus:
-            why = self._never_fits(req)
-            if why:
-                return why
-        return req
+        return ""
 
     def _never_fits(self, req: Request) -> str:
         """Why a gang cannot be placed even in the empty cluster ('' when it can).
@@ -724,9 +748,10 @@ class HivedPolicy(Policy):
             pending = self.jobs.pending.get(job.idx)
             if pending is not None:
                 self._mark(pending)
-        q = self._queue_of(job)
-        if q is not None:
-            self._forward(q, job, kind)
+        if self.listening:
+            q = self._queue_of(job)
+            if q is not None:
+                self._forward(q, job, kind)
 
     def _forward(self, q: _Queue, job: JobState, kind: str) -> None:
         if q.listens:
@@ -742,14 +767,22 @@ class HivedPolicy(Policy):
 
     def _sync(self, ctx: SchedContext) -> Iterator[Decision]:
         """Releases, node health, arrivals and requeues since the last pass."""
-        up = ctx.cluster.node_up
-        if up != self.up:  # failed jobs are released first (the tracker sees them below)
+        c = ctx.cluster
+        up = c.node_up
+        # every node up then and now (the cluster's count of failed nodes, where it keeps
+        # one): no list to compare
+        if self.all_up and getattr(c, "nodes_down", 1) == 0:
+            changed = []
+        elif up != self.up:  # failed jobs are released first (the tracker sees them below)
             changed = [n for n, (was, now) in enumerate(zip(self.up, up, strict=True))
                        if was != now]
             self.up = list(up)
+            self.all_up = all(up)
         else:
             changed = []
-        yield from self.jobs.sync(ctx, self._gone, self._enqueue, self._dequeue)
+        rejects = self.jobs.collect(ctx, *self.sync_hooks)
+        if rejects:
+            yield from rejects
         if self.side_held:
             self._sync_side(ctx)
         if changed:
@@ -822,7 +855,7 @@ class HivedPolicy(Policy):
         """Put a pending job in its queue's indexes (what the ordering sees)."""
         s = job.spec
         q.keys.add((-s.priority, s.submit_time, job.idx))
-        ck = _class_key(s, self._known_request(job).pinned)
+        ck = self.listed[job.idx] = _class_key(s, self._known_request(job).pinned)
         lst = q.classes.get(ck)
         if lst is None:
             lst = q.classes[ck] = SortedList()
@@ -839,9 +872,11 @@ class HivedPolicy(Policy):
 
     def _unlist(self, job: JobState, q: _Queue) -> None:
         """Take a job out of its queue's indexes (it stays pending for the tracker)."""
+        ck = self.listed.pop(job.idx, None)
+        if ck is None:
+            return  # not listed (a preemptor waiting for its victims)
         s = job.spec
         q.keys.discard((-s.priority, s.submit_time, job.idx))
-        ck = _class_key(s, self._known_request(job).pinned)
         lst = q.classes.get(ck)
         if lst is not None:
             lst.discard((s.submit_time, job.idx))

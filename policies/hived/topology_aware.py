@@ -22,10 +22,9 @@ affinity level, ours also keeps whole buddies free for later pods.
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_left, insort
 from collections.abc import Iterator, Sequence
 from typing import Generic, TypeVar
-
-from sortedcontainers import SortedList
 
 from policies.hived.cells import FREE, OPP, Cell, PCell, VCell
 
@@ -33,13 +32,18 @@ N = TypeVar("N", PCell, VCell)  # the cells of a view: all physical or all virtu
 
 
 class NodeIndex(Generic[N]):
-    """The nodes of one cluster view, bucketed by (rank, free leaves), in view order."""
+    """The nodes of one cluster view, bucketed by (rank, free leaves), in view order.
+
+    Buckets are plain sorted lists of view positions and `ranks` a plain sorted list
+    (bisect): a view holds at most a few hundred nodes, where a list insert is cheaper
+    than a SortedList's bookkeeping, and iteration order is the same.
+    """
 
     def __init__(self, nodes: Sequence[N], cross: bool) -> None:
         self.nodes: list[N] = list(nodes)
         self.cross = cross  # rank by all usage (inside a VC) or opportunistic usage
-        self.by_rank: dict[tuple, dict[int, SortedList]] = {}
-        self.ranks: SortedList = SortedList()
+        self.by_rank: dict[tuple, dict[int, list[int]]] = {}
+        self.ranks: list[tuple] = []  # sorted
         self.keys: list[tuple[tuple, int]] = []
         self.stale: set[int] = set()  # positions whose bucket may be out of date
         self.prios: dict[int, int] = {}  # leaves used per priority in the whole view
@@ -67,30 +71,33 @@ class NodeIndex(Generic[N]):
         by_free = self.by_rank.get(rank)
         if by_free is None:
             by_free = self.by_rank[rank] = {}
-            self.ranks.add(rank)
+            insort(self.ranks, rank)
         lst = by_free.get(free)
         if lst is None:
-            lst = by_free[free] = SortedList()
-        lst.add(i)
+            by_free[free] = [i]
+        else:
+            insort(lst, i)
 
     def _remove(self, i: int, key: tuple[tuple, int]) -> None:
         rank, free = key
         by_free = self.by_rank[rank]
         lst = by_free[free]
-        lst.remove(i)
-        if not lst:
+        if len(lst) == 1:
             del by_free[free]
             if not by_free:
                 del self.by_rank[rank]
-                self.ranks.remove(rank)
+                del self.ranks[bisect_left(self.ranks, rank)]
+        else:
+            del lst[bisect_left(lst, i)]
 
     def changed(self, node: Cell, prio: int, delta: int) -> None:
         """A leaf under `node` changed usage at `prio` by `delta` (re-bucketed lazily)."""
-        k = self.prios.get(prio, 0) + delta
+        prios = self.prios
+        k = prios.get(prio, 0) + delta
         if k:
-            self.prios[prio] = k
+            prios[prio] = k
         else:
-            del self.prios[prio]
+            del prios[prio]
         self.stale.add(node.vpos)
 
     def _flush(self) -> None:
@@ -110,8 +117,9 @@ class NodeIndex(Generic[N]):
         if self.stale:
             self._flush()
         nodes = self.nodes
+        by_rank = self.by_rank
         for rank in self.ranks:
-            lists = [lst for free, lst in self.by_rank[rank].items() if free >= smallest]
+            lists = [lst for free, lst in by_rank[rank].items() if free >= smallest]
             if len(lists) == 1:
                 for i in lists[0]:
                     yield nodes[i]
@@ -130,6 +138,8 @@ def schedule(index: NodeIndex[N], pods: Sequence[int], prio: int) -> list[list[N
         picked = find_nodes(index.nodes, pods, prio, index.cross)
     if isinstance(picked, str):
         return picked
+    if len(pods) == 1:
+        return [pick_leaves(picked[0], pods[0], used_prio, set())]
     taken: dict[int, set[int]] = {}
     out: list[list[N]] = []
     for n, node in zip(pods, picked, strict=True):
@@ -224,6 +234,13 @@ def pick_leaves(node: N, n: int, prio: int, taken: set[int]) -> list[N]:
         while cell.children and cell.children[0].total >= n:
             cell = cell.children[0]
         return cell.leaves()[:n]
+    if n == 1 and prio == OPP and not taken:
+        return [_pick_one_free(node)]
+    return _pick_walk(node, n, prio, taken)
+
+
+def _pick_walk(node: N, n: int, prio: int, taken: set[int]) -> list[N]:
+    """`pick_leaves` by a walk of the node's cells counting available leaves."""
     avail: dict[int, tuple[int, int]] = {}
     by_level: dict[int, list[N]] = {}
 
@@ -265,6 +282,35 @@ def pick_leaves(node: N, n: int, prio: int, taken: set[int]) -> list[N]:
             best = min(fits, key=lambda c: key(c, n))
             return sorted(_take(best, n, avail, key), key=lambda c: c.order)
     raise AssertionError(f"node {node.name} cannot hold {n} leaves")  # find_nodes checked
+
+
+def _pick_one_free(node: N) -> N:
+    """`pick_leaves(node, 1, OPP, set())` without the walk (one free leaf, tightest first).
+
+    The free leaf whose ancestors (parent first, up to the node) hold the fewest free
+    leaves, then the lowest order. At OPP no leaf is preemptible, so a cell's available
+    leaves are its free ones, which its usage counts give (`total` minus those used).
+    """
+    best = node
+    best_key: tuple | None = None
+    for leaf in node.leaf_cells():
+        if leaf.prio != FREE:
+            continue
+        up: list[int] = []
+        c = leaf
+        while c is not node:
+            p = c.parent
+            assert p is not None  # `node` is an ancestor of its leaves
+            c = p
+            used = c.used
+            up.append(c.total - sum(used.values()) if used else c.total)
+        key = (*up, leaf.order)
+        if best_key is None or key < best_key:
+            best = leaf
+            best_key = key
+    if best_key is None:
+        raise AssertionError(f"node {node.name} has no free leaf")  # find_nodes checked
+    return best
 
 
 def _take(cell: N, n: int, avail: dict[int, tuple[int, int]], key) -> list[N]:

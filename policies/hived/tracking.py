@@ -34,6 +34,7 @@ class JobTracker:
         self.watch: set[int] = set()  # held or retrying jobs, pending later
         self.next_arrival = 0
         self._owns: Callable[[JobState], bool] | None = None
+        self._ctx: Any = None  # the context `_owns` was read from
 
     def notify(self, job: JobState, kind: str) -> None:
         """Remember a job an event touched (checked at the next pass)."""
@@ -49,25 +50,35 @@ class JobTracker:
         the job in `pending` (with its tag) or return why it is refused; `drop(job)` must
         take a job that is no longer pending out of `pending` (and the policy's queues).
         """
+        yield from self.collect(ctx, gone, enqueue, drop)
+
+    def collect(self, ctx: SchedContext, gone: Callable[[int, Any], None],
+                enqueue: Callable[[JobState], str], drop: Callable[[JobState], None]
+                ) -> list[Reject]:
+        """`sync` without the generator: does the same and returns the rejections."""
         rejects: list[Reject] = []
         # a context narrowed to part of the run (an ordering inside hived) owns some jobs
         # only: arrivals and released dependents of other queues are not ours
-        self._owns = getattr(ctx, "owns", None)
+        if ctx is not self._ctx:
+            self._ctx = ctx
+            self._owns = getattr(ctx, "owns", None)
         running = ctx.running()
         if self.left:
-            for idx in sorted(set(self.left)):
+            left = self.left
+            self.left = []
+            for idx in sorted(set(left)):
                 if idx in self.running and idx not in running:
                     self._gone(ctx, idx, gone, enqueue, rejects)
                 else:
                     self._found(ctx.job_at(idx), enqueue, rejects)
-            self.left.clear()
         if len(running) < len(self.running):  # ends the engine did not report
             for idx in sorted(self.running.keys() - running.keys()):
                 self._gone(ctx, idx, gone, enqueue, rejects)
         now = ctx.now
+        job_at = ctx.job_at
         while True:
             try:
-                job = ctx.job_at(self.next_arrival)
+                job = job_at(self.next_arrival)
             except IndexError:
                 break
             if job.spec.submit_time > now:
@@ -79,7 +90,7 @@ class JobTracker:
                 self._found(ctx.job_at(idx), enqueue, rejects)
             if len(self.pending) + len(rejects) != ctx.pending_count:
                 self._resync(ctx, enqueue, drop, rejects)
-        yield from rejects
+        return rejects
 
     def requeued(self, job: JobState) -> None:
         """A job we stopped went back to the engine's queue (or waits to retry)."""

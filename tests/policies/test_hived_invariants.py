@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from policies.hived.algorithm import HivedAlgorithm, Request
 from policies.hived.cells import FREE, OPP, FreeList, PCell
 from policies.hived.config import build_physical, resolve_vcs
+from policies.hived.topology_aware import _pick_one_free, _pick_walk
 from topologies.build import uniform_topology
 
 
@@ -174,7 +175,28 @@ def check_state(algo: HivedAlgorithm) -> None:
             assert i in index.by_rank[rank][free]
             for q, k in node.used.items():
                 prios[q] = prios.get(q, 0) + k
+            if free and node.used:  # the one-free-leaf shortcut picks what the walk picks
+                assert _pick_one_free(node) is _pick_walk(node, 1, OPP, set())[0], node.name
         assert prios == index.prios
+        # the buckets: sorted position lists of exactly the nodes keyed there
+        assert index.ranks == sorted(index.by_rank)
+        for rank, by_free in index.by_rank.items():
+            for free, lst in by_free.items():
+                assert lst == sorted(i for i, k in enumerate(index.keys) if k == (rank, free))
+
+
+def _check_dry_run_memo(algo: HivedAlgorithm, req: Request) -> None:
+    """A remembered failed dry run says what a fresh one says, for this job or another."""
+    first = algo.schedule(req, commit=False)
+    again = algo.schedule(Request(req.idx + 1000, req.vc, req.prio, "", req.task_gpus,
+                                  req.tasks), commit=False)  # the memo, if it failed
+    algo._no.clear()
+    fresh = algo.schedule(req, commit=False)
+    for got in (first, again):
+        if isinstance(fresh, str):
+            assert got == fresh
+        else:
+            assert not isinstance(got, str) and got.gpus == fresh.gpus
 
 
 def _check_allocation(c: PCell) -> None:
@@ -216,6 +238,7 @@ def test_algorithm_state_stays_consistent(ops, lazy):
     for i, o in enumerate(ops):
         if o[0] == "start":
             _, vc, prio, gpus, tasks = o
+            _check_dry_run_memo(algo, Request(i, vc, prio, "", gpus, tasks))
             plan = algo.schedule(Request(i, vc, prio, "", gpus, tasks), commit=True)
             if not isinstance(plan, str):
                 assert all(up[topo.gpu_node[g]] for g in plan.gpus), "placed on a bad node"

@@ -139,3 +139,50 @@ def test_observation_at_the_first_decision_point(dgx2):
     assert g["switch_free"] == 0.75 and g["socket_free"] == 0.75 and g["node_free"] == 0.5
     assert g["running"] == pytest.approx(1 / 5) and g["running_done"] == 0.0
     assert g["running_left"] == pytest.approx(squash(3600.0), abs=1e-6)
+
+
+def _sparse(job: dict[str, float], stop: dict[str, float]) -> Scorer:
+    w = np.zeros(len(INPUTS))
+    for name, x in job.items():
+        w[INPUTS.index(name)] = x
+    s = np.zeros(len(GLOBAL_FEATURES))
+    for name, x in stop.items():
+        s[GLOBAL_FEATURES.index(name)] = x
+    return Scorer.linear(ObsConfig(k=4), w, s)
+
+
+@pytest.mark.parametrize("scorer", [
+    Scorer.default(ObsConfig(k=4)),
+    _sparse({"position": -1.0, "wait": 0.5, "gpus": -0.3}, {"bias": -2.0}),
+    _sparse({"position": -1.0, "pending": 0.4}, {"bias": -1.0, "free_gpus": 0.5}),
+    Scorer.linear(ObsConfig(k=4), np.linspace(-1, 1, len(INPUTS)),
+                  np.linspace(1, -1, len(GLOBAL_FEATURES))),
+], ids=["default", "job-features", "global-features", "dense"])
+def test_features_no_weight_reads_are_left_zero_and_scores_stay_bit_identical(
+        dgx2, tmp_path, monkeypatch, scorer):
+    from policies.observation import Observer
+
+    reads = scorer.reads()
+    names = list(GLOBAL_FEATURES) + [f for _ in range(4) for f in JOB_FEATURES]
+    read = np.array([n in reads for n in names])
+    orig = Observer.observe
+    points = []
+
+    def both(self, ctx, point):
+        part = orig(self, ctx, point)
+        kept = (self._globals, self._measures)
+        self._globals = self._measures = True
+        full = orig(self, ctx, point)
+        self._globals, self._measures = kept
+        assert np.array_equal(part[read], full[read])
+        assert np.all((part == full) | (part == 0))  # the others: exact, or left 0
+        assert np.array_equal(scorer.scores(part), scorer.scores(full))
+        points.append(point)
+        return part
+
+    monkeypatch.setattr(Observer, "observe", both)
+    trace = make_trace(*[(f"j{i}", float(i % 5), (1, 2, 4, 8, 16)[i % 5], 30.0 + 7 * i)
+                         for i in range(24)])
+    path = scorer.save(tmp_path / "m.json")
+    Simulation(trace, dgx2, "learned", params={"model": str(path)}).run()
+    assert len(points) > 10
