@@ -237,32 +237,42 @@ def _spreads(ctx: SchedContext) -> bool:
     return bool(getattr(PLACERS.get(ctx.params.get("placer", "consolidated")), "spread", True))
 
 
-def _nodes_could_hold(ctx: SchedContext, job: JobState, victims: Iterable[JobState]) -> bool:
+def _nodes_could_hold(ctx: SchedContext, job: JobState, pool: VictimPool,
+                      victims: Iterable[JobState]) -> bool:
     """Whether a big job could fit on the fewest nodes if every candidate victim stopped.
 
     For a one-task whole-GPU job larger than a node under a placer that uses at most
     ceil(n / node size) nodes (consolidated): those nodes, with the free GPUs and every
     GPU that only candidates hold, must hold n. A necessary condition, checked before
-    asking the placer what-if (which moves the victims out and back).
+    asking the placer what-if (which moves the victims out and back). A victim holding
+    whole GPUs holds them alone, so its GPUs count by node (its cached spans); only
+    shared GPUs are checked one by one.
     """
     spec = job.spec
     if spec.num_tasks != 1 or job_milli(spec) != MILLI:
         return True
     cluster, topo = ctx.cluster, ctx.topology
-    cands = list(victims)
-    ids = {v.idx for v in cands}
-    freed: dict[int, set[int]] = {}  # node -> GPUs the candidates would free
-    for v in cands:
-        for g in v.gpus:
-            if v.milli == MILLI or all(h in ids for h in cluster.gpu_holders[g]):
-                freed.setdefault(topo.gpu_node[g], set()).add(g)
+    freed: dict[int, int] = {}  # node -> GPUs the candidates would free
+    shared: list[JobState] = []
+    for v in victims:
+        if v.milli == MILLI:
+            for n, held in _spans(ctx, pool, v):
+                freed[n] = freed.get(n, 0) + held
+        else:
+            shared.append(v)
+    if shared:
+        ids = {v.idx for v in shared}
+        gnode, holders = topo.gpu_node, cluster.gpu_holders
+        gone = {g for v in shared for g in v.gpus if all(h in ids for h in holders[g])}
+        for g in gone:
+            freed[gnode[g]] = freed.get(gnode[g], 0) + 1
     for t in ([spec.gpu_type] if spec.gpu_type else sorted(topo.gpu_types)):
         size = cluster.max_node_gpus.get(t, 0)
         if not size:
             continue
         k = -(-spec.num_gpus // size)
-        best = [len(gs) + cluster.cell_free[topo.nodes[n].cell]
-                for n, gs in freed.items() if topo.nodes[n].gpu_type == t]
+        best = [c + cluster.cell_free[topo.nodes[n].cell]
+                for n, c in freed.items() if topo.nodes[n].gpu_type == t]
         buckets = cluster.node_buckets[t]
         more = 0  # the k nodes with most free GPUs and no candidate
         for f in range(len(buckets) - 1, 0, -1):
@@ -329,7 +339,7 @@ def find_victims(ctx: SchedContext, job: JobState, key: Key, pool: VictimPool
             and not _spreads(ctx):
         return None  # no node can be filled, and the placer never spreads such a job
     if spec.num_gpus > max_node and _fewest_nodes(ctx) \
-            and not _nodes_could_hold(ctx, job, lowest()):
+            and not _nodes_could_hold(ctx, job, pool, lowest()):
         return None  # even every lower-priority job stopping leaves too few whole nodes
     counted = _by_count(ctx, job, lowest())
     if not counted:
