@@ -30,7 +30,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
@@ -205,13 +205,20 @@ class EndIndex:
     """Running GPU jobs ordered by expected end (start + estimate), kept from `notify`.
 
     A reservation then reads the ends it needs, earliest first, instead of sorting every
-    running job at each pass.
+    running job at each pass. Beside it, the milli-GPUs released at each distinct end
+    (summed, ends ascending), so conservative backfilling builds its profile from a few
+    list slices (`steps`) instead of a tuple per running job.
     """
 
     def __init__(self) -> None:
         self.feed = JobFeed()
         self.order: SortedList = SortedList()  # (start + estimate, idx)
         self.key: dict[int, tuple[float, int]] = {}
+        self.held: dict[int, int] = {}  # idx -> milli-GPUs held when last synced
+        self.shared: set[int] = set()  # jobs holding part of a GPU when last synced
+        self._at: list[float] = []  # distinct expected ends, ascending
+        self._sum: list[int] = []  # milli-GPUs released at each (sum over its jobs)
+        self._count: list[int] = []  # jobs ending at each
 
     def sync(self, ctx: SchedContext, estimate: Callable[[JobSpec], float]) -> None:
         """Re-key the jobs that started, moved or stopped since the last call."""
@@ -219,16 +226,52 @@ class EndIndex:
             old = self.key.pop(job.idx, None)
             if old is not None:
                 self.order.remove(old)
+                self._release(old[0], -self.held.pop(job.idx), -1)
+                self.shared.discard(job.idx)
             if job.status == RUNNING and job.gpus:
                 k = (job.held_since + estimate(job.spec), job.idx)
                 self.key[job.idx] = k
                 self.order.add(k)
+                m = self.held[job.idx] = len(job.gpus) * job.milli
+                self._release(k[0], m, 1)
+                if job.milli != MILLI:
+                    self.shared.add(job.idx)
+
+    def _release(self, t: float, m: int, n: int) -> None:
+        """Add `n` jobs releasing `m` milli-GPUs at `t` (negative: take them away)."""
+        at = self._at
+        i = bisect_left(at, t)
+        if i < len(at) and at[i] == t:
+            self._count[i] += n
+            if self._count[i]:
+                self._sum[i] += m
+            else:
+                del at[i], self._sum[i], self._count[i]
+        else:
+            at.insert(i, t)
+            self._sum.insert(i, m)
+            self._count.insert(i, n)
 
     def ends(self, ctx: SchedContext) -> Iterator[tuple[float, JobState]]:
         """(expected end, job) of the running jobs, earliest first; overdue ones at now."""
         now = ctx.now
         for t, idx in self.order:
             yield (t if t > now else now), ctx.job_at(idx)
+
+    def steps(self, now: float, free: int) -> tuple[list[float], list[int]] | None:
+        """The free-capacity profile from `now` (see `_Profile`), or None to rebuild it.
+
+        `free` milli-GPUs are free now; each running job adds what it holds at its
+        expected end (overdue ones now). None while some synced job shares a GPU: its
+        share can change with its group and no event of its own tells.
+        """
+        if self.shared:
+            return None
+        at, sums = self._at, self._sum
+        k = bisect_right(at, now)
+        times = [now]
+        times += at[k:]
+        return times, list(itertools.accumulate(sums[k:], initial=free + sum(sums[:k])))
 
 
 class _Backfill(Policy):
@@ -325,10 +368,14 @@ class EasyBackfillPolicy(_Backfill):
 class _Profile:
     """Future free capacity: free[i] milli-GPUs from times[i] until times[i + 1]."""
 
-    def __init__(self, now: float, free: int, releases: list[tuple[float, int]]) -> None:
+    def __init__(self, now: float, free: int, releases: list[tuple[float, int]],
+                 steps: tuple[list[float], list[int]] | None = None) -> None:
+        self.version = 0
+        if steps is not None:  # built already (EndIndex.steps): the same lists
+            self.times, self.free = steps
+            return
         self.times = [now]
         self.free = [free]
-        self.version = 0
         for t, m in sorted(releases):
             if t > self.times[-1]:
                 self.times.append(t)
@@ -372,8 +419,7 @@ class _Profile:
         if k == len(times) or times[k] != end:
             times.insert(k, end)
             free.insert(k, free[k - 1])
-        for j in range(i, k):
-            free[j] -= need
+        free[i:k] = [f - need for f in free[i:k]]
         self.version += 1
 
 
@@ -389,6 +435,11 @@ class ConservativeBackfillPolicy(_Backfill):
             "queued jobs given reservations each pass, in order (cost grows with it)"),
     }
 
+    def attach(self, ctx: SchedContext) -> None:
+        """The indexes of `_Backfill`, and each reserved job's (spec, demand, length)."""
+        super().attach(ctx)
+        self._cost: dict[int, tuple[JobSpec, int, float]] = {}
+
     def schedule(self, ctx: SchedContext) -> Iterator[Decision]:
         """Start the queue heads that fit; then reserve or start the rest in order."""
         it = ctx.pending()
@@ -402,9 +453,13 @@ class ConservativeBackfillPolicy(_Backfill):
         if head is None:
             return
         now = ctx.now
-        prof = _Profile(now, free_milli(ctx), [
-            (t, len(r.gpus) * r.milli) for t, r in self.expected_ends(ctx)])
+        self.running.sync(ctx, self.estimate)
+        free = free_milli(ctx)
+        steps = self.running.steps(now, free)
+        prof = _Profile(now, free, [] if steps is not None else [
+            (t, len(r.gpus) * r.milli) for t, r in self.expected_ends(ctx)], steps)
         cap = self.p["max_reservations"]
+        cost = self._cost
         failed: set[tuple] = {request_class(head.spec)}
         last: JobState | None = None
         for n, job in enumerate(itertools.chain((head,), it)):
@@ -412,8 +467,10 @@ class ConservativeBackfillPolicy(_Backfill):
                 break
             last = job
             spec = job.spec
-            need = demand(spec)
-            length = max(self.estimate(spec), 1e-9)
+            c = cost.get(job.idx)
+            if c is None or c[0] is not spec:
+                c = cost[job.idx] = (spec, demand(spec), max(self.estimate(spec), 1e-9))
+            _, need, length = c
             i = prof.earliest(need, length)
             if i == 0:
                 ck = request_class(spec)

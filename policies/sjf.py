@@ -12,12 +12,13 @@ the size is GPU-seconds (duration x GPUs), as in Tiresias' `shortest-gpu`.
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import attrgetter
 
 import numpy as np
 
 from policies.priority import STOP_PARAM, Key, PriorityPolicy, SchedContext
-from policies.victims import VictimPool
-from sim.jobstate import JobState
+from policies.victims import ArrayPool, Spans, VictimPool
+from sim.jobstate import RUNNING, JobState
 from sim.model import JobSpec
 from sim.params import Param, as_choice
 
@@ -27,6 +28,8 @@ __all__ = ["SjfPolicy", "SrtfPolicy"]
 def _size(spec: JobSpec, work: float, weight: str) -> float:
     return work * spec.num_gpus * spec.gpu_share if weight == "gpus" else work
 
+
+_STATE = attrgetter("idx", "work", "rate", "seg_start")  # what a running key is computed from
 
 WEIGHT_PARAM = Param("none", as_choice("none", "gpus"),
                      "job size: none = run time, gpus = GPU time (run time x GPUs)")
@@ -71,7 +74,13 @@ class SrtfPolicy(PriorityPolicy):
         self._dur = np.zeros(0)
         self._submit: list[float] = []
         self._weight = np.zeros(0) if self.p["weight"] == "gpus" else None
+        self._spans: dict[int, tuple[tuple[int, ...], Spans]] = {}  # see VictimPool
         self._extend(ctx)
+
+    def on_status(self, ctx: SchedContext, job: JobState, old: str | None) -> None:
+        """A job that stopped running leaves the spans cache (it holds running jobs only)."""
+        if old == RUNNING:
+            self._spans.pop(job.idx, None)
 
     def _extend(self, ctx: SchedContext) -> None:
         """Constants of jobs added since the last call (a container job's task runs)."""
@@ -91,14 +100,15 @@ class SrtfPolicy(PriorityPolicy):
 
         The same floats as `running_key` job by job (`JobState.progress_at` in numpy):
         a pass that needs victims costs one sweep over the running jobs, not a method
-        call per job.
+        call per job, and the pool keeps them as columns (`ArrayPool`), so a victim
+        search reads only the entries it visits.
         """
         def build() -> VictimPool:
             run = [j for j in ctx.running().values() if j.spec.num_gpus]
             if not run:
-                return VictimPool([])
+                return VictimPool([], self._spans)
             self._extend(ctx)
-            r = np.array([(j.idx, j.work, j.rate, j.seg_start) for j in run])
+            r = np.array(list(map(_STATE, run)))
             idx = r[:, 0].astype(np.int64)
             work, rate, seg = r[:, 1], r[:, 2], r[:, 3]
             now, dur = ctx.now, self._dur[idx]
@@ -107,8 +117,7 @@ class SrtfPolicy(PriorityPolicy):
             if self._weight is not None:
                 rem = rem * self._weight[idx]
             sub = self._submit_arr[idx]
-            # in the pool's order already ((rem, 0, submit), idx), so its sort is one pass
-            order = np.lexsort((idx, sub, rem))
-            return VictimPool([((x, 0, t), i) for x, t, i in zip(
-                rem[order].tolist(), sub[order].tolist(), idx[order].tolist(), strict=True)])
+            order = np.lexsort((idx, sub, rem))  # the pool's order: ((rem, 0, sub), idx)
+            return ArrayPool(rem[order].tolist(), sub[order].tolist(), idx[order].tolist(),
+                             self._spans)
         return build

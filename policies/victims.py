@@ -11,6 +11,8 @@ enough whole nodes for a large job) are checked before any what-if.
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from sortedcontainers import SortedList
@@ -30,16 +32,36 @@ def free_milli(ctx: SchedContext) -> int:
 
 
 
-class VictimPool:
-    """Running jobs that may be preempted, ordered by priority key (largest = lowest)."""
+Spans = tuple[tuple[int, int], ...]  # (node, GPUs held there) of a running job
 
-    def __init__(self, entries: list[tuple[Key, int]]) -> None:
+
+class VictimPool:
+    """Running jobs that may be preempted, ordered by priority key (largest = lowest).
+
+    `spans` caches each candidate's (node, GPUs held) pairs for the victim searches; a
+    policy that rebuilds its pool each pass may hand in one dict that outlives the pools
+    (an entry is used only while the job holds the same GPUs tuple).
+    """
+
+    def __init__(self, entries: list[tuple[Key, int]],
+                 spans: dict[int, tuple[tuple[int, ...], Spans]] | None = None) -> None:
         self.keys = {idx: key for key, idx in entries}
         self.order = SortedList(entries)
+        self.spans = {} if spans is None else spans
 
     def below(self, key: Key) -> list[tuple[Key, int]]:
         """Entries of strictly lower priority than `key`, highest priority first."""
         return list(self.order.islice(self.order.bisect_right((key, math.inf))))
+
+    def count_below(self, key: Key) -> int:
+        """How many entries `below(key)` has."""
+        return len(self.order) - self.order.bisect_right((key, math.inf))
+
+    def lowest_first(self, key: Key) -> Iterator[int]:
+        """Indexes of the entries of `below(key)`, lowest priority first (lazily)."""
+        start = self.order.bisect_right((key, math.inf))
+        for _, idx in self.order.islice(start, reverse=True):
+            yield idx
 
     def lowest(self) -> Key | None:
         """Key of the lowest-priority running job, or None when the pool is empty."""
@@ -56,6 +78,100 @@ class VictimPool:
         key = self.keys.pop(idx, None)
         if key is not None:
             self.order.remove((key, idx))
+
+
+class ArrayPool(VictimPool):
+    """A `VictimPool` of keys (rem, 0, sub), given as columns already in the pool's order.
+
+    For a policy that recomputes every running key each pass (srtf): no key tuple, dict
+    entry or sorted-list insert per running job; a search reads only the entries it
+    visits, and a removal (a victim stopped in this pass) is a mark. `add` turns it into
+    a plain pool first.
+    """
+
+    def __init__(self, rem: list[float], sub: list[float], idx: list[int],
+                 spans: dict[int, tuple[tuple[int, ...], Spans]] | None = None) -> None:
+        self.spans = {} if spans is None else spans
+        self._rem, self._sub, self._idx = rem, sub, idx
+        self._pos: dict[int, int] | None = None  # idx -> position, built on first removal
+        self._gone: set[int] = set()  # positions removed
+        self._plain = False
+
+    def _start(self, key: Key) -> int:
+        """Position of the first entry of strictly lower priority than `key`."""
+        if len(key) == 3 and key[1] == 1:  # (rem, 1, sub) sorts after every (rem, 0, .)
+            return bisect_right(self._rem, key[0])
+        rem, sub = self._rem, self._sub
+        return bisect_right(range(len(rem)), key, key=lambda i: (rem[i], 0, sub[i]))
+
+    def below(self, key: Key) -> list[tuple[Key, int]]:
+        """Entries of strictly lower priority than `key`, highest priority first."""
+        if self._plain:
+            return super().below(key)
+        rem, sub, idx, gone = self._rem, self._sub, self._idx, self._gone
+        return [((rem[i], 0, sub[i]), idx[i])
+                for i in range(self._start(key), len(rem)) if i not in gone]
+
+    def count_below(self, key: Key) -> int:
+        """How many entries `below(key)` has."""
+        if self._plain:
+            return super().count_below(key)
+        start = self._start(key)
+        return len(self._rem) - start - sum(1 for p in self._gone if p >= start)
+
+    def lowest_first(self, key: Key) -> Iterator[int]:
+        """Indexes of the entries of `below(key)`, lowest priority first (lazily)."""
+        if self._plain:
+            yield from super().lowest_first(key)
+            return
+        idx, gone = self._idx, self._gone
+        for i in range(len(idx) - 1, self._start(key) - 1, -1):
+            if i not in gone:
+                yield idx[i]
+
+    def lowest(self) -> Key | None:
+        """Key of the lowest-priority running job, or None when the pool is empty."""
+        if self._plain:
+            return super().lowest()
+        for i in range(len(self._rem) - 1, -1, -1):
+            if i not in self._gone:
+                return (self._rem[i], 0, self._sub[i])
+        return None
+
+    def add(self, idx: int, key: Key) -> None:
+        """Add (or re-key) a running job (the pool becomes a plain one)."""
+        if not self._plain:
+            rem, sub, gone = self._rem, self._sub, self._gone
+            VictimPool.__init__(self, [((rem[i], 0, sub[i]), j) for i, j in enumerate(self._idx)
+                                       if i not in gone], self.spans)
+            self._plain = True
+        super().add(idx, key)
+
+    def remove(self, idx: int) -> None:
+        """Forget a job (it stopped or was preempted)."""
+        if self._plain:
+            super().remove(idx)
+            return
+        if self._pos is None:
+            self._pos = {j: i for i, j in enumerate(self._idx)}
+        i = self._pos.get(idx)
+        if i is not None:
+            self._gone.add(i)
+
+
+def _spans(ctx: SchedContext, pool: VictimPool, v: JobState) -> Spans:
+    """(node, GPUs `v` holds there) in the order of `v.gpus`, cached in `pool.spans`."""
+    got = pool.spans.get(v.idx)
+    if got is not None and got[0] is v.gpus:
+        return got[1]
+    gnode = ctx.topology.gpu_node
+    held: dict[int, int] = {}
+    for g in v.gpus:
+        n = gnode[g]
+        held[n] = held.get(n, 0) + 1
+    out = tuple(held.items())
+    pool.spans[v.idx] = (v.gpus, out)
+    return out
 
 
 def _what_if(ctx: SchedContext, job: JobState, chosen: list[JobState]
@@ -77,31 +193,36 @@ def _what_if(ctx: SchedContext, job: JobState, chosen: list[JobState]
     return [v for v in chosen if used.intersection(v.gpus)], got
 
 
-def _one_node_victims(ctx: SchedContext, job: JobState, cands: list[JobState]
-                      ) -> list[JobState] | None:
+def _one_node_victims(ctx: SchedContext, job: JobState, pool: VictimPool,
+                      lowest: Iterable[JobState]) -> list[JobState] | None:
     """Lowest-priority victims that, with the free GPUs there, fill one node for `job`.
 
-    For a one-task job that fits a node. Victims are added lowest priority first, each to
-    the nodes it runs on; the first node whose free plus freed capacity covers it wins.
+    For a one-task job that fits a node. Victims (`lowest`: lowest priority first) are
+    added in turn, each to the nodes it runs on; the first node whose free plus freed
+    capacity covers it wins. Reads only the victims it adds.
     """
     spec = job.spec
     topo, cluster = ctx.topology, ctx.cluster
+    nodes, cell_free = topo.nodes, cluster.cell_free
     milli = job_milli(spec)
-    need = spec.num_gpus * MILLI if milli == MILLI else milli
+    whole = milli == MILLI
+    need = spec.num_gpus * MILLI if whole else milli
     have: dict[int, int] = {}
     picked: dict[int, list[JobState]] = {}
-    for v in reversed(cands):
-        for node in dict.fromkeys(topo.gpu_node[g] for g in v.gpus):
-            if node not in have:
-                if milli == MILLI:
-                    have[node] = cluster.cell_free[topo.nodes[node].cell] * MILLI
+    for v in lowest:
+        for node, held in _spans(ctx, pool, v):
+            h = have.get(node)
+            if h is None:
+                if whole:
+                    h = cell_free[nodes[node].cell] * MILLI
                 else:  # a fraction fits a free GPU or the largest partial one
-                    have[node] = MILLI if cluster.cell_free[topo.nodes[node].cell] else 0
-                picked[node] = []
-            held = sum(1 for g in v.gpus if topo.gpu_node[g] == node)
-            have[node] += held * v.milli if milli == MILLI else v.milli
-            picked[node].append(v)
-            if have[node] >= need:
+                    h = MILLI if cell_free[nodes[node].cell] else 0
+                picked[node] = [v]
+            else:
+                picked[node].append(v)
+            h += held * v.milli if whole else v.milli
+            have[node] = h
+            if h >= need:
                 return picked[node]
     return None
 
@@ -116,31 +237,42 @@ def _spreads(ctx: SchedContext) -> bool:
     return bool(getattr(PLACERS.get(ctx.params.get("placer", "consolidated")), "spread", True))
 
 
-def _nodes_could_hold(ctx: SchedContext, job: JobState, cands: list[JobState]) -> bool:
+def _nodes_could_hold(ctx: SchedContext, job: JobState, pool: VictimPool,
+                      victims: Iterable[JobState]) -> bool:
     """Whether a big job could fit on the fewest nodes if every candidate victim stopped.
 
     For a one-task whole-GPU job larger than a node under a placer that uses at most
     ceil(n / node size) nodes (consolidated): those nodes, with the free GPUs and every
     GPU that only candidates hold, must hold n. A necessary condition, checked before
-    asking the placer what-if (which moves the victims out and back).
+    asking the placer what-if (which moves the victims out and back). A victim holding
+    whole GPUs holds them alone, so its GPUs count by node (its cached spans); only
+    shared GPUs are checked one by one.
     """
     spec = job.spec
     if spec.num_tasks != 1 or job_milli(spec) != MILLI:
         return True
     cluster, topo = ctx.cluster, ctx.topology
-    ids = {v.idx for v in cands}
-    freed: dict[int, set[int]] = {}  # node -> GPUs the candidates would free
-    for v in cands:
-        for g in v.gpus:
-            if v.milli == MILLI or all(h in ids for h in cluster.gpu_holders[g]):
-                freed.setdefault(topo.gpu_node[g], set()).add(g)
+    freed: dict[int, int] = {}  # node -> GPUs the candidates would free
+    shared: list[JobState] = []
+    for v in victims:
+        if v.milli == MILLI:
+            for n, held in _spans(ctx, pool, v):
+                freed[n] = freed.get(n, 0) + held
+        else:
+            shared.append(v)
+    if shared:
+        ids = {v.idx for v in shared}
+        gnode, holders = topo.gpu_node, cluster.gpu_holders
+        gone = {g for v in shared for g in v.gpus if all(h in ids for h in holders[g])}
+        for g in gone:
+            freed[gnode[g]] = freed.get(gnode[g], 0) + 1
     for t in ([spec.gpu_type] if spec.gpu_type else sorted(topo.gpu_types)):
         size = cluster.max_node_gpus.get(t, 0)
         if not size:
             continue
         k = -(-spec.num_gpus // size)
-        best = [len(gs) + cluster.cell_free[topo.nodes[n].cell]
-                for n, gs in freed.items() if topo.nodes[n].gpu_type == t]
+        best = [c + cluster.cell_free[topo.nodes[n].cell]
+                for n, c in freed.items() if topo.nodes[n].gpu_type == t]
         buckets = cluster.node_buckets[t]
         more = 0  # the k nodes with most free GPUs and no candidate
         for f in range(len(buckets) - 1, 0, -1):
@@ -157,17 +289,22 @@ def _nodes_could_hold(ctx: SchedContext, job: JobState, cands: list[JobState]) -
     return False
 
 
-def _by_count(ctx: SchedContext, job: JobState, cands: list[JobState]) -> list[JobState]:
-    """Lowest-priority victims whose GPUs, with the free ones, cover the request by count."""
+def _by_count(ctx: SchedContext, job: JobState, lowest: Iterable[JobState]) -> list[JobState]:
+    """Lowest-priority victims whose GPUs, with the free ones, cover the request by count.
+
+    `lowest`: the candidates, lowest priority first; read only as far as needed.
+    """
     need = job.spec.num_gpus * job_milli(job.spec)
     acc = free_milli(ctx)
     chosen: list[JobState] = []
-    for v in reversed(cands):
-        if acc >= need:
-            break
+    if acc >= need:
+        return chosen
+    for v in lowest:
         chosen.append(v)
         acc += len(v.gpus) * v.milli
-    return chosen if acc >= need else []
+        if acc >= need:
+            return chosen
+    return []
 
 
 def find_victims(ctx: SchedContext, job: JobState, key: Key, pool: VictimPool
@@ -178,36 +315,39 @@ def find_victims(ctx: SchedContext, job: JobState, key: Key, pool: VictimPool
     lowest-priority victims that fill one node; then the lowest-priority victims whose
     GPUs plus the free ones cover the request by count; for a job larger than a node,
     last, every lower-priority job. Only the victims holding a GPU of the placement found
-    are stopped.
+    are stopped. The first two read the pool from its lowest-priority end only as far as
+    they need (not every running job per call).
     """
-    entries = pool.below(key)
-    if not entries:
+    n_below = pool.count_below(key)
+    if not n_below:
         return None
-    cands = [ctx.job_at(idx) for _, idx in entries]  # highest priority first
+    job_at = ctx.job_at
+
+    def lowest() -> Iterator[JobState]:
+        return map(job_at, pool.lowest_first(key))
+
     spec = job.spec
+    max_node = ctx.topology.max_node_gpus
     local: list[JobState] | None = None
-    if spec.num_tasks == 1 and spec.num_gpus <= ctx.topology.max_node_gpus:
-        local = _one_node_victims(ctx, job, cands)
+    if spec.num_tasks == 1 and spec.num_gpus <= max_node:
+        local = _one_node_victims(ctx, job, pool, lowest())
         if local is not None:
             got = _what_if(ctx, job, local)
             if got is not None:
                 return got
-    if local is None and spec.num_tasks == 1 and spec.num_gpus <= ctx.topology.max_node_gpus \
+    if local is None and spec.num_tasks == 1 and spec.num_gpus <= max_node \
             and not _spreads(ctx):
         return None  # no node can be filled, and the placer never spreads such a job
-    if spec.num_gpus > ctx.topology.max_node_gpus and _fewest_nodes(ctx) \
-            and not _nodes_could_hold(ctx, job, cands):
+    if spec.num_gpus > max_node and _fewest_nodes(ctx) \
+            and not _nodes_could_hold(ctx, job, pool, lowest()):
         return None  # even every lower-priority job stopping leaves too few whole nodes
-    counted = _by_count(ctx, job, cands)
+    counted = _by_count(ctx, job, lowest())
     if not counted:
         return None
     if counted != local:
         got = _what_if(ctx, job, counted)
         if got is not None:
             return got
-    if local is None and len(counted) < len(cands) and spec.num_gpus > \
-            ctx.topology.max_node_gpus:
-        return _what_if(ctx, job, cands)
+    if local is None and len(counted) < n_below and spec.num_gpus > max_node:
+        return _what_if(ctx, job, [job_at(idx) for _, idx in pool.below(key)])
     return None
-
-
