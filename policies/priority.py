@@ -497,7 +497,7 @@ class PriorityPolicy(Policy):
         # the whole queue only when the walk goes down it (too many classes to merge)
         queue = self.queue if len(self.heads.lists) > CLASS_WALK_MAX else _UNUSED
         self._idle = None  # (stays so if the caller closes the walk early)
-        decided = False
+        decided = stopped = False
         for d in priority_walk(
             ctx, queue, self._pool(ctx),
             on_start=lambda j: self._observe(ctx, j),
@@ -506,10 +506,32 @@ class PriorityPolicy(Policy):
             heads=self.heads,
         ):
             decided = True
+            stopped = stopped or not isinstance(d, Start)
             yield d
-        if not decided and self._unchanged_ok(ctx):
+        if self._unchanged_ok(ctx) and (
+                not decided or (not stopped and self._no_victim_for_queue())):
             self._idle = (ctx.cluster.version, self._ver)
         self.after_walk(ctx)
+
+    def _no_victim_for_queue(self) -> bool:
+        """Whether no running job ranks strictly below the queue's best waiting job.
+
+        After a walk that only started jobs, that makes a second walk idle: each job
+        still waiting failed to fit (its class did, or nothing was free) on a cluster
+        with at least what is free now, and it has nobody to preempt (the walk's own
+        `low <= key` test). So the walk is remembered as idle, as one that started
+        nothing: a later pass that changed nothing (a timer's) skips it.
+        """
+        if not self.preemptive:
+            return True
+        low = self.running_pool.lowest()
+        if low is None or not self.class_count:
+            return True
+        if self._queue is not None:
+            head = self._queue[0][0]
+        else:
+            head = min(lst[0] for lst in self.heads.lists.values())[0]
+        return bool(low <= head)
 
     def _unchanged_ok(self, ctx: SchedContext) -> bool:
         """Whether an idle walk is a function of the cluster, the queue and fixed keys.

@@ -69,6 +69,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from sortedcontainers import SortedList
 
 from policies.priority import STOP_PARAM, Key, PriorityPolicy
 from sim.errors import InvalidParameter
@@ -182,6 +183,8 @@ class TiresiasLasPolicy(PriorityPolicy):
         super().attach(ctx)
         self.st: dict[int, _State] = {}
         self.timers: list[tuple[float, int, int, int]] = []  # (t, kind, idx, seg)
+        self.due: SortedList = SortedList()  # every wake-up a timer wants, not yet reached
+        self.asked: list[float] = []  # the wake-ups asked of the engine, not yet reached
         self.counts = {"demotions": 0, "promotions": 0}
         self.demoted_now: set[int] = set()  # demoted in this pass, behind the waiting jobs
         self.sim_event = False  # demotion_timer=simulator: an arrival or an end since
@@ -223,6 +226,7 @@ class TiresiasLasPolicy(PriorityPolicy):
                 job = ctx.job_at(idx)
                 if job.status == RUNNING and idx in self.st:
                     self.rekey_running(ctx, job)
+        self._wake(ctx)
 
     # --- status changes ---
 
@@ -275,7 +279,7 @@ class TiresiasLasPolicy(PriorityPolicy):
             start = max(start, job.seg_start)
         t = start + max(0.0, left) / rate
         heapq.heappush(self.timers, (t, 0, job.idx, s.seg))
-        ctx.wake_at(t)
+        self.due.add(max(t, ctx.now))
 
     def _arm_promotion(self, ctx: SchedContext, job: JobState, s: _State) -> None:
         knob = self.p["promote_knob"]
@@ -287,7 +291,7 @@ class TiresiasLasPolicy(PriorityPolicy):
         t = s.pend_since + knob * executed - s.waited
         t = max(t, ctx.now)
         heapq.heappush(self.timers, (t, 1, job.idx, s.seg))
-        ctx.wake_at(t)
+        self.due.add(t)
 
     # --- the simulator's demotion timing (demotion_timer=simulator) ---
 
@@ -324,13 +328,69 @@ class TiresiasLasPolicy(PriorityPolicy):
             best = min(best, t)
         self.sim_jump = best  # replaces the previous one, as in the simulator
         if now < best < math.inf:
-            ctx.wake_at(best)
+            self.due.add(best)
 
     # --- timers ---
+
+    def _settled(self, ctx: SchedContext) -> bool:
+        """Whether a pass now, with nothing new, would change nothing but due timers.
+
+        Its walk would be skipped as idle (or has no GPU job to start), no CPU-only job
+        waits, no simulator event is pending, and jobs run (else the engine counts the
+        pass towards giving up on the run).
+        """
+        return (not self.cpu_only and not self.sim_event and bool(ctx.running())
+                and (not self.class_count
+                     or self._idle == (ctx.cluster.version, self._ver)))
+
+    def _wake(self, ctx: SchedContext) -> None:
+        """Ask the engine for the next pass that can change something (at a pass's end).
+
+        `due` holds every wake-up the timers want (as each would have asked the engine
+        for its own): after a pass that leaves more to do, the next one is the earliest.
+        Once settled, those passes do nothing until the first that reaches a live timer
+        (of a job still in the run segment it was armed for: a segment never comes
+        back; dead heads are dropped) or the simulator's queue jump, within EPS; the
+        rest are not asked for. An engine wake-up cannot be cancelled: each one asked
+        still comes, and a pass there looks again.
+        """
+        due = self.due
+        if not due:
+            return
+        now = ctx.now
+        target = due[0]
+        if self._settled(ctx):
+            timers, st = self.timers, self.st
+            while timers:
+                s = st.get(timers[0][2])
+                if s is not None and s.seg == timers[0][3]:
+                    break
+                heapq.heappop(timers)
+            live = timers[0][0] if timers else math.inf
+            if self.sim_jump + EPS >= now:
+                live = min(live, self.sim_jump)
+            if live == math.inf:
+                return
+            i = due.bisect_left(live - EPS)
+            if i == len(due):
+                return
+            target = due[i]
+        target = max(target, now)
+        asked = self.asked
+        if asked and asked[0] <= target:
+            return  # that pass comes first and looks again
+        heapq.heappush(asked, target)
+        ctx.wake_at(target)
 
     def before_walk(self, ctx: SchedContext) -> None:
         """Apply due demotions (running jobs) and promotions (waiting jobs)."""
         now = ctx.now
+        asked = self.asked
+        while asked and asked[0] <= now:  # reached: this pass or an earlier one
+            heapq.heappop(asked)
+        due = self.due
+        if due and due[0] <= now:
+            del due[:due.bisect_right(now)]
         timers = self.timers
         while timers and timers[0][0] <= now + EPS:
             _, kind, idx, seg = heapq.heappop(timers)

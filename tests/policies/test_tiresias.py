@@ -257,4 +257,5 @@ def test_skipping_idle_walks_keeps_every_decision(params):
     slow = Simulation(trace, topo, _WalkEveryPass(**params)).run()
     assert log(fast) == log(slow) and len(log(fast)) > 900
     assert fast.jobs.equals(slow.jobs)
-    assert fast.summary["events_processed"] == slow.summary["events_processed"]
+    # a walk that is never skipped never settles: it asks for every timer's wake-up
+    assert fast.summary["events_processed"] <= slow.summary["events_processed"]
