@@ -47,7 +47,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Generator, Iterator
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
@@ -69,6 +69,7 @@ from sim.model import (
     Unschedulable,
     job_milli,
     request_class,
+    spec_builder,
 )
 from sim.params import Param, as_choice, as_float
 from sim.registry import PLACERS
@@ -79,6 +80,23 @@ if TYPE_CHECKING:
 EPS = 1e-9
 _IDX = attrgetter("idx")
 _HELD_SINCE = attrgetter("held_since")
+_GPUS = attrgetter("gpus")
+_FIRST = itemgetter(0)
+_SPEC_FIELDS = tuple(f.name for f in dataclasses.fields(JobSpec))
+_SPEC_VALUES = attrgetter(*_SPEC_FIELDS)
+_SPEC_TYPE = _SPEC_FIELDS.index("gpu_type")
+_NEW_SPEC = spec_builder(_SPEC_FIELDS)
+
+
+def with_gpu_type(spec: JobSpec, gpu_type: str) -> JobSpec:
+    """`dataclasses.replace(spec, gpu_type=gpu_type)`, built by the fast constructor.
+
+    JobSpec has no `__post_init__`, so copying every field through `spec_builder` gives
+    an equal JobSpec at a third of `replace`'s cost (one per job start on `philly`).
+    """
+    values = list(_SPEC_VALUES(spec))
+    values[_SPEC_TYPE] = gpu_type
+    return _NEW_SPEC(*values)
 
 
 def max_min_allocation(tput: np.ndarray, scale: np.ndarray, capacity: np.ndarray
@@ -301,7 +319,7 @@ class GavelPolicy(Policy):
             if self._idle is None or self._placer is None:  # both are set together
                 self._idle = ClusterState(ctx.topology)
                 self._placer = PLACERS[ctx.params["placer"]]()
-            typed = dataclasses.replace(spec, gpu_type=gpu_type)
+            typed = with_gpu_type(spec, gpu_type)
             got = self._placer.place(typed, self._idle)
             v = self._fits[key] = 0.0 if isinstance(got, Unschedulable) \
                 else ctx.placement_speed(spec, got)
@@ -408,16 +426,16 @@ class GavelPolicy(Policy):
         if now < self.next_round - EPS:
             return
         gpu = self.jobs.gpu
-        pend = np.fromiter((j.idx for j in ctx.pending()), np.int64, ctx.pending_count)
+        pend = np.fromiter(map(_IDX, ctx.pending()), np.int64, ctx.pending_count)
         if self._cpu_only:
             pend = pend[gpu[pend]]
-        held = [j for j in ctx.running().values() if j.gpus]
+        held = list(filter(_GPUS, ctx.running().values()))  # the ones with GPUs
         if not len(pend) and not held:
             self.last_round = now
             return
         m = len(held)
         held_ids = np.fromiter(map(_IDX, held), np.int64, m)
-        held_type = self.gpu_type_ix[np.fromiter((j.gpus[0] for j in held), np.int64, m)]
+        held_type = self.gpu_type_ix[np.fromiter(map(_FIRST, map(_GPUS, held)), np.int64, m)]
         self._credit(ctx, np.fromiter(map(_HELD_SINCE, held), float, m), held_ids,
                      held_type)
         self.last_round = now
@@ -518,8 +536,9 @@ class GavelPolicy(Policy):
         stop = Suspend if self.p["stop"] == "suspend" else Preempt
         made = 0
         moved = chosen_type[held_ids] != held_type
+        why = f"{self.name}: round"
         for k in np.flatnonzero(moved & self.jobs.gpu[held_ids]).tolist():
-            yield stop(held[k].job_id, f"{self.name}: round")
+            yield stop(held[k].job_id, why)
             made += 1
         kept = held_ids[~moved]
         chosen_type[kept] = -1  # kept: no start either
@@ -557,7 +576,7 @@ class GavelPolicy(Policy):
             return spec
         got = self._typed.get((idx, ti))
         if got is None or got[0] is not spec:
-            got = self._typed[(idx, ti)] = (spec, dataclasses.replace(spec, gpu_type=t))
+            got = self._typed[(idx, ti)] = (spec, with_gpu_type(spec, t))
             self._has_typed[idx] = True
         return got[1]
 
