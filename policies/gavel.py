@@ -51,7 +51,7 @@ from operator import attrgetter, itemgetter
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
-from scipy.sparse import csr_matrix
+from scipy.sparse import csc_matrix, csr_matrix
 
 from policies import gavel_lp
 from policies.base import Policy
@@ -141,7 +141,7 @@ def _max_min_classes(tput: np.ndarray, scale: np.ndarray, mult: np.ndarray,
     prop[prop <= 0] = 1.0
     coef = tput * scale[:, None] / prop[:, None]  # normalized throughput per unit of X
     live = usable.any(axis=1).astype(float)
-    a = lp_matrix(coef, scale * mult, live).tocsc()  # HiGHS takes columns
+    a = lp_matrix_csc(coef, scale * mult, live)  # HiGHS takes columns
     b = np.concatenate([np.zeros(n), np.ones(n), capacity.astype(float)])
     lb = np.zeros(n * k + 1)
     ub = np.append(usable.ravel().astype(float), np.inf)
@@ -184,6 +184,32 @@ def lp_matrix(coef: np.ndarray, weight: np.ndarray, live: np.ndarray) -> csr_mat
     indptr = np.concatenate([fair_ptr, fair_ptr[-1] + k * np.arange(1, n + 1),
                              fair_ptr[-1] + nk + n * np.arange(1, k + 1)]).astype(itype)
     return csr_matrix((data, indices, indptr), shape=(2 * n + k, nk + 1))
+
+
+def lp_matrix_csc(coef: np.ndarray, weight: np.ndarray, live: np.ndarray) -> csc_matrix:
+    """`lp_matrix(coef, weight, live).tocsc()`, built column by column directly.
+
+    Column x[j, t] holds rows j (-coef), n + j (1) and 2n + t (weight[j]), in that
+    (increasing) order; column z holds 1 at the live rows j. The same entries, explicit
+    zeros and order as the CSR matrix converted, without the conversion (one per LP).
+    """
+    n, k = coef.shape
+    nk = n * k
+    itype = np.int32 if max(nk + 1, 2 * nk + n + k) < np.iinfo(np.int32).max else np.int64
+    rows = np.arange(n, dtype=itype)
+    xrows = np.empty((n, k, 3), dtype=itype)
+    xrows[:, :, 0] = rows[:, None]
+    xrows[:, :, 1] = (rows + n)[:, None]
+    xrows[:, :, 2] = 2 * n + np.arange(k, dtype=itype)[None, :]
+    xdata = np.empty((n, k, 3))
+    xdata[:, :, 0] = -coef
+    xdata[:, :, 1] = 1.0
+    xdata[:, :, 2] = weight[:, None]
+    zrows = np.flatnonzero(live != 0).astype(itype)
+    data = np.concatenate([xdata.ravel(), live[zrows].astype(float)])
+    indices = np.concatenate([xrows.ravel(), zrows])
+    indptr = np.append(3 * np.arange(nk + 1, dtype=itype), 3 * nk + len(zrows)).astype(itype)
+    return csc_matrix((data, indices, indptr), shape=(2 * n + k, nk + 1))
 
 
 def _one_type(scale: np.ndarray, capacity: float, usable: np.ndarray) -> np.ndarray:
@@ -274,6 +300,7 @@ class GavelPolicy(Policy):
         self._idle: ClusterState | None = None
         self._placer: Placer | None = None
         self.counts = {"rounds": 0, "allocations": 0}
+        self._full_cap: np.ndarray | None = None  # GPUs per type, every node up
         # whether any job asks for no GPU (else the per-pass scan for them is skipped)
         self._cpu_only = not bool(self.jobs.gpu.all())
 
@@ -329,7 +356,11 @@ class GavelPolicy(Policy):
         """GPUs of each type on healthy nodes."""
         topo = ctx.topology
         if ctx.cluster.healthy_gpus == topo.num_gpus:
-            return np.array([topo.gpu_types[t] for t in self.types], dtype=float)
+            if self._full_cap is None:  # read-only: shared by every round
+                self._full_cap = np.array([topo.gpu_types[t] for t in self.types],
+                                          dtype=float)
+                self._full_cap.flags.writeable = False
+            return self._full_cap
         cap = dict.fromkeys(self.types, 0)
         for node in topo.nodes:
             if node.num_gpus and ctx.cluster.node_up[node.index]:
