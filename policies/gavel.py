@@ -496,14 +496,15 @@ class GavelPolicy(Policy):
         Per type, candidates in decreasing priority (then larger allocation, earlier
         submission, job index) take its GPUs while they fit. Only the best-ranked
         candidates are sorted first; the rest only if GPUs are still left that one of
-        them could take. The leading run of candidates that all fit is taken at once (a
+        them could take. When all of a type's candidates fit, they are all taken without
+        ranking (priorities are computed only for a type that must choose). The leading
+        run of candidates that all fit is taken at once (a
         cumulative sum of integer demands); the walk goes one by one only after the first
         that does not fit, and stops once no later one could. Same choice as taking them
         one at a time.
         """
         t = self.jobs
-        alloc = self.alloc[ids]
-        prio = self.priorities(self.recv[ids], alloc)
+        alloc = prio = None  # ranks, computed once a type cannot take all its candidates
         need = t.need[ids]
         submit = t.submit[ids]
         choice = np.full(len(ids), -1, dtype=np.int64)
@@ -514,6 +515,15 @@ class GavelPolicy(Policy):
             cand = np.flatnonzero((tp[:, ti] > 0) & ~taken)
             if not len(cand) or left[ti] <= 0:
                 continue
+            total = int(need[cand].sum())
+            if total <= left[ti]:  # every candidate fits: all are taken, whatever the rank
+                choice[cand] = ti
+                left[ti] -= total
+                taken[cand] = True
+                continue
+            if prio is None or alloc is None:
+                alloc = self.alloc[ids]
+                prio = self.priorities(self.recv[ids], alloc)
             key = -prio[cand, ti]
             head = cand
             budget = 2 * left[ti] // max(1, int(need[cand].min())) + 64
