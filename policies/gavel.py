@@ -415,9 +415,11 @@ class GavelPolicy(Policy):
             self.type_time[0] = np.add.accumulate(
                 np.concatenate(([self.type_time[0]], dt)))[-1]
             return
-        for t in np.unique(held_type).tolist():
-            self.type_time[t] = np.add.accumulate(
-                np.concatenate(([self.type_time[t]], dt[held_type == t])))[-1]
+        for t in range(len(self.types)):  # a type no job held keeps its total
+            mask = held_type == t
+            if mask.any():
+                self.type_time[t] = np.add.accumulate(
+                    np.concatenate(([self.type_time[t]], dt[mask])))[-1]
 
     def priorities(self, got: np.ndarray, alloc: np.ndarray) -> np.ndarray:
         """Gavel's priorities of jobs (rows) on every type (columns).
@@ -444,7 +446,9 @@ class GavelPolicy(Policy):
             return [int(i) for i in ctx.rng.permutation(len(self.types))]
         if len(self.types) == 1:
             return [0]
-        speed = np.mean(tput, axis=0)
+        # np.mean's own steps (sum along axis 0, then divide by the count), without its
+        # dispatch: the same floats
+        speed = np.add.reduce(tput, axis=0) / len(tput) if len(tput) else np.mean(tput, axis=0)
         return sorted(range(len(self.types)), key=lambda i: (-speed[i], self.types[i]))
 
     # --- rounds ---
