@@ -130,15 +130,8 @@ def add_used(cell: Cell | None, prio: int, delta: int) -> None:
             used[prio] = n
         else:
             del used[prio]
-        view = cell.view
-        if view is not None:  # NodeIndex.changed, inline (a hot path)
-            prios = view.prios
-            k = prios.get(prio, 0) + delta
-            if k:
-                prios[prio] = k
-            else:
-                del prios[prio]
-            view.stale.add(cell.vpos)
+        if cell.view is not None:  # only node cells have a view: one call a chain
+            cell.view.changed(cell, prio, delta)
         cell = cell.parent
 
 
