@@ -173,11 +173,12 @@ def _jobs_frame(run: Run, end: float) -> pd.DataFrame:
         gpu_time[i] = specs[i].gpu_time * specs[i].completions
     # each list becomes its column as soon as it is final and is dropped then: at a
     # million jobs a list of them is 8 MB, and a dozen alive at once set the run's peak
-    cols: dict[str, Any] = {"queueing_delay": _column(queue), "run_time": _column(run_time),
+    # (the frame's column order is `columns`, whatever order `data` is filled in)
+    data: dict[str, Any] = {"queueing_delay": _column(queue), "run_time": _column(run_time),
                             "gpu_seconds": _column(gpu_seconds), "gpu_time": _column(gpu_time)}
     del queue, run_time, gpu_seconds, gpu_time
     for name in ("preemptions", "migrations", "restarts", "lost_work"):
-        cols[name] = _column(counts.pop(0))
+        data[name] = _column(counts.pop(0))
     censored = np.fromiter(map(_CENSORED.__getitem__, statuses), dtype=bool, count=n)
     ended = np.fromiter(map(_ENDED.__getitem__, statuses), dtype=bool, count=n)
     shown = list(map(_SHOWN.__getitem__, statuses))
@@ -197,29 +198,24 @@ def _jobs_frame(run: Run, end: float) -> pd.DataFrame:
         sla[i] = sla_violated(shown[i], submit_l[i], first_l[i], end_l[i],
                               float(deadline[i]), wait_hours[i], end)
     del wait_hours, end_l, first_l, submit_l
-    cols["status"] = _column(shown)
+    data["status"] = _column(shown)
     del shown
     jct = _minus(end_time, submit, ended)
     with np.errstate(invalid="ignore", divide="ignore"):
         slowdown = np.where(ended, np.asarray(jct, dtype=np.float64)
                             / np.asarray(duration, dtype=np.float64), nan)
     level_names = {lv.value: lv.label for lv in topo.levels}
-    data: dict[str, Any] = {
+    data.update({
         "job_id": _column(spec("job_id")), "user": _column(spec("user")),
         "vc": _column(spec("vc")), "num_gpus": _column(spec("num_gpus")),
         "submit_time": submit, "start_time": first_start, "end_time": end_time,
-        "queueing_delay": cols["queueing_delay"], "jct": jct, "duration": duration,
-        "run_time": cols["run_time"], "status": cols["status"],
-        "preemptions": cols["preemptions"], "migrations": cols["migrations"],
-        "restarts": cols["restarts"], "lost_work": cols["lost_work"],
+        "jct": jct, "duration": duration,
         "locality_level": _column([level_names.get(v, "")
                                    for v in state("locality_level")]),
         "slowdown": slowdown, "response_time": _minus(first_start, submit, None),
         "censored": censored, "deadline": deadline, "sla_violated": sla,
-        "reason": _column(state("reason")), "gpu_seconds": cols["gpu_seconds"],
-        "gpu_time": cols["gpu_time"],
-    }
-    del cols
+        "reason": _column(state("reason")),
+    })
     if extra_names:
         given = [dict(s.extra) for s in specs]
         for c in extra_names:
