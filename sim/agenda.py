@@ -3,7 +3,10 @@
 SimPy has no cancel, so a job's completion, failure and retry entries carry the job's
 version when they were scheduled; a change of rate or placement bumps the version and the
 old entries become stale. Stale entries are dropped when they reach the front, and the
-heap is compacted when dead entries outnumber live ones. The shape is SimPy's
+heap is compacted when it has grown past twice its live size at the last compaction
+(amortised O(1) a push; counting the dead instead overcounts, since a bump of a job with
+no live entry cancels nothing, and made a run with a small heap rescan it every few
+hundred jobs). The shape is SimPy's
 (`schedule`, `peek`), over a plain heap of tuples for speed: the engine pops the entries
 due at an instant from `heap` itself (stale ones included; it skips those by version).
 """
@@ -43,7 +46,7 @@ class Agenda:
         self.heap: list[Entry] = []
         self._jobs = jobs
         self._seq = 0
-        self._dead = 0
+        self._compact_at = _COMPACT_AT  # heap size that triggers the next compaction
 
     def __len__(self) -> int:
         return len(self.heap)
@@ -51,7 +54,18 @@ class Agenda:
     def schedule(self, t: float, kind: Due, idx: int = -1, version: int = 0) -> None:
         """Add an entry; versioned kinds are stale once the job's version moves on."""
         self._seq += 1
-        heapq.heappush(self.heap, (t, self._seq, kind, idx, version))
+        heap = self.heap
+        heapq.heappush(heap, (t, self._seq, kind, idx, version))
+        if len(heap) > self._compact_at:
+            self.compact()
+
+    def compact(self) -> None:
+        """Drop every stale entry (pops come in the same order: keys are unique)."""
+        jobs = self._jobs
+        self.heap = [e for e in self.heap  # `stale` inlined
+                     if e[2] not in VERSIONED or jobs[e[3]].version == e[4]]
+        heapq.heapify(self.heap)
+        self._compact_at = max(_COMPACT_AT, 2 * len(self.heap))
 
     def stale(self, entry: Entry) -> bool:
         """Whether an entry was cancelled by a later change of its job."""
@@ -59,13 +73,8 @@ class Agenda:
         return kind in VERSIONED and self._jobs[idx].version != version
 
     def bump(self, job: JobState) -> None:
-        """Cancel the job's pending versioned entries (compacting when many are dead)."""
+        """Cancel the job's pending versioned entries (they stay until popped or compacted)."""
         job.version += 1
-        self._dead += 1
-        if self._dead > _COMPACT_AT and self._dead * 2 > len(self.heap):
-            self.heap = [e for e in self.heap if not self.stale(e)]
-            heapq.heapify(self.heap)
-            self._dead = 0
 
     def peek(self) -> float:
         """Time of the next live entry (inf when none), dropping stale ones in front."""
@@ -75,7 +84,6 @@ class Agenda:
             head = heap[0]
             if head[2] in VERSIONED and jobs[head[3]].version != head[4]:  # stale
                 heapq.heappop(heap)
-                self._dead = max(0, self._dead - 1)
             else:
                 return head[0]
         return math.inf
