@@ -44,7 +44,8 @@ from topologies.tree import Topology
 __all__ = ["MILLI", "ClusterState", "job_milli"]
 
 _DOWN = -2  # holder id of the GPUs of a failed node
-_Entry = tuple[int, tuple[int, ...]]  # an indexed cell and the cells whose counts key it
+# an indexed cell, the getter of its chain's free counts (None: the cell alone) and (cell,)
+_Entry = tuple[int, Callable[[list[int]], tuple[int, ...]] | None, tuple[int]]
 _LOG_LIMIT = 20_000  # live changes kept for the scratch twin before it is dropped instead
 
 
@@ -94,7 +95,8 @@ class ClusterState:
         # list is next read; so a node changed several times between two placements is
         # re-keyed once, and only in the lists placements read
         self._dirty: dict[tuple[str, Level], set[int]] = {}
-        # per index list and node: (cell, chain of cells whose free counts form its key)
+        # per index list and node: (cell, getter of the free counts of the chain of cells
+        # that key it, (cell,)): its key is (*those counts, cell)
         self._list_entries: dict[tuple[str, Level], dict[int, list[_Entry]]] = {}
         self._node_dirty: list[tuple[set[int], ...]] = []  # per node: its lists' dirty sets
         for n in topo.nodes:
@@ -105,7 +107,7 @@ class ClusterState:
                 lk = (n.gpu_type, cells[c].level)
                 self._level_index.setdefault(lk, [])
                 self._list_entries.setdefault(lk, {}).setdefault(n.index, []).append(
-                    (c, lay.chain[c]))
+                    (c, lay.chain_free[c], (c,)))
                 if lk not in lists:
                     lists.append(lk)
             self._node_dirty.append(tuple(self._dirty.setdefault(lk, set()) for lk in lists))
@@ -167,13 +169,12 @@ class ClusterState:
         entries = self._list_entries[lk]
         lst = self._level_index[lk]
         cf = self.cell_free
-        get = cf.__getitem__
         keys = self._keys
         for node in dirty:
-            for c, chain in entries[node]:
+            for c, chain_free, tail in entries[node]:
                 old = keys[c]
                 if cf[c] > 0:
-                    new = (*map(get, chain), c)
+                    new = chain_free(cf) + tail if chain_free is not None else (cf[c], c)
                     if new == old:
                         continue
                     if old is not None:

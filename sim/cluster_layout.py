@@ -10,6 +10,9 @@ whether any node could ever hold it: a pure function of the topology.)
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from operator import itemgetter
+
 from sim.model import Level
 from topologies.tree import Topology
 
@@ -38,6 +41,10 @@ class ClusterLayout:
             for inside in node_cells)
         self.chain: dict[int, tuple[int, ...]] = {
             c: (c, *anc_in_node[c]) for inside in self.indexed for c in inside}
+        # per indexed cell: its chain's free counts in one C call (`itemgetter` over the
+        # cells' free counts); None for a node cell, whose chain is itself alone
+        self.chain_free: dict[int, Callable[[list[int]], tuple[int, ...]] | None] = {
+            c: itemgetter(*ch) if len(ch) > 1 else None for c, ch in self.chain.items()}
         self.gpu_parent_levels: dict[str, tuple[Level, ...]] = {}
         for t in topo.gpu_types:
             lv = {cells[cells[g].parent].level for g in topo.gpu_cells
