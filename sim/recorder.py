@@ -297,7 +297,7 @@ class Recorder:
         self._qv = qv
         self._running = running
         busy = c.busy_milli / MILLI
-        pending = len(queue.keys)
+        pending = len(queue.held)  # as len(queue), without a call
         healthy = c.healthy_gpus
         state = (busy, c.free_whole, c.free_in_free_nodes, pending, running, healthy,
                  c.fgd_sum)
