@@ -76,7 +76,7 @@ def state(busy: int, version: int) -> tuple[Any, Any]:
     c = SimpleNamespace(version=version, busy_milli=busy * 1000, free_whole=4 - busy,
                         free_in_free_nodes=0, healthy_gpus=4, fgd_sum=0.0,
                         fragmentation=0.0, fragmentation_fgd=0.0)
-    q = SimpleNamespace(version=version, keys=[], blocked_free=lambda free: 0.0)
+    q = SimpleNamespace(version=version, keys=[], held={}, blocked_free=lambda free: 0.0)
     return c, q
 
 
