@@ -149,6 +149,27 @@ class ElasticRules:
         self.nominal_first = nominal_first
         self.last: dict[int, float] = {}
         self.util = UtilScaler(pause)
+        self._ctx: SchedContext | None = None  # the run `_seen` counts jobs of
+        self._seen = 0  # jobs of that run checked for a min_gpus/max_gpus range
+        self._any = False  # whether one of them has one
+
+    def elastic_running(self, ctx: SchedContext) -> list[JobState]:
+        """Running elastic jobs, in the running map's order.
+
+        A run without any elastic job (Philly's, say) answers at once: only jobs added
+        since the last call (a container job's task runs) are checked, not every running
+        job on every call.
+        """
+        if self._ctx is not ctx:
+            self._ctx, self._seen, self._any = ctx, 0, False
+        n = ctx.num_jobs
+        if self._seen < n:
+            self._any = self._any or any(is_elastic(ctx.job_at(i))
+                                         for i in range(self._seen, n))
+            self._seen = n
+        if not self._any:
+            return []
+        return [j for j in ctx.running().values() if is_elastic(j)]
 
     def may_resize(self, ctx: SchedContext, job: JobState) -> bool:
         """False while the job's last resize is younger than the interval."""
@@ -166,8 +187,8 @@ class ElasticRules:
         if need <= 0:
             return
         donors = sorted(
-            (j for j in ctx.running().values()
-             if is_elastic(j) and len(j.gpus) > self._floor(j)
+            (j for j in self.elastic_running(ctx)
+             if len(j.gpus) > self._floor(j)
              and (utilization_driven(j) or self.may_resize(ctx, j))
              and ctx.share_mode(j) == ""),
             key=lambda j: (-j.first_start, -j.idx),
@@ -188,8 +209,8 @@ class ElasticRules:
     def grow(self, ctx: SchedContext) -> Iterator[Decision]:
         """Grow running elastic jobs, oldest first, into free GPUs."""
         growers = sorted(
-            (j for j in ctx.running().values()
-             if is_elastic(j) and len(j.gpus) < bounds(j)[1] and self.may_resize(ctx, j)
+            (j for j in self.elastic_running(ctx)
+             if len(j.gpus) < bounds(j)[1] and self.may_resize(ctx, j)
              and ctx.share_mode(j) == "" and j.spec.target_util is None),
             key=lambda j: (j.first_start, j.idx),
         )
