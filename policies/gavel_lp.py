@@ -7,12 +7,13 @@ per option, and a new HiGHS instance per call. `solve` hands the same model (the
 CSC arrays, bounds and options) to the same bundled HiGHS solver directly, so it returns
 the same solution (bit for bit: tests compare it with `linprog`), and falls back to
 `linprog` where scipy's private HiGHS bindings are not there. One HiGHS instance per
-thread is reused, cleared before each solve (tests check a sequence of solves against
-linprog).
+thread is reused, given the options once and cleared before each solve (tests check a
+sequence of solves against linprog); linprog's check of the optimum is `feasible`.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 from typing import Any
 
@@ -22,12 +23,12 @@ from scipy.sparse import csc_matrix
 
 try:  # scipy's bundled HiGHS (private modules: the same ones `linprog` calls)
     import scipy.optimize._highspy._core as _h
-    from scipy.optimize._linprog_util import _check_result
 except ImportError:  # pragma: no cover - another scipy layout: linprog itself
     _h = None
 
 _OPTIONS: Any = None
 _LOCAL = threading.local()  # one HiGHS instance per thread, cleared before each solve
+_TOL = float(np.sqrt(1e-9) * 10)  # linprog's feasibility tolerance in `_check_result`
 
 
 def _options() -> Any:
@@ -73,17 +74,28 @@ def solve(c: np.ndarray, a: csc_matrix, b: np.ndarray, lb: np.ndarray, ub: np.nd
     highs = getattr(_LOCAL, "highs", None)
     if highs is None:
         highs = _LOCAL.highs = _h._Highs()
+        if highs.passOptions(_options()) == _h.HighsStatus.kError:  # kept across solves
+            _LOCAL.highs = None
+            return 4, None
     highs.clearSolver()  # no basis or solution of the previous LP: solved from scratch
-    if highs.passOptions(_options()) == _h.HighsStatus.kError \
-            or highs.passModel(lp) == _h.HighsStatus.kError \
-            or highs.run() == _h.HighsStatus.kError:
+    if highs.passModel(lp) == _h.HighsStatus.kError or highs.run() == _h.HighsStatus.kError:
         return 4, None
     if highs.getModelStatus() != _h.HighsModelStatus.kOptimal:
         return 2, None  # linprog: infeasible, unbounded or another failure (all != 0)
     sol = highs.getSolution()
     x = np.array(sol.col_value)
     slack = b - np.asarray(sol.row_value)
-    fun = highs.getInfo().objective_function_value
-    status, _ = _check_result(x, fun, 0, slack, np.zeros(0), np.column_stack([lb, ub]),
-                              1e-9, "", None)
-    return int(status), x
+    return (0 if feasible(x, highs.getObjectiveValue(), slack, lb, ub) else 4), x
+
+
+def feasible(x: np.ndarray, fun: float, slack: np.ndarray, lb: np.ndarray, ub: np.ndarray
+             ) -> bool:
+    """`linprog`'s check of an optimum (`_check_result`) for an LP without equalities.
+
+    No NaN in x, the objective or the slacks; x within its bounds and every slack at
+    least -tol, with linprog's tol (sqrt(1e-9) x 10): the same verdict without building
+    the bounds array and `np.isclose` terms that are moot without integrality.
+    """
+    if math.isnan(fun) or np.isnan(x).any() or np.isnan(slack).any():
+        return False
+    return bool(((x >= lb - _TOL) & (x <= ub + _TOL)).all()) and not (slack < -_TOL).any()
