@@ -47,7 +47,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Generator, Iterator
-from operator import attrgetter, itemgetter
+from operator import attrgetter
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
@@ -78,10 +78,9 @@ if TYPE_CHECKING:
     from sim.context import SchedContext
 
 EPS = 1e-9
+OWED_MAX = 64  # rounds of time owed (`GavelPolicy._credit`) kept before adding them
 _IDX = attrgetter("idx")
 _HELD_SINCE = attrgetter("held_since")
-_GPUS = attrgetter("gpus")
-_FIRST = itemgetter(0)
 _SPEC_FIELDS = tuple(f.name for f in dataclasses.fields(JobSpec))
 _SPEC_VALUES = attrgetter(*_SPEC_FIELDS)
 _SPEC_TYPE = _SPEC_FIELDS.index("gpu_type")
@@ -122,13 +121,29 @@ def max_min_allocation(tput: np.ndarray, scale: np.ndarray, capacity: np.ndarray
     # convex and symmetric in them, so averaging any optimum over their permutations is
     # another optimum. Solving per class of identical jobs, weighted by its size, keeps
     # the LP as small as the variety of jobs rather than their number.
-    keys = np.column_stack([tput, scale])
-    uniq, inverse, counts = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
-    inverse = inverse.reshape(-1)
+    uniq, inverse, counts = unique_rows(np.column_stack([tput, scale]))
     if len(uniq) < n:
         x = _max_min_classes(uniq[:, :k], uniq[:, k], counts.astype(float), capacity)
         return x[inverse]
     return _max_min_classes(tput, scale, np.ones(n), capacity)
+
+
+def unique_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`np.unique(keys, axis=0, return_inverse=True, return_counts=True)` for NaN-free rows.
+
+    The distinct rows in lexicographic order, each row's class and the class sizes, by
+    one `lexsort` (first column first) instead of `unique`'s sort of a structured view.
+    """
+    n = len(keys)
+    order = np.lexsort(keys.T[::-1])
+    rows = keys[order]
+    first = np.empty(n, dtype=bool)
+    first[:1] = True
+    first[1:] = (rows[1:] != rows[:-1]).any(axis=1)
+    inverse = np.empty(n, dtype=np.intp)
+    inverse[order] = np.cumsum(first) - 1
+    starts = np.flatnonzero(first)
+    return rows[starts], inverse, np.diff(np.append(starts, n))
 
 
 def _max_min_classes(tput: np.ndarray, scale: np.ndarray, mult: np.ndarray,
@@ -292,7 +307,10 @@ class GavelPolicy(Policy):
         self.alloc_ids = np.zeros(0, dtype=np.int64)
         self.recv = np.zeros((n, k))  # seconds held per type since the allocation
         self._chosen = np.full(n, -1, dtype=np.int64)  # this round's type per job
+        self._on_type = np.zeros(n, dtype=np.int64)  # type of a running job's GPUs
         self._recv_rows: list[np.ndarray] = []  # job indices with a nonzero recv row
+        # rounds' time held not yet added to recv: (now, since, held since, jobs, types)
+        self._owed: list[tuple[float, float, np.ndarray, np.ndarray, np.ndarray]] = []
         # (job, type) -> (its spec, that spec restricted to the type)
         self._typed: dict[tuple[int, int], tuple[JobSpec, JobSpec]] = {}
         self._has_typed = np.zeros(n, dtype=bool)  # jobs with an entry in `_typed`
@@ -389,6 +407,7 @@ class GavelPolicy(Policy):
         self.alloc_ids = ids
         self.alloc_time = ctx.now
         self.counts["allocations"] += 1
+        self._owed.clear()  # time received restarts: what was owed no longer counts
         for rows in self._recv_rows:
             self.recv[rows] = 0.0
         self._recv_rows = []
@@ -396,14 +415,33 @@ class GavelPolicy(Policy):
 
     def _credit(self, ctx: SchedContext, hs: np.ndarray, held_ids: np.ndarray,
                 held_type: np.ndarray) -> None:
-        """Add the time each running job held its type since the last round.
+        """Owe each running job the time it held its type since the last round.
 
-        `hs` is when each running job got its GPUs. The per-type totals are summed in
-        the running jobs' order, one job at a time (`np.add.accumulate`), so they are
-        the same floats as a loop over the jobs.
+        `hs` is when each running job got its GPUs. The time is added when priorities
+        are next needed (`_settle`), round by round in the same order, so the sums are
+        the same floats; a recomputed allocation forgets what is still owed (it restarts
+        the time received), so most rounds never add anything.
         """
-        since = max(self.last_round, self.alloc_time)
-        dt = ctx.now - np.maximum(hs, since)  # hs is never NaN: as where(since > hs, ...)
+        owed = self._owed
+        owed.append((ctx.now, max(self.last_round, self.alloc_time), hs, held_ids,
+                     held_type))
+        if len(owed) >= OWED_MAX:
+            self._settle()
+
+    def _settle(self) -> None:
+        """Add the time owed since the allocation (`_credit`), oldest round first."""
+        for now, since, hs, held_ids, held_type in self._owed:
+            self._add_time(now, since, hs, held_ids, held_type)
+        self._owed.clear()
+
+    def _add_time(self, now: float, since: float, hs: np.ndarray, held_ids: np.ndarray,
+                  held_type: np.ndarray) -> None:
+        """Add one round's time held per running job and type (from `since` to `now`).
+
+        The per-type totals are summed in the running jobs' order, one job at a time
+        (`np.add.accumulate`), so they are the same floats as a loop over the jobs.
+        """
+        dt = now - np.maximum(hs, since)  # hs is never NaN: as where(since > hs, ...)
         got = dt > 0
         if not got.all():
             if not got.any():
@@ -464,28 +502,32 @@ class GavelPolicy(Policy):
         pend = np.fromiter(map(_IDX, ctx.pending()), np.int64, ctx.pending_count)
         if self._cpu_only:
             pend = pend[gpu[pend]]
-        held = list(filter(_GPUS, ctx.running().values()))  # the ones with GPUs
-        if not len(pend) and not held:
+        running = ctx.running()
+        m = len(running)
+        # running jobs in the engine's order: their indices (the keys) and since when
+        # they hold their GPUs; the ones with GPUs are the GPU jobs (`_held`)
+        held_ids = np.fromiter(running, np.int64, m)
+        hs = np.fromiter(map(_HELD_SINCE, running.values()), float, m)
+        if self._cpu_only:
+            with_gpus = gpu[held_ids]
+            held_ids, hs = held_ids[with_gpus], hs[with_gpus]
+        if not len(pend) and not len(held_ids):
             self.last_round = now
             return
-        m = len(held)
-        held_ids = np.fromiter(map(_IDX, held), np.int64, m)
-        held_type = self.gpu_type_ix[np.fromiter(map(_FIRST, map(_GPUS, held)), np.int64, m)]
-        self._credit(ctx, np.fromiter(map(_HELD_SINCE, held), float, m), held_ids,
-                     held_type)
+        held_type = self._on_type[held_ids]
+        self._credit(ctx, hs, held_ids, held_type)
         self.last_round = now
         self.next_round = now + self.p["round"]
-        ids = np.concatenate([pend, held_ids[gpu[held_ids]]])
+        ids = np.concatenate([pend, held_ids])
         same = len(ids) == len(self.alloc_ids) and bool(self.in_alloc[ids].all())
         if not same and (not len(self.alloc_ids)
                          or now - self.alloc_time >= self.p["reset_interval"]):
             ids = np.sort(ids)
             order = np.argsort(held_ids, kind="stable")  # stops go by job index then
-            held = [held[i] for i in order.tolist()]
             held_ids, held_type = held_ids[order], held_type[order]
             self._reallocate(ctx, ids)
         self.counts["rounds"] += 1
-        made = yield from self._round(ctx, ids, held, held_ids, held_type)
+        made = yield from self._round(ctx, ids, held_ids, held_type)
         waiting = made or ctx.running() or ctx.cluster.healthy_gpus < ctx.topology.num_gpus
         if not waiting and self.p["unallocated"] == "wait":
             waiting = not self.in_alloc[ids].all()  # for the next allocation
@@ -526,6 +568,7 @@ class GavelPolicy(Policy):
                 taken[cand] = True
                 continue
             if prio is None or alloc is None:
+                self._settle()
                 alloc = self.alloc[ids]
                 prio = self.priorities(self.recv[ids], alloc)
             key = -prio[cand, ti]
@@ -562,13 +605,12 @@ class GavelPolicy(Policy):
             taken |= choice == ti
         return choice
 
-    def _round(self, ctx: SchedContext, ids: np.ndarray, held: list[JobState],
-               held_ids: np.ndarray, held_type: np.ndarray
-               ) -> Generator[Decision, None, int]:
+    def _round(self, ctx: SchedContext, ids: np.ndarray, held_ids: np.ndarray,
+               held_type: np.ndarray) -> Generator[Decision, None, int]:
         """Pick this round's (job, type) pairs greedily, then stop, keep and place.
 
-        `held` are the running jobs with GPUs (in the order their stops are issued),
-        `held_ids` their indices and `held_type` the type index each runs on. Only jobs
+        `held_ids` are the running jobs with GPUs (in the order their stops are issued)
+        and `held_type` the type index each runs on. Only jobs
         that lose or change their GPUs get a decision: a job chosen for the type it runs
         on keeps running untouched.
         """
@@ -582,8 +624,9 @@ class GavelPolicy(Policy):
         made = 0
         moved = chosen_type[held_ids] != held_type
         why = f"{self.name}: round"
-        for k in np.flatnonzero(moved & self.jobs.gpu[held_ids]).tolist():
-            yield stop(held[k].job_id, why)
+        job_at = ctx.job_at
+        for i in held_ids[moved].tolist():
+            yield stop(job_at(i).job_id, why)
             made += 1
         kept = held_ids[~moved]
         chosen_type[kept] = -1  # kept: no start either
@@ -599,6 +642,7 @@ class GavelPolicy(Policy):
             got = ctx.place(self._typed_spec(j.spec, i, first))
             if not isinstance(got, Unschedulable):
                 yield Start(j.job_id, got)
+                self._started(j)
                 made += 1
                 continue
             # the chosen type's free GPUs are too scattered for the job: any other
@@ -610,9 +654,15 @@ class GavelPolicy(Policy):
                     left[ti] -= d
                     left[first] += d
                     yield Start(j.job_id, got)
+                    self._started(j)
                     made += 1
                     break
         return made
+
+    def _started(self, job: JobState) -> None:
+        """Note the type of the GPUs a job just got (they stay its own until it stops)."""
+        if job.gpus:
+            self._on_type[job.idx] = self.gpu_type_ix[job.gpus[0]]
 
     def _typed_spec(self, spec: JobSpec, idx: int, ti: int) -> JobSpec:
         """The job's spec restricted to type `ti` (made once per job and type)."""
