@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from operator import attrgetter
 from typing import TYPE_CHECKING, ClassVar
 
@@ -311,10 +311,11 @@ class GavelPolicy(Policy):
         self._recv_rows: list[np.ndarray] = []  # job indices with a nonzero recv row
         # rounds' time held not yet added to recv: (now, since, held since, jobs, types)
         self._owed: list[tuple[float, float, np.ndarray, np.ndarray, np.ndarray]] = []
-        # (job, type) -> (its spec, that spec restricted to the type)
-        self._typed: dict[tuple[int, int], tuple[JobSpec, JobSpec]] = {}
-        self._has_typed = np.zeros(n, dtype=bool)  # jobs with an entry in `_typed`
+        # job -> type -> (its spec, that spec restricted to the type)
+        self._typed: dict[int, dict[int, tuple[JobSpec, JobSpec]]] = {}
+        self._typed_jobs: list[int] = []  # the keys of `_typed`, in the order added
         self._fits: dict[tuple, float] = {}
+        self._rows: dict[tuple, list[float]] = {}  # throughput rows by `_fits` key, all types
         self._idle: ClusterState | None = None
         self._placer: Placer | None = None
         self.counts = {"rounds": 0, "allocations": 0}
@@ -338,9 +339,15 @@ class GavelPolicy(Policy):
         """
         t = self.jobs
         if not t.tput_ok[job.idx]:
-            speeds = [self._idle_speed(ctx, job.spec, ty) for ty in self.types]
-            t.tput[job.idx] = speeds if self.aware else [1.0 if v > 0 else 0.0
-                                                         for v in speeds]
+            spec = job.spec
+            # what `_idle_speed` depends on, for every type at once
+            key = (request_class(spec), spec.gpu_speeds, spec.locality_sensitivity)
+            row = self._rows.get(key)
+            if row is None:
+                speeds = [self._idle_speed(ctx, spec, ty) for ty in self.types]
+                row = self._rows[key] = speeds if self.aware else [
+                    1.0 if v > 0 else 0.0 for v in speeds]
+            t.tput[job.idx] = row
             t.tput_ok[job.idx] = True
         return t.tput[job.idx]
 
@@ -398,12 +405,12 @@ class GavelPolicy(Policy):
         self.in_alloc[self.alloc_ids] = False
         self.alloc[ids] = x
         self.in_alloc[ids] = True
-        if self._typed:  # forget the typed specs of jobs not in the allocation
-            gone = np.flatnonzero(self._has_typed & ~self.in_alloc)
-            self._has_typed[gone] = False
-            for i in gone.tolist():
-                for ti in range(len(self.types)):
-                    self._typed.pop((i, ti), None)
+        if self._typed_jobs:  # forget the typed specs of jobs not in the allocation
+            typed = np.array(self._typed_jobs, dtype=np.int64)
+            keep = self.in_alloc[typed]
+            self._typed_jobs = typed[keep].tolist()
+            for i in typed[~keep].tolist():
+                del self._typed[i]
         self.alloc_ids = ids
         self.alloc_time = ctx.now
         self.counts["allocations"] += 1
@@ -486,12 +493,19 @@ class GavelPolicy(Policy):
             return [0]
         # np.mean's own steps (sum along axis 0, then divide by the count), without its
         # dispatch: the same floats
-        speed = np.add.reduce(tput, axis=0) / len(tput) if len(tput) else np.mean(tput, axis=0)
+        speed = (np.add.reduce(tput, axis=0) / len(tput) if len(tput)
+                 else np.mean(tput, axis=0)).tolist()  # Python floats: cheaper to compare
         return sorted(range(len(self.types)), key=lambda i: (-speed[i], self.types[i]))
 
     # --- rounds ---
 
-    def schedule(self, ctx: SchedContext) -> Iterator[Decision]:
+    def schedule(self, ctx: SchedContext) -> Iterable[Decision]:
+        """A round's decisions at a round boundary, else none (CPU-only jobs aside)."""
+        if self._cpu_only or ctx.now >= self.next_round - EPS:
+            return self._pass(ctx)
+        return ()  # between rounds: no generator to make (most passes)
+
+    def _pass(self, ctx: SchedContext) -> Iterator[Decision]:
         """At a round boundary: allocate if needed, pick this round's jobs, place them."""
         now = ctx.now
         if self._cpu_only:
@@ -505,7 +519,7 @@ class GavelPolicy(Policy):
         running = ctx.running()
         m = len(running)
         # running jobs in the engine's order: their indices (the keys) and since when
-        # they hold their GPUs; the ones with GPUs are the GPU jobs (`_held`)
+        # they hold their GPUs; the ones with GPUs are the GPU jobs
         held_ids = np.fromiter(running, np.int64, m)
         hs = np.fromiter(map(_HELD_SINCE, running.values()), float, m)
         if self._cpu_only:
@@ -669,10 +683,13 @@ class GavelPolicy(Policy):
         t = self.types[ti]
         if spec.gpu_type == t or len(self.types) == 1:
             return spec
-        got = self._typed.get((idx, ti))
+        per_type = self._typed.get(idx)
+        if per_type is None:
+            per_type = self._typed[idx] = {}
+            self._typed_jobs.append(idx)
+        got = per_type.get(ti)
         if got is None or got[0] is not spec:
-            got = self._typed[(idx, ti)] = (spec, with_gpu_type(spec, t))
-            self._has_typed[idx] = True
+            got = per_type[ti] = (spec, with_gpu_type(spec, t))
         return got[1]
 
 
