@@ -45,6 +45,7 @@ modelled (ties go to the larger allocation, then the earlier submission).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Generator, Iterable, Iterator
 from operator import attrgetter
@@ -156,7 +157,7 @@ def _max_min_classes(tput: np.ndarray, scale: np.ndarray, mult: np.ndarray,
     prop[prop <= 0] = 1.0
     coef = tput * scale[:, None] / prop[:, None]  # normalized throughput per unit of X
     live = usable.any(axis=1).astype(float)
-    a = lp_matrix_csc(coef, scale * mult, live)  # HiGHS takes columns
+    a = lp_columns(coef, scale * mult, live)  # HiGHS takes columns
     b = np.concatenate([np.zeros(n), np.ones(n), capacity.astype(float)])
     lb = np.zeros(n * k + 1)
     ub = np.append(usable.ravel().astype(float), np.inf)
@@ -225,6 +226,43 @@ def lp_matrix_csc(coef: np.ndarray, weight: np.ndarray, live: np.ndarray) -> csc
     indices = np.concatenate([xrows.ravel(), zrows])
     indptr = np.append(3 * np.arange(nk + 1, dtype=itype), 3 * nk + len(zrows)).astype(itype)
     return csc_matrix((data, indices, indptr), shape=(2 * n + k, nk + 1))
+
+
+def lp_columns(coef: np.ndarray, weight: np.ndarray, live: np.ndarray
+               ) -> gavel_lp.ColMatrix:
+    """`lp_matrix_csc`'s arrays without a scipy matrix: the same data, indices and indptr.
+
+    The index arrays depend only on the shape and the live rows, so they are made once
+    per such pattern (`_lp_pattern`); only the values are built per LP, and no sparse
+    matrix object (whose format checks cost more than the LP's arrays) is made.
+    """
+    n, k = coef.shape
+    indices, indptr, zrows = _lp_pattern(n, k, live.tobytes())
+    xdata = np.empty((n, k, 3))
+    xdata[:, :, 0] = -coef
+    xdata[:, :, 1] = 1.0
+    xdata[:, :, 2] = weight[:, None]
+    data = np.concatenate([xdata.ravel(), live[zrows].astype(float)])
+    return gavel_lp.ColMatrix((2 * n + k, n * k + 1), indptr, indices, data)
+
+
+@functools.lru_cache(maxsize=1024)
+def _lp_pattern(n: int, k: int, live: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Row indices, column pointers and live rows of `lp_matrix_csc` (read-only arrays)."""
+    live_rows = np.frombuffer(live, dtype=float)
+    nk = n * k
+    itype = np.int32 if max(nk + 1, 2 * nk + n + k) < np.iinfo(np.int32).max else np.int64
+    rows = np.arange(n, dtype=itype)
+    xrows = np.empty((n, k, 3), dtype=itype)
+    xrows[:, :, 0] = rows[:, None]
+    xrows[:, :, 1] = (rows + n)[:, None]
+    xrows[:, :, 2] = 2 * n + np.arange(k, dtype=itype)[None, :]
+    zrows = np.flatnonzero(live_rows != 0).astype(itype)
+    indices = np.concatenate([xrows.ravel(), zrows])
+    indptr = np.append(3 * np.arange(nk + 1, dtype=itype), 3 * nk + len(zrows)).astype(itype)
+    for arr in (indices, indptr, zrows):
+        arr.flags.writeable = False
+    return indices, indptr, zrows
 
 
 def _one_type(scale: np.ndarray, capacity: float, usable: np.ndarray) -> np.ndarray:

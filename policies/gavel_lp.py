@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import threading
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from scipy.optimize import linprog
@@ -45,15 +45,27 @@ def _options() -> Any:
     return _OPTIONS
 
 
-def solve(c: np.ndarray, a: csc_matrix, b: np.ndarray, lb: np.ndarray, ub: np.ndarray
-          ) -> tuple[int, np.ndarray | None]:
+class ColMatrix(NamedTuple):
+    """A constraint matrix as HiGHS takes it (CSC arrays), without a scipy matrix."""
+
+    shape: tuple[int, int]
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+
+
+def solve(c: np.ndarray, a: csc_matrix | ColMatrix, b: np.ndarray, lb: np.ndarray,
+          ub: np.ndarray) -> tuple[int, np.ndarray | None]:
     """Minimize c x subject to a x <= b, lb <= x <= ub: (linprog's status, x).
 
     Status 0 is an optimum that passed `linprog`'s own check of bounds and constraints
     (x is its solution); any other status is a failure (x may be None). `a` is in CSC
-    form, as HiGHS takes it (the caller converts once for both of Gavel's LPs).
+    form, as HiGHS takes it (the caller converts once for both of Gavel's LPs), or its
+    arrays (`ColMatrix`).
     """
     if _h is None:  # pragma: no cover
+        if isinstance(a, ColMatrix):
+            a = csc_matrix((a.data, a.indices, a.indptr), shape=a.shape)
         res = linprog(c, A_ub=a, b_ub=b, bounds=np.column_stack([lb, ub]), method="highs")
         return int(res.status), res.x
     lp = _h.HighsLp()
