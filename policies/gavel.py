@@ -168,14 +168,13 @@ def _max_min_classes(tput: np.ndarray, scale: np.ndarray, mult: np.ndarray,
         return np.outer(np.ones(n), share) * usable
     z = float(x1[-1])
     # keep everyone at >= z (a hair less, for the solver's tolerance), maximize the total
-    b2 = b.copy()
-    b2[:n] = 0.0
+    b2 = b  # its first n rows (z - coef x <= 0) are already 0: the same right-hand side
     lb[-1] = max(0.0, z * (1 - 1e-7) - 1e-9)
     c2 = np.concatenate([-(coef * mult[:, None]).ravel(), [0.0]])
     status, x2 = gavel_lp.solve(c2, a, b2, lb, ub)
     x = x2 if status == 0 and x2 is not None else x1
     # rounded so that solver noise does not decide ties between equal jobs
-    return np.round(np.clip(x[:-1].reshape(n, k), 0.0, 1.0), 6)
+    return x[:-1].reshape(n, k).clip(0.0, 1.0).round(6)  # np.clip, np.round's methods
 
 
 def lp_matrix(coef: np.ndarray, weight: np.ndarray, live: np.ndarray) -> csr_matrix:
@@ -604,7 +603,7 @@ class GavelPolicy(Policy):
         t = self.jobs
         alloc = prio = None  # ranks, computed once a type cannot take all its candidates
         need = t.need[ids]
-        submit = t.submit[ids]
+        submit = None  # submission times, read once a type must rank its candidates
         choice = np.full(len(ids), -1, dtype=np.int64)
         taken = np.zeros(len(ids), dtype=bool)
         if self.p["unallocated"] == "wait":  # not in the allocation: nothing this round
@@ -619,8 +618,9 @@ class GavelPolicy(Policy):
                 left[ti] -= total
                 taken[cand] = True
                 continue
-            if prio is None or alloc is None:
+            if prio is None or alloc is None or submit is None:
                 self._settle()
+                submit = t.submit[ids]
                 alloc = self.alloc[ids]
                 prio = self.priorities(self.recv[ids], alloc)
             key = -prio[cand, ti]
