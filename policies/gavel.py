@@ -359,6 +359,7 @@ class GavelPolicy(Policy):
         self._full_cap: np.ndarray | None = None  # GPUs per type, every node up
         # whether any job asks for no GPU (else the per-pass scan for them is skipped)
         self._cpu_only = not bool(self.jobs.gpu.all())
+        self._one_type = k == 1  # typed specs are the jobs' own then
 
     def metrics(self) -> dict[str, float]:
         """Counters of this run: rounds and allocation (LP) recomputations."""
@@ -391,8 +392,10 @@ class GavelPolicy(Policy):
     def _tputs(self, ctx: SchedContext, ids: np.ndarray) -> np.ndarray:
         """Throughput rows of these jobs (computed once per job, on first need)."""
         t = self.jobs
-        for i in ids[~t.tput_ok[ids]].tolist():
-            self.throughput(ctx, ctx.job_at(i))
+        missing = ~t.tput_ok[ids]
+        if missing.any():
+            for i in ids[missing].tolist():
+                self.throughput(ctx, ctx.job_at(i))
         return t.tput[ids]
 
     def _idle_speed(self, ctx: SchedContext, spec: JobSpec, gpu_type: str) -> float:
@@ -687,26 +690,27 @@ class GavelPolicy(Policy):
         starts = new[np.lexsort((new, -need[new]))].tolist()
         firsts = chosen_type[starts].tolist()
         chosen_type[ids] = -1
+        place, typed, started = ctx.place, self._typed_spec, self._started
         for i, first in zip(starts, firsts, strict=True):
-            j = ctx.job_at(i)
+            j = job_at(i)
             if j.status == RUNNING:
                 continue
-            got = ctx.place(self._typed_spec(j.spec, i, first))
+            got = place(typed(j.spec, i, first))
             if not isinstance(got, Unschedulable):
                 yield Start(j.job_id, got)
-                self._started(j)
+                started(j)
                 made += 1
                 continue
             # the chosen type's free GPUs are too scattered for the job: any other
             # usable type with GPUs left this round
             d = int(need[i])
             for ti in [k for k in order if k != first and tput[i, k] > 0 and d <= left[k]]:
-                got = ctx.place(self._typed_spec(j.spec, i, ti))
+                got = place(typed(j.spec, i, ti))
                 if not isinstance(got, Unschedulable):
                     left[ti] -= d
                     left[first] += d
                     yield Start(j.job_id, got)
-                    self._started(j)
+                    started(j)
                     made += 1
                     break
         return made
@@ -719,7 +723,7 @@ class GavelPolicy(Policy):
     def _typed_spec(self, spec: JobSpec, idx: int, ti: int) -> JobSpec:
         """The job's spec restricted to type `ti` (made once per job and type)."""
         t = self.types[ti]
-        if spec.gpu_type == t or len(self.types) == 1:
+        if spec.gpu_type == t or self._one_type:
             return spec
         per_type = self._typed.get(idx)
         if per_type is None:
