@@ -45,9 +45,10 @@ modelled (ties go to the larger allocation, then the earlier submission).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
-from collections.abc import Generator, Iterator
-from operator import attrgetter, itemgetter
+from collections.abc import Generator, Iterable, Iterator
+from operator import attrgetter
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
@@ -78,10 +79,9 @@ if TYPE_CHECKING:
     from sim.context import SchedContext
 
 EPS = 1e-9
+OWED_MAX = 64  # rounds of time owed (`GavelPolicy._credit`) kept before adding them
 _IDX = attrgetter("idx")
 _HELD_SINCE = attrgetter("held_since")
-_GPUS = attrgetter("gpus")
-_FIRST = itemgetter(0)
 _SPEC_FIELDS = tuple(f.name for f in dataclasses.fields(JobSpec))
 _SPEC_VALUES = attrgetter(*_SPEC_FIELDS)
 _SPEC_TYPE = _SPEC_FIELDS.index("gpu_type")
@@ -122,13 +122,29 @@ def max_min_allocation(tput: np.ndarray, scale: np.ndarray, capacity: np.ndarray
     # convex and symmetric in them, so averaging any optimum over their permutations is
     # another optimum. Solving per class of identical jobs, weighted by its size, keeps
     # the LP as small as the variety of jobs rather than their number.
-    keys = np.column_stack([tput, scale])
-    uniq, inverse, counts = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
-    inverse = inverse.reshape(-1)
+    uniq, inverse, counts = unique_rows(np.column_stack([tput, scale]))
     if len(uniq) < n:
         x = _max_min_classes(uniq[:, :k], uniq[:, k], counts.astype(float), capacity)
         return x[inverse]
     return _max_min_classes(tput, scale, np.ones(n), capacity)
+
+
+def unique_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`np.unique(keys, axis=0, return_inverse=True, return_counts=True)` for NaN-free rows.
+
+    The distinct rows in lexicographic order, each row's class and the class sizes, by
+    one `lexsort` (first column first) instead of `unique`'s sort of a structured view.
+    """
+    n = len(keys)
+    order = np.lexsort(keys.T[::-1])
+    rows = keys[order]
+    first = np.empty(n, dtype=bool)
+    first[:1] = True
+    first[1:] = (rows[1:] != rows[:-1]).any(axis=1)
+    inverse = np.empty(n, dtype=np.intp)
+    inverse[order] = np.cumsum(first) - 1
+    starts = np.flatnonzero(first)
+    return rows[starts], inverse, np.diff(np.append(starts, n))
 
 
 def _max_min_classes(tput: np.ndarray, scale: np.ndarray, mult: np.ndarray,
@@ -141,7 +157,7 @@ def _max_min_classes(tput: np.ndarray, scale: np.ndarray, mult: np.ndarray,
     prop[prop <= 0] = 1.0
     coef = tput * scale[:, None] / prop[:, None]  # normalized throughput per unit of X
     live = usable.any(axis=1).astype(float)
-    a = lp_matrix_csc(coef, scale * mult, live)  # HiGHS takes columns
+    a = lp_columns(coef, scale * mult, live)  # HiGHS takes columns
     b = np.concatenate([np.zeros(n), np.ones(n), capacity.astype(float)])
     lb = np.zeros(n * k + 1)
     ub = np.append(usable.ravel().astype(float), np.inf)
@@ -152,14 +168,13 @@ def _max_min_classes(tput: np.ndarray, scale: np.ndarray, mult: np.ndarray,
         return np.outer(np.ones(n), share) * usable
     z = float(x1[-1])
     # keep everyone at >= z (a hair less, for the solver's tolerance), maximize the total
-    b2 = b.copy()
-    b2[:n] = 0.0
+    b2 = b  # its first n rows (z - coef x <= 0) are already 0: the same right-hand side
     lb[-1] = max(0.0, z * (1 - 1e-7) - 1e-9)
     c2 = np.concatenate([-(coef * mult[:, None]).ravel(), [0.0]])
     status, x2 = gavel_lp.solve(c2, a, b2, lb, ub)
     x = x2 if status == 0 and x2 is not None else x1
     # rounded so that solver noise does not decide ties between equal jobs
-    return np.round(np.clip(x[:-1].reshape(n, k), 0.0, 1.0), 6)
+    return x[:-1].reshape(n, k).clip(0.0, 1.0).round(6)  # np.clip, np.round's methods
 
 
 def lp_matrix(coef: np.ndarray, weight: np.ndarray, live: np.ndarray) -> csr_matrix:
@@ -210,6 +225,43 @@ def lp_matrix_csc(coef: np.ndarray, weight: np.ndarray, live: np.ndarray) -> csc
     indices = np.concatenate([xrows.ravel(), zrows])
     indptr = np.append(3 * np.arange(nk + 1, dtype=itype), 3 * nk + len(zrows)).astype(itype)
     return csc_matrix((data, indices, indptr), shape=(2 * n + k, nk + 1))
+
+
+def lp_columns(coef: np.ndarray, weight: np.ndarray, live: np.ndarray
+               ) -> gavel_lp.ColMatrix:
+    """`lp_matrix_csc`'s arrays without a scipy matrix: the same data, indices and indptr.
+
+    The index arrays depend only on the shape and the live rows, so they are made once
+    per such pattern (`_lp_pattern`); only the values are built per LP, and no sparse
+    matrix object (whose format checks cost more than the LP's arrays) is made.
+    """
+    n, k = coef.shape
+    indices, indptr, zrows = _lp_pattern(n, k, live.tobytes())
+    xdata = np.empty((n, k, 3))
+    xdata[:, :, 0] = -coef
+    xdata[:, :, 1] = 1.0
+    xdata[:, :, 2] = weight[:, None]
+    data = np.concatenate([xdata.ravel(), live[zrows].astype(float)])
+    return gavel_lp.ColMatrix((2 * n + k, n * k + 1), indptr, indices, data)
+
+
+@functools.lru_cache(maxsize=1024)
+def _lp_pattern(n: int, k: int, live: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Row indices, column pointers and live rows of `lp_matrix_csc` (read-only arrays)."""
+    live_rows = np.frombuffer(live, dtype=float)
+    nk = n * k
+    itype = np.int32 if max(nk + 1, 2 * nk + n + k) < np.iinfo(np.int32).max else np.int64
+    rows = np.arange(n, dtype=itype)
+    xrows = np.empty((n, k, 3), dtype=itype)
+    xrows[:, :, 0] = rows[:, None]
+    xrows[:, :, 1] = (rows + n)[:, None]
+    xrows[:, :, 2] = 2 * n + np.arange(k, dtype=itype)[None, :]
+    zrows = np.flatnonzero(live_rows != 0).astype(itype)
+    indices = np.concatenate([xrows.ravel(), zrows])
+    indptr = np.append(3 * np.arange(nk + 1, dtype=itype), 3 * nk + len(zrows)).astype(itype)
+    for arr in (indices, indptr, zrows):
+        arr.flags.writeable = False
+    return indices, indptr, zrows
 
 
 def _one_type(scale: np.ndarray, capacity: float, usable: np.ndarray) -> np.ndarray:
@@ -292,17 +344,22 @@ class GavelPolicy(Policy):
         self.alloc_ids = np.zeros(0, dtype=np.int64)
         self.recv = np.zeros((n, k))  # seconds held per type since the allocation
         self._chosen = np.full(n, -1, dtype=np.int64)  # this round's type per job
+        self._on_type = np.zeros(n, dtype=np.int64)  # type of a running job's GPUs
         self._recv_rows: list[np.ndarray] = []  # job indices with a nonzero recv row
-        # (job, type) -> (its spec, that spec restricted to the type)
-        self._typed: dict[tuple[int, int], tuple[JobSpec, JobSpec]] = {}
-        self._has_typed = np.zeros(n, dtype=bool)  # jobs with an entry in `_typed`
+        # rounds' time held not yet added to recv: (now, since, held since, jobs, types)
+        self._owed: list[tuple[float, float, np.ndarray, np.ndarray, np.ndarray]] = []
+        # job -> type -> (its spec, that spec restricted to the type)
+        self._typed: dict[int, dict[int, tuple[JobSpec, JobSpec]]] = {}
+        self._typed_jobs: list[int] = []  # the keys of `_typed`, in the order added
         self._fits: dict[tuple, float] = {}
+        self._rows: dict[tuple, list[float]] = {}  # throughput rows by `_fits` key, all types
         self._idle: ClusterState | None = None
         self._placer: Placer | None = None
         self.counts = {"rounds": 0, "allocations": 0}
         self._full_cap: np.ndarray | None = None  # GPUs per type, every node up
         # whether any job asks for no GPU (else the per-pass scan for them is skipped)
         self._cpu_only = not bool(self.jobs.gpu.all())
+        self._one_type = k == 1  # typed specs are the jobs' own then
 
     def metrics(self) -> dict[str, float]:
         """Counters of this run: rounds and allocation (LP) recomputations."""
@@ -320,17 +377,25 @@ class GavelPolicy(Policy):
         """
         t = self.jobs
         if not t.tput_ok[job.idx]:
-            speeds = [self._idle_speed(ctx, job.spec, ty) for ty in self.types]
-            t.tput[job.idx] = speeds if self.aware else [1.0 if v > 0 else 0.0
-                                                         for v in speeds]
+            spec = job.spec
+            # what `_idle_speed` depends on, for every type at once
+            key = (request_class(spec), spec.gpu_speeds, spec.locality_sensitivity)
+            row = self._rows.get(key)
+            if row is None:
+                speeds = [self._idle_speed(ctx, spec, ty) for ty in self.types]
+                row = self._rows[key] = speeds if self.aware else [
+                    1.0 if v > 0 else 0.0 for v in speeds]
+            t.tput[job.idx] = row
             t.tput_ok[job.idx] = True
         return t.tput[job.idx]
 
     def _tputs(self, ctx: SchedContext, ids: np.ndarray) -> np.ndarray:
         """Throughput rows of these jobs (computed once per job, on first need)."""
         t = self.jobs
-        for i in ids[~t.tput_ok[ids]].tolist():
-            self.throughput(ctx, ctx.job_at(i))
+        missing = ~t.tput_ok[ids]
+        if missing.any():
+            for i in ids[missing].tolist():
+                self.throughput(ctx, ctx.job_at(i))
         return t.tput[ids]
 
     def _idle_speed(self, ctx: SchedContext, spec: JobSpec, gpu_type: str) -> float:
@@ -380,15 +445,16 @@ class GavelPolicy(Policy):
         self.in_alloc[self.alloc_ids] = False
         self.alloc[ids] = x
         self.in_alloc[ids] = True
-        if self._typed:  # forget the typed specs of jobs not in the allocation
-            gone = np.flatnonzero(self._has_typed & ~self.in_alloc)
-            self._has_typed[gone] = False
-            for i in gone.tolist():
-                for ti in range(len(self.types)):
-                    self._typed.pop((i, ti), None)
+        if self._typed_jobs:  # forget the typed specs of jobs not in the allocation
+            typed = np.array(self._typed_jobs, dtype=np.int64)
+            keep = self.in_alloc[typed]
+            self._typed_jobs = typed[keep].tolist()
+            for i in typed[~keep].tolist():
+                del self._typed[i]
         self.alloc_ids = ids
         self.alloc_time = ctx.now
         self.counts["allocations"] += 1
+        self._owed.clear()  # time received restarts: what was owed no longer counts
         for rows in self._recv_rows:
             self.recv[rows] = 0.0
         self._recv_rows = []
@@ -396,14 +462,33 @@ class GavelPolicy(Policy):
 
     def _credit(self, ctx: SchedContext, hs: np.ndarray, held_ids: np.ndarray,
                 held_type: np.ndarray) -> None:
-        """Add the time each running job held its type since the last round.
+        """Owe each running job the time it held its type since the last round.
 
-        `hs` is when each running job got its GPUs. The per-type totals are summed in
-        the running jobs' order, one job at a time (`np.add.accumulate`), so they are
-        the same floats as a loop over the jobs.
+        `hs` is when each running job got its GPUs. The time is added when priorities
+        are next needed (`_settle`), round by round in the same order, so the sums are
+        the same floats; a recomputed allocation forgets what is still owed (it restarts
+        the time received), so most rounds never add anything.
         """
-        since = max(self.last_round, self.alloc_time)
-        dt = ctx.now - np.maximum(hs, since)  # hs is never NaN: as where(since > hs, ...)
+        owed = self._owed
+        owed.append((ctx.now, max(self.last_round, self.alloc_time), hs, held_ids,
+                     held_type))
+        if len(owed) >= OWED_MAX:
+            self._settle()
+
+    def _settle(self) -> None:
+        """Add the time owed since the allocation (`_credit`), oldest round first."""
+        for now, since, hs, held_ids, held_type in self._owed:
+            self._add_time(now, since, hs, held_ids, held_type)
+        self._owed.clear()
+
+    def _add_time(self, now: float, since: float, hs: np.ndarray, held_ids: np.ndarray,
+                  held_type: np.ndarray) -> None:
+        """Add one round's time held per running job and type (from `since` to `now`).
+
+        The per-type totals are summed in the running jobs' order, one job at a time
+        (`np.add.accumulate`), so they are the same floats as a loop over the jobs.
+        """
+        dt = now - np.maximum(hs, since)  # hs is never NaN: as where(since > hs, ...)
         got = dt > 0
         if not got.all():
             if not got.any():
@@ -448,12 +533,19 @@ class GavelPolicy(Policy):
             return [0]
         # np.mean's own steps (sum along axis 0, then divide by the count), without its
         # dispatch: the same floats
-        speed = np.add.reduce(tput, axis=0) / len(tput) if len(tput) else np.mean(tput, axis=0)
+        speed = (np.add.reduce(tput, axis=0) / len(tput) if len(tput)
+                 else np.mean(tput, axis=0)).tolist()  # Python floats: cheaper to compare
         return sorted(range(len(self.types)), key=lambda i: (-speed[i], self.types[i]))
 
     # --- rounds ---
 
-    def schedule(self, ctx: SchedContext) -> Iterator[Decision]:
+    def schedule(self, ctx: SchedContext) -> Iterable[Decision]:
+        """A round's decisions at a round boundary, else none (CPU-only jobs aside)."""
+        if self._cpu_only or ctx.now >= self.next_round - EPS:
+            return self._pass(ctx)
+        return ()  # between rounds: no generator to make (most passes)
+
+    def _pass(self, ctx: SchedContext) -> Iterator[Decision]:
         """At a round boundary: allocate if needed, pick this round's jobs, place them."""
         now = ctx.now
         if self._cpu_only:
@@ -464,28 +556,32 @@ class GavelPolicy(Policy):
         pend = np.fromiter(map(_IDX, ctx.pending()), np.int64, ctx.pending_count)
         if self._cpu_only:
             pend = pend[gpu[pend]]
-        held = list(filter(_GPUS, ctx.running().values()))  # the ones with GPUs
-        if not len(pend) and not held:
+        running = ctx.running()
+        m = len(running)
+        # running jobs in the engine's order: their indices (the keys) and since when
+        # they hold their GPUs; the ones with GPUs are the GPU jobs
+        held_ids = np.fromiter(running, np.int64, m)
+        hs = np.fromiter(map(_HELD_SINCE, running.values()), float, m)
+        if self._cpu_only:
+            with_gpus = gpu[held_ids]
+            held_ids, hs = held_ids[with_gpus], hs[with_gpus]
+        if not len(pend) and not len(held_ids):
             self.last_round = now
             return
-        m = len(held)
-        held_ids = np.fromiter(map(_IDX, held), np.int64, m)
-        held_type = self.gpu_type_ix[np.fromiter(map(_FIRST, map(_GPUS, held)), np.int64, m)]
-        self._credit(ctx, np.fromiter(map(_HELD_SINCE, held), float, m), held_ids,
-                     held_type)
+        held_type = self._on_type[held_ids]
+        self._credit(ctx, hs, held_ids, held_type)
         self.last_round = now
         self.next_round = now + self.p["round"]
-        ids = np.concatenate([pend, held_ids[gpu[held_ids]]])
+        ids = np.concatenate([pend, held_ids])
         same = len(ids) == len(self.alloc_ids) and bool(self.in_alloc[ids].all())
         if not same and (not len(self.alloc_ids)
                          or now - self.alloc_time >= self.p["reset_interval"]):
             ids = np.sort(ids)
             order = np.argsort(held_ids, kind="stable")  # stops go by job index then
-            held = [held[i] for i in order.tolist()]
             held_ids, held_type = held_ids[order], held_type[order]
             self._reallocate(ctx, ids)
         self.counts["rounds"] += 1
-        made = yield from self._round(ctx, ids, held, held_ids, held_type)
+        made = yield from self._round(ctx, ids, held_ids, held_type)
         waiting = made or ctx.running() or ctx.cluster.healthy_gpus < ctx.topology.num_gpus
         if not waiting and self.p["unallocated"] == "wait":
             waiting = not self.in_alloc[ids].all()  # for the next allocation
@@ -510,7 +606,7 @@ class GavelPolicy(Policy):
         t = self.jobs
         alloc = prio = None  # ranks, computed once a type cannot take all its candidates
         need = t.need[ids]
-        submit = t.submit[ids]
+        submit = None  # submission times, read once a type must rank its candidates
         choice = np.full(len(ids), -1, dtype=np.int64)
         taken = np.zeros(len(ids), dtype=bool)
         if self.p["unallocated"] == "wait":  # not in the allocation: nothing this round
@@ -525,7 +621,9 @@ class GavelPolicy(Policy):
                 left[ti] -= total
                 taken[cand] = True
                 continue
-            if prio is None or alloc is None:
+            if prio is None or alloc is None or submit is None:
+                self._settle()
+                submit = t.submit[ids]
                 alloc = self.alloc[ids]
                 prio = self.priorities(self.recv[ids], alloc)
             key = -prio[cand, ti]
@@ -562,13 +660,12 @@ class GavelPolicy(Policy):
             taken |= choice == ti
         return choice
 
-    def _round(self, ctx: SchedContext, ids: np.ndarray, held: list[JobState],
-               held_ids: np.ndarray, held_type: np.ndarray
-               ) -> Generator[Decision, None, int]:
+    def _round(self, ctx: SchedContext, ids: np.ndarray, held_ids: np.ndarray,
+               held_type: np.ndarray) -> Generator[Decision, None, int]:
         """Pick this round's (job, type) pairs greedily, then stop, keep and place.
 
-        `held` are the running jobs with GPUs (in the order their stops are issued),
-        `held_ids` their indices and `held_type` the type index each runs on. Only jobs
+        `held_ids` are the running jobs with GPUs (in the order their stops are issued)
+        and `held_type` the type index each runs on. Only jobs
         that lose or change their GPUs get a decision: a job chosen for the type it runs
         on keeps running untouched.
         """
@@ -582,8 +679,9 @@ class GavelPolicy(Policy):
         made = 0
         moved = chosen_type[held_ids] != held_type
         why = f"{self.name}: round"
-        for k in np.flatnonzero(moved & self.jobs.gpu[held_ids]).tolist():
-            yield stop(held[k].job_id, why)
+        job_at = ctx.job_at
+        for i in held_ids[moved].tolist():
+            yield stop(job_at(i).job_id, why)
             made += 1
         kept = held_ids[~moved]
         chosen_type[kept] = -1  # kept: no start either
@@ -592,37 +690,48 @@ class GavelPolicy(Policy):
         starts = new[np.lexsort((new, -need[new]))].tolist()
         firsts = chosen_type[starts].tolist()
         chosen_type[ids] = -1
+        place, typed, started = ctx.place, self._typed_spec, self._started
         for i, first in zip(starts, firsts, strict=True):
-            j = ctx.job_at(i)
+            j = job_at(i)
             if j.status == RUNNING:
                 continue
-            got = ctx.place(self._typed_spec(j.spec, i, first))
+            got = place(typed(j.spec, i, first))
             if not isinstance(got, Unschedulable):
                 yield Start(j.job_id, got)
+                started(j)
                 made += 1
                 continue
             # the chosen type's free GPUs are too scattered for the job: any other
             # usable type with GPUs left this round
             d = int(need[i])
             for ti in [k for k in order if k != first and tput[i, k] > 0 and d <= left[k]]:
-                got = ctx.place(self._typed_spec(j.spec, i, ti))
+                got = place(typed(j.spec, i, ti))
                 if not isinstance(got, Unschedulable):
                     left[ti] -= d
                     left[first] += d
                     yield Start(j.job_id, got)
+                    started(j)
                     made += 1
                     break
         return made
 
+    def _started(self, job: JobState) -> None:
+        """Note the type of the GPUs a job just got (they stay its own until it stops)."""
+        if job.gpus:
+            self._on_type[job.idx] = self.gpu_type_ix[job.gpus[0]]
+
     def _typed_spec(self, spec: JobSpec, idx: int, ti: int) -> JobSpec:
         """The job's spec restricted to type `ti` (made once per job and type)."""
         t = self.types[ti]
-        if spec.gpu_type == t or len(self.types) == 1:
+        if spec.gpu_type == t or self._one_type:
             return spec
-        got = self._typed.get((idx, ti))
+        per_type = self._typed.get(idx)
+        if per_type is None:
+            per_type = self._typed[idx] = {}
+            self._typed_jobs.append(idx)
+        got = per_type.get(ti)
         if got is None or got[0] is not spec:
-            got = self._typed[(idx, ti)] = (spec, with_gpu_type(spec, t))
-            self._has_typed[idx] = True
+            got = per_type[ti] = (spec, with_gpu_type(spec, t))
         return got[1]
 
 

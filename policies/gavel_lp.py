@@ -7,14 +7,15 @@ per option, and a new HiGHS instance per call. `solve` hands the same model (the
 CSC arrays, bounds and options) to the same bundled HiGHS solver directly, so it returns
 the same solution (bit for bit: tests compare it with `linprog`), and falls back to
 `linprog` where scipy's private HiGHS bindings are not there. One HiGHS instance per
-thread is reused, cleared before each solve (tests check a sequence of solves against
-linprog).
+thread is reused, given the options once and cleared before each solve (tests check a
+sequence of solves against linprog); linprog's check of the optimum is `feasible`.
 """
 
 from __future__ import annotations
 
+import math
 import threading
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from scipy.optimize import linprog
@@ -22,12 +23,12 @@ from scipy.sparse import csc_matrix
 
 try:  # scipy's bundled HiGHS (private modules: the same ones `linprog` calls)
     import scipy.optimize._highspy._core as _h
-    from scipy.optimize._linprog_util import _check_result
 except ImportError:  # pragma: no cover - another scipy layout: linprog itself
     _h = None
 
 _OPTIONS: Any = None
 _LOCAL = threading.local()  # one HiGHS instance per thread, cleared before each solve
+_TOL = float(np.sqrt(1e-9) * 10)  # linprog's feasibility tolerance in `_check_result`
 
 
 def _options() -> Any:
@@ -44,15 +45,27 @@ def _options() -> Any:
     return _OPTIONS
 
 
-def solve(c: np.ndarray, a: csc_matrix, b: np.ndarray, lb: np.ndarray, ub: np.ndarray
-          ) -> tuple[int, np.ndarray | None]:
+class ColMatrix(NamedTuple):
+    """A constraint matrix as HiGHS takes it (CSC arrays), without a scipy matrix."""
+
+    shape: tuple[int, int]
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+
+
+def solve(c: np.ndarray, a: csc_matrix | ColMatrix, b: np.ndarray, lb: np.ndarray,
+          ub: np.ndarray) -> tuple[int, np.ndarray | None]:
     """Minimize c x subject to a x <= b, lb <= x <= ub: (linprog's status, x).
 
     Status 0 is an optimum that passed `linprog`'s own check of bounds and constraints
     (x is its solution); any other status is a failure (x may be None). `a` is in CSC
-    form, as HiGHS takes it (the caller converts once for both of Gavel's LPs).
+    form, as HiGHS takes it (the caller converts once for both of Gavel's LPs), or its
+    arrays (`ColMatrix`).
     """
     if _h is None:  # pragma: no cover
+        if isinstance(a, ColMatrix):
+            a = csc_matrix((a.data, a.indices, a.indptr), shape=a.shape)
         res = linprog(c, A_ub=a, b_ub=b, bounds=np.column_stack([lb, ub]), method="highs")
         return int(res.status), res.x
     lp = _h.HighsLp()
@@ -73,17 +86,28 @@ def solve(c: np.ndarray, a: csc_matrix, b: np.ndarray, lb: np.ndarray, ub: np.nd
     highs = getattr(_LOCAL, "highs", None)
     if highs is None:
         highs = _LOCAL.highs = _h._Highs()
+        if highs.passOptions(_options()) == _h.HighsStatus.kError:  # kept across solves
+            _LOCAL.highs = None
+            return 4, None
     highs.clearSolver()  # no basis or solution of the previous LP: solved from scratch
-    if highs.passOptions(_options()) == _h.HighsStatus.kError \
-            or highs.passModel(lp) == _h.HighsStatus.kError \
-            or highs.run() == _h.HighsStatus.kError:
+    if highs.passModel(lp) == _h.HighsStatus.kError or highs.run() == _h.HighsStatus.kError:
         return 4, None
     if highs.getModelStatus() != _h.HighsModelStatus.kOptimal:
         return 2, None  # linprog: infeasible, unbounded or another failure (all != 0)
     sol = highs.getSolution()
     x = np.array(sol.col_value)
     slack = b - np.asarray(sol.row_value)
-    fun = highs.getInfo().objective_function_value
-    status, _ = _check_result(x, fun, 0, slack, np.zeros(0), np.column_stack([lb, ub]),
-                              1e-9, "", None)
-    return int(status), x
+    return (0 if feasible(x, highs.getObjectiveValue(), slack, lb, ub) else 4), x
+
+
+def feasible(x: np.ndarray, fun: float, slack: np.ndarray, lb: np.ndarray, ub: np.ndarray
+             ) -> bool:
+    """`linprog`'s check of an optimum (`_check_result`) for an LP without equalities.
+
+    No NaN in x, the objective or the slacks; x within its bounds and every slack at
+    least -tol, with linprog's tol (sqrt(1e-9) x 10): the same verdict without building
+    the bounds array and `np.isclose` terms that are moot without integrality.
+    """
+    if math.isnan(fun) or np.isnan(x).any() or np.isnan(slack).any():
+        return False
+    return bool(((x >= lb - _TOL) & (x <= ub + _TOL)).all()) and not (slack < -_TOL).any()
