@@ -258,6 +258,10 @@ class EndIndex:
         for t, idx in self.order:
             yield (t if t > now else now), ctx.job_at(idx)
 
+    def passed(self, since: float, now: float) -> bool:
+        """Whether some expected end lies in (since, now]: the profile from now differs."""
+        return bisect_right(self._at, since) != bisect_right(self._at, now)
+
     def steps(self, now: float, free: int) -> tuple[list[float], list[int]] | None:
         """The free-capacity profile from `now` (see `_Profile`), or None to rebuild it.
 
@@ -423,6 +427,32 @@ class _Profile:
         self.version += 1
 
 
+class _Quiet:
+    """A pass that started nothing, as much of it as a later pass needs to skip itself.
+
+    Its cluster version, time, last reserved job's queue key and the profile left after
+    the reservations (which only a started job or a changed state would alter).
+    """
+
+    __slots__ = ("version", "now", "last", "times", "free")
+
+    def __init__(self, version: int, now: float, last: tuple, prof: _Profile) -> None:
+        self.version, self.now, self.last = version, now, last
+        self.times, self.free = prof.times, prof.free
+
+    def admits(self, need: int, estimate: float, now: float) -> bool:
+        """Whether a job past the reservations could start at `now` in this profile.
+
+        As the backfill after the reservations decides it (`horizon` from `now`).
+        """
+        times, free = self.times, self.free
+        for j in range(len(times)):
+            if free[j] < need:
+                h = times[j] - now if j else 0.0
+                return h > 0 and estimate <= h
+        return True
+
+
 class ConservativeBackfillPolicy(_Backfill):
     """Every queued job gets a reservation in arrival order; none may be delayed."""
 
@@ -436,12 +466,61 @@ class ConservativeBackfillPolicy(_Backfill):
     }
 
     def attach(self, ctx: SchedContext) -> None:
-        """The indexes of `_Backfill`, and each reserved job's (spec, demand, length)."""
+        """Fresh indexes, reserved jobs' (spec, demand, length) and skip state per run."""
         super().attach(ctx)
         self._cost: dict[int, tuple[JobSpec, int, float]] = {}
+        self._quiet: _Quiet | None = None
+        self._arrived: list[JobState] = []  # jobs submitted since the last full pass
+        self._moved = False  # some other job event since the last full pass
+        self._elastic = False  # some job may resize: a class no longer fits as one
+
+    def notify(self, ctx: SchedContext, job: JobState, kind: str) -> None:
+        """Note the job for the indexes, and whether it only arrived (see `_unchanged`)."""
+        super().notify(ctx, job, kind)
+        if kind != "submit":
+            self._moved = True
+        else:
+            self._arrived.append(job)
+            if job.spec.min_gpus is not None:
+                self._elastic = True
+
+    def _unchanged(self, ctx: SchedContext) -> bool:
+        """Whether this pass would start nothing, as the last full pass started nothing.
+
+        True when since then no job but arrivals had an event, the cluster is the same,
+        no expected end passed (the profile is the same but for its first time), and every
+        arrival queues after the reserved jobs and fits nowhere a backfilled job could. The
+        reservations are then the same (a later now only tightens a start now, and every
+        start now was refused a placement that is refused again), and so is every
+        backfill refusal (limits only shrink as now grows).
+        """
+        q = self._quiet
+        if q is None or self._moved or self._elastic or ctx.cluster.version != q.version:
+            return False
+        now = ctx.now
+        if self.running.passed(q.now, now):
+            return False
+        for job in self._arrived:
+            if job.status != PENDING:
+                continue
+            s = job.spec
+            if (s.submit_time, job.idx) <= q.last \
+                    or q.admits(demand(s), self.estimate(s), now):
+                return False
+        self._arrived.clear()
+        return True
 
     def schedule(self, ctx: SchedContext) -> Iterator[Decision]:
-        """Start the queue heads that fit; then reserve or start the rest in order."""
+        """Start the queue heads that fit; then reserve or start the rest in order.
+
+        Skipped when it would start nothing (`_unchanged`).
+        """
+        if self._unchanged(ctx):
+            return
+        self._quiet = None
+        self._moved = False
+        self._arrived.clear()
+        started = False
         it = ctx.pending()
         head: JobState | None = None
         for job in it:  # nothing is reserved ahead of the head: it starts if it fits
@@ -449,6 +528,7 @@ class ConservativeBackfillPolicy(_Backfill):
             if isinstance(got, Unschedulable):
                 head = job
                 break
+            started = True
             yield Start(job.job_id, got)
         if head is None:
             return
@@ -477,13 +557,19 @@ class ConservativeBackfillPolicy(_Backfill):
                 placed = ctx.place(job) if ck not in failed else None
                 if placed is not None and not isinstance(placed, Unschedulable):
                     prof.reserve(0, need, length)
+                    started = True
                     yield Start(job.job_id, placed)
                     continue
                 failed.add(ck)
                 i = prof.earliest(need, length, 1)
             if i < len(prof.times):
                 prof.reserve(i, need, length)
-        if last is None or ctx.pending_count <= cap or prof.free[0] <= 0:
+        assert last is not None  # the head at least
+        quiet = not started and steps is not None and ctx.pending_count >= cap
+        if ctx.pending_count <= cap or prof.free[0] <= 0:
+            if quiet:
+                self._quiet = _Quiet(ctx.cluster.version, now, (last.spec.submit_time, last.idx),
+                                     prof)
             return
         # past the reservations: a job may start only if it disturbs none of them
         self.index.sync(ctx, self.estimate)
@@ -505,5 +591,9 @@ class ConservativeBackfillPolicy(_Backfill):
             prof.reserve(0, demand(job.spec), max(self.estimate(job.spec), 1e-9))
             return True
 
-        yield from class_backfill(ctx, self.index, (last.spec.submit_time, last.idx), fits,
-                                  limit, take)
+        after = (last.spec.submit_time, last.idx)
+        for d in class_backfill(ctx, self.index, after, fits, limit, take):
+            quiet = False
+            yield d
+        if quiet:
+            self._quiet = _Quiet(ctx.cluster.version, now, after, prof)
