@@ -30,6 +30,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+import operator
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
@@ -395,15 +396,14 @@ class _Profile:
             if free[i] < need:
                 i += 1
                 continue
-            end = times[i] + length
-            j = i
-            while j < n and times[j] < end:
-                if free[j] < need:
-                    break
-                j += 1
-            else:
+            k = bisect_left(times, times[i] + length, i + 1)  # the breakpoints it spans
+            if k == i + 1:
                 return i
-            i = j + 1
+            low = min(free[i + 1:k])
+            if low >= need:
+                return i
+            # no start up to a breakpoint short of `need` can span it either
+            i = free.index(low, i + 1, k) + 1
         return n  # never (capacity below the request)
 
     def horizon(self, need: int) -> float:
@@ -423,7 +423,7 @@ class _Profile:
         if k == len(times) or times[k] != end:
             times.insert(k, end)
             free.insert(k, free[k - 1])
-        free[i:k] = [f - need for f in free[i:k]]
+        free[i:k] = map(operator.sub, free[i:k], itertools.repeat(need))
         self.version += 1
 
 
