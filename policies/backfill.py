@@ -35,6 +35,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
+import numpy as np
 from sortedcontainers import SortedList
 
 from policies.base import Policy
@@ -79,8 +80,82 @@ def _free_for(ctx: SchedContext, spec: JobSpec) -> int:
     return ctx.cluster.free_by_type.get(spec.gpu_type, 0) * MILLI
 
 
+class _Lane:
+    """One request class's waiting jobs in arrival order, their estimates in an array.
+
+    So the first job after a queue key within an estimate limit is one vectorised
+    comparison, not a walk of the class. A job that stops waiting stays as a tombstone
+    (estimate inf, key in `gone`) until half the lane is tombstones.
+    """
+
+    __slots__ = ("keys", "est", "gone")
+
+    def __init__(self) -> None:
+        self.keys: list[tuple] = []  # queue keys, ascending (tombstones included)
+        self.est: np.ndarray = np.empty(16)  # estimate per key (inf: tombstone); spare tail
+        self.gone: set[tuple] = set()  # the tombstones' keys
+
+    def __len__(self) -> int:
+        return len(self.keys) - len(self.gone)  # the jobs still waiting
+
+    def add(self, key: tuple, estimate: float) -> None:
+        """A job starts waiting (usually the latest arrival, so it goes last)."""
+        keys = self.keys
+        n = len(keys)
+        if not keys or key > keys[-1]:
+            pos = n
+        else:
+            pos = bisect_left(keys, key)
+            if keys[pos] == key:  # back before its tombstone was cleared
+                self.gone.discard(key)
+                self.est[pos] = estimate
+                return
+        if n == len(self.est):
+            self.est = np.concatenate((self.est, np.empty(n)))
+        est = self.est
+        if pos < n:
+            est[pos + 1:n + 1] = est[pos:n].copy()
+        keys.insert(pos, key)
+        est[pos] = estimate
+
+    def drop(self, key: tuple) -> None:
+        """A job stops waiting: tombstone it, compacting when half the lane is gone."""
+        keys = self.keys
+        self.est[bisect_left(keys, key)] = math.inf
+        gone = self.gone
+        gone.add(key)
+        if len(gone) >= 16 and 2 * len(gone) >= len(keys):
+            keep = [p for p, k in enumerate(keys) if k not in gone]
+            est = np.empty(max(16, 2 * len(keep)))
+            est[:len(keep)] = self.est[keep]
+            self.keys = [keys[p] for p in keep]
+            self.est = est
+            gone.clear()
+
+    def first(self, ctx: SchedContext, since: tuple, limit: float) -> tuple | None:
+        """Key of the first pending job after `since` whose estimate is within `limit`.
+
+        `limit` is finite, so tombstones never match; a job started earlier in the pass
+        (still in the lane until the next sync) is passed over.
+        """
+        keys = self.keys
+        n = len(keys)
+        pos = bisect_right(keys, since)
+        est = self.est
+        while pos < n:
+            ok = est[pos:n] <= limit
+            j = int(ok.argmax())
+            if not ok[j]:
+                return None
+            key = keys[pos + j]
+            if ctx.job_at(key[1]).status == PENDING:
+                return key
+            pos += j + 1
+        return None
+
+
 class EstimateIndex:
-    """Pending GPU jobs per request class, sorted by estimate, kept current from `notify`.
+    """Pending GPU jobs per request class with their estimates, kept current from `notify`.
 
     Lets a backfill pass find the earliest-arriving job of a class whose estimate is at
     most a limit without walking the whole class.
@@ -88,7 +163,7 @@ class EstimateIndex:
 
     def __init__(self) -> None:
         self.feed = JobFeed()
-        self.by_class: dict[tuple, SortedList] = {}
+        self.lanes: dict[tuple, _Lane] = {}
         self.entry: dict[int, tuple[tuple, tuple]] = {}  # idx -> (class, (est, key))
 
     def sync(self, ctx: SchedContext, estimate: Callable[[JobSpec], float]) -> None:
@@ -99,42 +174,26 @@ class EstimateIndex:
             if waiting and old is None:
                 ck = request_class(job.spec)
                 e = (estimate(job.spec), (job.spec.submit_time, job.idx))
-                self.by_class.setdefault(ck, SortedList()).add(e)
+                lane = self.lanes.get(ck)
+                if lane is None:
+                    lane = self.lanes[ck] = _Lane()
+                lane.add(e[1], e[0])
                 self.entry[job.idx] = (ck, e)
             elif not waiting and old is not None:
                 del self.entry[job.idx]
-                lst = self.by_class[old[0]]
-                lst.remove(old[1])
-                if not lst:
-                    del self.by_class[old[0]]
+                lane = self.lanes[old[0]]
+                lane.drop(old[1][1])
+                if not len(lane):
+                    del self.lanes[old[0]]
 
     def first_within(self, ctx: SchedContext, lst: SortedList, since: tuple, limit: float
                      ) -> tuple | None:
         """The earliest waiting job of class list `lst` after `since` within `limit`.
 
-        Returns its queue key, or None. Walks whichever is shorter: the class in arrival
-        order, or its jobs whose estimate is at most `limit`.
+        Returns its queue key, or None (`limit` is finite).
         """
-        ck = request_class(ctx.job_at(lst[0][1]).spec)
-        short = self.by_class.get(ck)
-        if short is None:
-            return None
-        n_short = short.bisect_right((limit, (math.inf,)))
-        if n_short == 0:
-            return None
-        if n_short * n_short <= len(lst):
-            best = None
-            for _, key in short.islice(0, n_short):
-                if key > since and (best is None or key < best) \
-                        and ctx.job_at(key[1]).status == PENDING:
-                    best = key
-            return best
-        entry = self.entry
-        for key in lst.irange(since, inclusive=(False, False)):
-            e = entry.get(key[1])
-            if e is not None and e[1][0] <= limit:
-                return key
-        return None
+        lane = self.lanes.get(request_class(ctx.job_at(lst[0][1]).spec))
+        return None if lane is None else lane.first(ctx, since, limit)
 
 
 def class_backfill(
@@ -396,14 +455,22 @@ class _Profile:
             if free[i] < need:
                 i += 1
                 continue
-            k = bisect_left(times, times[i] + length, i + 1)  # the breakpoints it spans
-            if k == i + 1:
-                return i
-            low = min(free[i + 1:k])
-            if low >= need:
-                return i
-            # no start up to a breakpoint short of `need` can span it either
-            i = free.index(low, i + 1, k) + 1
+            end = times[i] + length
+            j = i + 1
+            stop = j + 8  # the next few breakpoints one by one: a shortfall is often near
+            while j < n and j < stop and times[j] < end:
+                if free[j] < need:
+                    break
+                j += 1
+            else:
+                if j == n or times[j] >= end:
+                    return i
+                k = bisect_left(times, end, j)  # the rest of its span at once
+                low = min(free[j:k])
+                if low >= need:
+                    return i
+                j = free.index(low, j, k)  # a shortfall no start before it can span
+            i = j + 1
         return n  # never (capacity below the request)
 
     def horizon(self, need: int) -> float:

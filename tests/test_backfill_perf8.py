@@ -1,11 +1,14 @@
-"""Conservative backfilling's faster profile search gives the breakpoints a plain scan gives."""
+"""Backfilling's faster searches (profile breakpoints, class lanes) agree with plain scans."""
 
 from __future__ import annotations
+
+from types import SimpleNamespace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policies.backfill import _Profile
+from policies.backfill import _Lane, _Profile
+from sim.jobstate import PENDING, RUNNING
 
 TIMES = st.sampled_from([0.0, 1.0, 5.0, 10.0, 10.0, 12.5, 40.0, 1e9])
 RELEASES = st.lists(st.tuples(TIMES, st.sampled_from([250, 1000, 2000, 8000])), max_size=20)
@@ -34,3 +37,38 @@ def test_earliest_equals_a_plain_scan(releases, free, asks, first):
             before = list(prof.free)
             prof.reserve(i, need, length)
             assert min(prof.free) >= 0 or min(before) < 0
+
+
+class _Jobs:
+    """A stand-in context: every job is pending but those in `started`."""
+
+    def __init__(self, started: set[int]) -> None:
+        self.started = started
+
+    def job_at(self, idx: int) -> SimpleNamespace:
+        """The job's status only."""
+        return SimpleNamespace(status=RUNNING if idx in self.started else PENDING)
+
+
+KEYS = st.tuples(st.sampled_from([0.0, 1.0, 2.0, 3.0]), st.integers(0, 40))
+OPS = st.lists(st.tuples(st.booleans(), KEYS, st.sampled_from([1.0, 5.0, 20.0, 100.0])),
+               max_size=80)
+
+
+@settings(max_examples=300, deadline=None)
+@given(OPS, st.sets(st.integers(0, 40), max_size=5), KEYS,
+       st.sampled_from([0.5, 1.0, 5.0, 30.0, 1e9]))
+def test_lane_first_equals_a_walk(ops, started, since, limit):
+    lane = _Lane()
+    live: dict[tuple, float] = {}
+    for add, key, est in ops:
+        if add and key not in live:
+            lane.add(key, est)
+            live[key] = est
+        elif not add and key in live:
+            lane.drop(key)
+            del live[key]
+        assert len(lane) == len(live)
+    want = next((k for k in sorted(live) if k > since and live[k] <= limit
+                 and k[1] not in started), None)
+    assert lane.first(_Jobs(started), since, limit) == want  # type: ignore[arg-type]
