@@ -556,7 +556,8 @@ class ConservativeBackfillPolicy(_Backfill):
 
         True when since then no job but arrivals had an event, the cluster is the same,
         no expected end passed (the profile is the same but for its first time), and every
-        arrival queues after the reserved jobs and fits nowhere a backfilled job could. The
+        arrival queues after the reserved jobs and either fits nowhere a backfilled job
+        could or cannot be placed now (nor then could any job of its class). The
         reservations are then the same (a later now only tightens a start now, and every
         start now was refused a placement that is refused again), and so is every
         backfill refusal (limits only shrink as now grows).
@@ -571,8 +572,10 @@ class ConservativeBackfillPolicy(_Backfill):
             if job.status != PENDING:
                 continue
             s = job.spec
-            if (s.submit_time, job.idx) <= q.last \
-                    or q.admits(demand(s), self.estimate(s), now):
+            if (s.submit_time, job.idx) <= q.last:
+                return False
+            if q.admits(demand(s), self.estimate(s), now) \
+                    and not isinstance(ctx.place(job), Unschedulable):
                 return False
         self._arrived.clear()
         return True
