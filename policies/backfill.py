@@ -610,6 +610,9 @@ class ConservativeBackfillPolicy(_Backfill):
             (t, len(r.gpus) * r.milli) for t, r in self.expected_ends(ctx)], steps)
         cap = self.p["max_reservations"]
         cost = self._cost
+        # reservations never take capacity below zero, so on a profile with none below
+        # zero a full now stays full: no later job could start now or be backfilled
+        full = False
         failed: set[tuple] = {request_class(head.spec)}
         last: JobState | None = None
         for n, job in enumerate(itertools.chain((head,), it)):
@@ -621,6 +624,9 @@ class ConservativeBackfillPolicy(_Backfill):
             if c is None or c[0] is not spec:
                 c = cost[job.idx] = (spec, demand(spec), max(self.estimate(spec), 1e-9))
             _, need, length = c
+            if need > 0 and (full or prof.free[0] <= 0 and min(prof.free) >= 0):
+                full = True  # its reservation could change no decision of this pass
+                continue
             i = prof.earliest(need, length)
             if i == 0:
                 ck = request_class(spec)
