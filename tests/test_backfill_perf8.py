@@ -1,14 +1,19 @@
-"""Backfilling's faster searches (profile breakpoints, class lanes) agree with plain scans."""
+"""Backfilling's shortcuts (profile search, class lanes, skipped passes) change nothing."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policies.backfill import _Lane, _Profile
+from policies.backfill import ConservativeBackfillPolicy, _Lane, _Profile
+from sim.context import SchedContext
+from sim.engine import Simulation
 from sim.jobstate import PENDING, RUNNING
+from topologies.build import uniform_topology
+from traces import load_trace
 
 TIMES = st.sampled_from([0.0, 1.0, 5.0, 10.0, 10.0, 12.5, 40.0, 1e9])
 RELEASES = st.lists(st.tuples(TIMES, st.sampled_from([250, 1000, 2000, 8000])), max_size=20)
@@ -71,4 +76,41 @@ def test_lane_first_equals_a_walk(ops, started, since, limit):
         assert len(lane) == len(live)
     want = next((k for k in sorted(live) if k > since and live[k] <= limit
                  and k[1] not in started), None)
-    assert lane.first(_Jobs(started), since, limit) == want  # type: ignore[arg-type]
+    assert lane.first(_Jobs(started), since, limit) == want
+
+
+class _Unskipped(ConservativeBackfillPolicy):
+    """Conservative backfilling that runs every pass in full (no `_unchanged` skip)."""
+
+    name = "conservative-backfill-unskipped"
+
+    def _unchanged(self, ctx: SchedContext) -> bool:
+        """Never skip."""
+        return False
+
+
+class _Counted(ConservativeBackfillPolicy):
+    """Conservative backfilling that counts the passes it skips."""
+
+    name = "conservative-backfill-counted"
+    skipped = 0
+
+    def _unchanged(self, ctx: SchedContext) -> bool:
+        """Skip as usual, counting."""
+        got = super()._unchanged(ctx)
+        type(self).skipped += got
+        return got
+
+
+@pytest.mark.parametrize("params", [{"max_reservations": 5}, {"max_reservations": 2},
+                                    {"estimate_factor": 2.0}])
+def test_skipped_passes_change_no_decision(params):
+    topo = uniform_topology(4)
+    trace = load_trace("philly-like:600", topology=topo, load=1.5)
+    _Counted.skipped = 0
+    skipping = Simulation(trace, topo, _Counted(**params)).run()
+    full = Simulation(trace, topo, _Unskipped(**params)).run()
+    assert _Counted.skipped > 10
+    cols = ["time", "job_id", "kind", "detail"]
+    assert skipping.events[cols].equals(full.events[cols])
+    assert skipping.jobs.equals(full.jobs)
