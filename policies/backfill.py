@@ -30,10 +30,12 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+import operator
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
+import numpy as np
 from sortedcontainers import SortedList
 
 from policies.base import Policy
@@ -78,8 +80,82 @@ def _free_for(ctx: SchedContext, spec: JobSpec) -> int:
     return ctx.cluster.free_by_type.get(spec.gpu_type, 0) * MILLI
 
 
+class _Lane:
+    """One request class's waiting jobs in arrival order, their estimates in an array.
+
+    So the first job after a queue key within an estimate limit is one vectorised
+    comparison, not a walk of the class. A job that stops waiting stays as a tombstone
+    (estimate inf, key in `gone`) until half the lane is tombstones.
+    """
+
+    __slots__ = ("keys", "est", "gone")
+
+    def __init__(self) -> None:
+        self.keys: list[tuple] = []  # queue keys, ascending (tombstones included)
+        self.est: np.ndarray = np.empty(16)  # estimate per key (inf: tombstone); spare tail
+        self.gone: set[tuple] = set()  # the tombstones' keys
+
+    def __len__(self) -> int:
+        return len(self.keys) - len(self.gone)  # the jobs still waiting
+
+    def add(self, key: tuple, estimate: float) -> None:
+        """A job starts waiting (usually the latest arrival, so it goes last)."""
+        keys = self.keys
+        n = len(keys)
+        if not keys or key > keys[-1]:
+            pos = n
+        else:
+            pos = bisect_left(keys, key)
+            if keys[pos] == key:  # back before its tombstone was cleared
+                self.gone.discard(key)
+                self.est[pos] = estimate
+                return
+        if n == len(self.est):
+            self.est = np.concatenate((self.est, np.empty(n)))
+        est = self.est
+        if pos < n:
+            est[pos + 1:n + 1] = est[pos:n].copy()
+        keys.insert(pos, key)
+        est[pos] = estimate
+
+    def drop(self, key: tuple) -> None:
+        """A job stops waiting: tombstone it, compacting when half the lane is gone."""
+        keys = self.keys
+        self.est[bisect_left(keys, key)] = math.inf
+        gone = self.gone
+        gone.add(key)
+        if len(gone) >= 16 and 2 * len(gone) >= len(keys):
+            keep = [p for p, k in enumerate(keys) if k not in gone]
+            est = np.empty(max(16, 2 * len(keep)))
+            est[:len(keep)] = self.est[keep]
+            self.keys = [keys[p] for p in keep]
+            self.est = est
+            gone.clear()
+
+    def first(self, ctx: SchedContext, since: tuple, limit: float) -> tuple | None:
+        """Key of the first pending job after `since` whose estimate is within `limit`.
+
+        `limit` is finite, so tombstones never match; a job started earlier in the pass
+        (still in the lane until the next sync) is passed over.
+        """
+        keys = self.keys
+        n = len(keys)
+        pos = bisect_right(keys, since)
+        est = self.est
+        while pos < n:
+            ok = est[pos:n] <= limit
+            j = int(ok.argmax())
+            if not ok[j]:
+                return None
+            key = keys[pos + j]
+            if ctx.job_at(key[1]).status == PENDING:
+                return key
+            pos += j + 1
+        return None
+
+
 class EstimateIndex:
-    """Pending GPU jobs per request class, sorted by estimate, kept current from `notify`.
+    """Pending GPU jobs per request class with their estimates, kept current from `notify`.
 
     Lets a backfill pass find the earliest-arriving job of a class whose estimate is at
     most a limit without walking the whole class.
@@ -87,7 +163,7 @@ class EstimateIndex:
 
     def __init__(self) -> None:
         self.feed = JobFeed()
-        self.by_class: dict[tuple, SortedList] = {}
+        self.lanes: dict[tuple, _Lane] = {}
         self.entry: dict[int, tuple[tuple, tuple]] = {}  # idx -> (class, (est, key))
 
     def sync(self, ctx: SchedContext, estimate: Callable[[JobSpec], float]) -> None:
@@ -98,42 +174,26 @@ class EstimateIndex:
             if waiting and old is None:
                 ck = request_class(job.spec)
                 e = (estimate(job.spec), (job.spec.submit_time, job.idx))
-                self.by_class.setdefault(ck, SortedList()).add(e)
+                lane = self.lanes.get(ck)
+                if lane is None:
+                    lane = self.lanes[ck] = _Lane()
+                lane.add(e[1], e[0])
                 self.entry[job.idx] = (ck, e)
             elif not waiting and old is not None:
                 del self.entry[job.idx]
-                lst = self.by_class[old[0]]
-                lst.remove(old[1])
-                if not lst:
-                    del self.by_class[old[0]]
+                lane = self.lanes[old[0]]
+                lane.drop(old[1][1])
+                if not len(lane):
+                    del self.lanes[old[0]]
 
     def first_within(self, ctx: SchedContext, lst: SortedList, since: tuple, limit: float
                      ) -> tuple | None:
         """The earliest waiting job of class list `lst` after `since` within `limit`.
 
-        Returns its queue key, or None. Walks whichever is shorter: the class in arrival
-        order, or its jobs whose estimate is at most `limit`.
+        Returns its queue key, or None (`limit` is finite).
         """
-        ck = request_class(ctx.job_at(lst[0][1]).spec)
-        short = self.by_class.get(ck)
-        if short is None:
-            return None
-        n_short = short.bisect_right((limit, (math.inf,)))
-        if n_short == 0:
-            return None
-        if n_short * n_short <= len(lst):
-            best = None
-            for _, key in short.islice(0, n_short):
-                if key > since and (best is None or key < best) \
-                        and ctx.job_at(key[1]).status == PENDING:
-                    best = key
-            return best
-        entry = self.entry
-        for key in lst.irange(since, inclusive=(False, False)):
-            e = entry.get(key[1])
-            if e is not None and e[1][0] <= limit:
-                return key
-        return None
+        lane = self.lanes.get(request_class(ctx.job_at(lst[0][1]).spec))
+        return None if lane is None else lane.first(ctx, since, limit)
 
 
 def class_backfill(
@@ -257,6 +317,10 @@ class EndIndex:
         now = ctx.now
         for t, idx in self.order:
             yield (t if t > now else now), ctx.job_at(idx)
+
+    def passed(self, since: float, now: float) -> bool:
+        """Whether some expected end lies in (since, now]: the profile from now differs."""
+        return bisect_right(self._at, since) != bisect_right(self._at, now)
 
     def steps(self, now: float, free: int) -> tuple[list[float], list[int]] | None:
         """The free-capacity profile from `now` (see `_Profile`), or None to rebuild it.
@@ -392,13 +456,20 @@ class _Profile:
                 i += 1
                 continue
             end = times[i] + length
-            j = i
-            while j < n and times[j] < end:
+            j = i + 1
+            stop = j + 8  # the next few breakpoints one by one: a shortfall is often near
+            while j < n and j < stop and times[j] < end:
                 if free[j] < need:
                     break
                 j += 1
             else:
-                return i
+                if j == n or times[j] >= end:
+                    return i
+                k = bisect_left(times, end, j)  # the rest of its span at once
+                low = min(free[j:k])
+                if low >= need:
+                    return i
+                j = free.index(low, j, k)  # a shortfall no start before it can span
             i = j + 1
         return n  # never (capacity below the request)
 
@@ -419,8 +490,34 @@ class _Profile:
         if k == len(times) or times[k] != end:
             times.insert(k, end)
             free.insert(k, free[k - 1])
-        free[i:k] = [f - need for f in free[i:k]]
+        free[i:k] = map(operator.sub, free[i:k], itertools.repeat(need))
         self.version += 1
+
+
+class _Quiet:
+    """A pass that started nothing, as much of it as a later pass needs to skip itself.
+
+    Its cluster version, time, last reserved job's queue key and the profile left after
+    the reservations (which only a started job or a changed state would alter).
+    """
+
+    __slots__ = ("version", "now", "last", "times", "free")
+
+    def __init__(self, version: int, now: float, last: tuple, prof: _Profile) -> None:
+        self.version, self.now, self.last = version, now, last
+        self.times, self.free = prof.times, prof.free
+
+    def admits(self, need: int, estimate: float, now: float) -> bool:
+        """Whether a job past the reservations could start at `now` in this profile.
+
+        As the backfill after the reservations decides it (`horizon` from `now`).
+        """
+        times, free = self.times, self.free
+        for j in range(len(times)):
+            if free[j] < need:
+                h = times[j] - now if j else 0.0
+                return h > 0 and estimate <= h
+        return True
 
 
 class ConservativeBackfillPolicy(_Backfill):
@@ -436,12 +533,64 @@ class ConservativeBackfillPolicy(_Backfill):
     }
 
     def attach(self, ctx: SchedContext) -> None:
-        """The indexes of `_Backfill`, and each reserved job's (spec, demand, length)."""
+        """Fresh indexes, reserved jobs' (spec, demand, length) and skip state per run."""
         super().attach(ctx)
         self._cost: dict[int, tuple[JobSpec, int, float]] = {}
+        self._quiet: _Quiet | None = None
+        self._arrived: list[JobState] = []  # jobs submitted since the last full pass
+        self._moved = False  # some other job event since the last full pass
+        self._elastic = False  # some job may resize: a class no longer fits as one
+
+    def notify(self, ctx: SchedContext, job: JobState, kind: str) -> None:
+        """Note the job for the indexes, and whether it only arrived (see `_unchanged`)."""
+        super().notify(ctx, job, kind)
+        if kind != "submit":
+            self._moved = True
+        else:
+            self._arrived.append(job)
+            if job.spec.min_gpus is not None:
+                self._elastic = True
+
+    def _unchanged(self, ctx: SchedContext) -> bool:
+        """Whether this pass would start nothing, as the last full pass started nothing.
+
+        True when since then no job but arrivals had an event, the cluster is the same,
+        no expected end passed (the profile is the same but for its first time), and every
+        arrival queues after the reserved jobs and either fits nowhere a backfilled job
+        could or cannot be placed now (nor then could any job of its class). The
+        reservations are then the same (a later now only tightens a start now, and every
+        start now was refused a placement that is refused again), and so is every
+        backfill refusal (limits only shrink as now grows).
+        """
+        q = self._quiet
+        if q is None or self._moved or self._elastic or ctx.cluster.version != q.version:
+            return False
+        now = ctx.now
+        if self.running.passed(q.now, now):
+            return False
+        for job in self._arrived:
+            if job.status != PENDING:
+                continue
+            s = job.spec
+            if (s.submit_time, job.idx) <= q.last:
+                return False
+            if q.admits(demand(s), self.estimate(s), now) \
+                    and not isinstance(ctx.place(job), Unschedulable):
+                return False
+        self._arrived.clear()
+        return True
 
     def schedule(self, ctx: SchedContext) -> Iterator[Decision]:
-        """Start the queue heads that fit; then reserve or start the rest in order."""
+        """Start the queue heads that fit; then reserve or start the rest in order.
+
+        Skipped when it would start nothing (`_unchanged`).
+        """
+        if self._unchanged(ctx):
+            return
+        self._quiet = None
+        self._moved = False
+        self._arrived.clear()
+        started = False
         it = ctx.pending()
         head: JobState | None = None
         for job in it:  # nothing is reserved ahead of the head: it starts if it fits
@@ -449,6 +598,7 @@ class ConservativeBackfillPolicy(_Backfill):
             if isinstance(got, Unschedulable):
                 head = job
                 break
+            started = True
             yield Start(job.job_id, got)
         if head is None:
             return
@@ -460,6 +610,9 @@ class ConservativeBackfillPolicy(_Backfill):
             (t, len(r.gpus) * r.milli) for t, r in self.expected_ends(ctx)], steps)
         cap = self.p["max_reservations"]
         cost = self._cost
+        # reservations never take capacity below zero, so on a profile with none below
+        # zero a full now stays full: no later job could start now or be backfilled
+        full = False
         failed: set[tuple] = {request_class(head.spec)}
         last: JobState | None = None
         for n, job in enumerate(itertools.chain((head,), it)):
@@ -471,19 +624,28 @@ class ConservativeBackfillPolicy(_Backfill):
             if c is None or c[0] is not spec:
                 c = cost[job.idx] = (spec, demand(spec), max(self.estimate(spec), 1e-9))
             _, need, length = c
+            if need > 0 and (full or prof.free[0] <= 0 and min(prof.free) >= 0):
+                full = True  # its reservation could change no decision of this pass
+                continue
             i = prof.earliest(need, length)
             if i == 0:
                 ck = request_class(spec)
                 placed = ctx.place(job) if ck not in failed else None
                 if placed is not None and not isinstance(placed, Unschedulable):
                     prof.reserve(0, need, length)
+                    started = True
                     yield Start(job.job_id, placed)
                     continue
                 failed.add(ck)
                 i = prof.earliest(need, length, 1)
             if i < len(prof.times):
                 prof.reserve(i, need, length)
-        if last is None or ctx.pending_count <= cap or prof.free[0] <= 0:
+        assert last is not None  # the head at least
+        quiet = not started and steps is not None and ctx.pending_count >= cap
+        if ctx.pending_count <= cap or prof.free[0] <= 0:
+            if quiet:
+                self._quiet = _Quiet(ctx.cluster.version, now, (last.spec.submit_time, last.idx),
+                                     prof)
             return
         # past the reservations: a job may start only if it disturbs none of them
         self.index.sync(ctx, self.estimate)
@@ -505,5 +667,9 @@ class ConservativeBackfillPolicy(_Backfill):
             prof.reserve(0, demand(job.spec), max(self.estimate(job.spec), 1e-9))
             return True
 
-        yield from class_backfill(ctx, self.index, (last.spec.submit_time, last.idx), fits,
-                                  limit, take)
+        after = (last.spec.submit_time, last.idx)
+        for d in class_backfill(ctx, self.index, after, fits, limit, take):
+            quiet = False
+            yield d
+        if quiet:
+            self._quiet = _Quiet(ctx.cluster.version, now, after, prof)
