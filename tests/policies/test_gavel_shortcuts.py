@@ -1,4 +1,4 @@
-"""Gavel's session-8 fast paths give the same answers as the code they replace."""
+"""Gavel's fast paths (LP classes and columns, optimum check, owed time) match the old code."""
 
 from __future__ import annotations
 
