@@ -156,6 +156,7 @@ class SrtfPolicy(PriorityPolicy):
                 rem = rem * self._weight[idx]
             sub = self._submit_arr[idx]
             order = np.lexsort((idx, sub, rem))  # the pool's order: ((rem, 0, sub), idx)
-            return ArrayPool(rem[order].tolist(), sub[order].tolist(), idx[order].tolist(),
-                             self._spans)
+            ids = idx[order].tolist()
+            return ArrayPool(rem[order].tolist(), sub[order].tolist(), ids, self._spans,
+                             list(map(run.__getitem__, ids)))
         return build
