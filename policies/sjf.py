@@ -11,7 +11,7 @@ the size is GPU-seconds (duration x GPUs), as in Tiresias' `shortest-gpu`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from operator import attrgetter
 
 import numpy as np
@@ -29,7 +29,8 @@ def _size(spec: JobSpec, work: float, weight: str) -> float:
     return work * spec.num_gpus * spec.gpu_share if weight == "gpus" else work
 
 
-_STATE = attrgetter("idx", "work", "rate", "seg_start")  # what a running key is computed from
+_STATE = attrgetter("work", "rate", "seg_start")  # what a running key is computed from
+_VERSION = attrgetter("version")  # bumped whenever `_STATE` of a running job changes
 
 WEIGHT_PARAM = Param("none", as_choice("none", "gpus"),
                      "job size: none = run time, gpus = GPU time (run time x GPUs)")
@@ -69,11 +70,17 @@ class SrtfPolicy(PriorityPolicy):
         return (rem, 0, s.submit_time)
 
     def attach(self, ctx: SchedContext) -> None:
-        """The index of `PriorityPolicy`, and per-job constants for the running keys."""
+        """The index of `PriorityPolicy`, and per-job columns for the running keys."""
         super().attach(ctx)
         self._dur = np.zeros(0)
         self._submit: list[float] = []
         self._weight = np.zeros(0) if self.p["weight"] == "gpus" else None
+        self._gpu = np.zeros(0, dtype=bool)  # asks for GPUs (the pool's jobs)
+        # `_STATE` of each job as last read, and the `job.version` it was read at
+        self._work = np.zeros(0)
+        self._rate = np.zeros(0)
+        self._seg = np.zeros(0)
+        self._seen = np.zeros(0, dtype=np.int64)
         self._spans: dict[int, tuple[tuple[int, ...], Spans]] = {}  # see VictimPool
         self._extend(ctx)
 
@@ -94,23 +101,54 @@ class SrtfPolicy(PriorityPolicy):
         if self._weight is not None:
             self._weight = np.concatenate(
                 [self._weight, [s.num_gpus * s.gpu_share for s in specs]])
+        more = len(specs)
+        self._gpu = np.concatenate([self._gpu, np.array([s.num_gpus > 0 for s in specs])])
+        self._work = np.concatenate([self._work, np.zeros(more)])
+        self._rate = np.concatenate([self._rate, np.zeros(more)])
+        self._seg = np.concatenate([self._seg, np.zeros(more)])
+        self._seen = np.concatenate([self._seen, np.full(more, -1, dtype=np.int64)])
+
+    def _refresh(self, run: Mapping[int, JobState]) -> np.ndarray:
+        """Indexes of the running jobs; their columns re-read where `version` moved.
+
+        A running job's work, rate and segment start change only together with a bump
+        of its `version` (`Progress.set_rate` and `stop`; an in-place restart of a
+        container job's task run is one, without an event), so the columns read at the
+        same version still hold the same floats, and a pass reads only the jobs that
+        changed (plus one `version` a running job).
+        """
+        n = len(run)
+        idx = np.fromiter(run.keys(), dtype=np.int64, count=n)
+        ver = np.fromiter(map(_VERSION, run.values()), dtype=np.int64, count=n)
+        stale = np.flatnonzero(self._seen[idx] != ver)
+        if stale.size:
+            jobs = list(run.values())
+            work, rate, seg, seen = self._work, self._rate, self._seg, self._seen
+            for p in stale.tolist():
+                j = jobs[p]
+                i = j.idx
+                work[i], rate[i], seg[i] = _STATE(j)
+                seen[i] = j.version
+        return idx[self._gpu[idx]]
 
     def _pool(self, ctx: SchedContext) -> Callable[[], VictimPool] | None:
         """The running jobs keyed by `running_key`, computed for all of them at once.
 
-        The same floats as `running_key` job by job (`JobState.progress_at` in numpy):
-        a pass that needs victims costs one sweep over the running jobs, not a method
-        call per job, and the pool keeps them as columns (`ArrayPool`), so a victim
-        search reads only the entries it visits.
+        The same floats as `running_key` job by job (`JobState.progress_at` in numpy),
+        from columns kept across passes (`_refresh`): a pass that needs victims reads one
+        `version` per running job and re-reads only the jobs that changed, and the pool
+        keeps them as columns (`ArrayPool`), so a victim search reads only the entries it
+        visits.
         """
         def build() -> VictimPool:
-            run = [j for j in ctx.running().values() if j.spec.num_gpus]
+            run = ctx.running()
             if not run:
                 return VictimPool([], self._spans)
             self._extend(ctx)
-            r = np.array(list(map(_STATE, run)))
-            idx = r[:, 0].astype(np.int64)
-            work, rate, seg = r[:, 1], r[:, 2], r[:, 3]
+            idx = self._refresh(run)
+            if not idx.size:
+                return VictimPool([], self._spans)
+            work, rate, seg = self._work[idx], self._rate[idx], self._seg[idx]
             now, dur = ctx.now, self._dur[idx]
             done = np.where(now <= seg, work, np.minimum(dur, work + rate * (now - seg)))
             rem = dur - done
@@ -118,6 +156,7 @@ class SrtfPolicy(PriorityPolicy):
                 rem = rem * self._weight[idx]
             sub = self._submit_arr[idx]
             order = np.lexsort((idx, sub, rem))  # the pool's order: ((rem, 0, sub), idx)
-            return ArrayPool(rem[order].tolist(), sub[order].tolist(), idx[order].tolist(),
-                             self._spans)
+            ids = idx[order].tolist()
+            return ArrayPool(rem[order].tolist(), sub[order].tolist(), ids, self._spans,
+                             list(map(run.__getitem__, ids)))
         return build
