@@ -37,6 +37,7 @@ over time fractions; jobs keep whole leases and only move to free faster GPUs.
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, cast
 
@@ -46,6 +47,7 @@ from sortedcontainers import SortedList
 from policies.base import Policy
 from policies.priority import (
     STOP_PARAM,
+    ClassHeads,
     JobFeed,
     cpu_only_pending,
     priority_walk,
@@ -188,13 +190,123 @@ class _Ranked:
         return cast(SortedList, self)
 
 
-def _class_counts(table: JobTable, ids: np.ndarray) -> dict[tuple, int]:
-    """Request classes among these jobs (by number) with their counts, for the walk.
+class _ClassList:
+    """The entries of one request class of a `_Ranked`, read by the walk as a SortedList.
 
-    The walk stops once as many classes failed as there are: nothing later can start.
+    `pos`: their positions in the ranked order, ascending; an entry is made when read.
     """
-    cls, counts = np.unique(table.cls[ids], return_counts=True)
-    return {(c,): k for c, k in zip(cls.tolist(), counts.tolist(), strict=True)}
+
+    __slots__ = ("pos", "ranked")
+
+    def __init__(self, ranked: _Ranked, pos: list[int]) -> None:
+        self.ranked = ranked
+        self.pos = pos
+
+    def __len__(self) -> int:
+        return len(self.pos)
+
+    def __getitem__(self, i: int) -> tuple[Any, int]:
+        return self.ranked._at(self.pos[i])
+
+    def bisect_right(self, entry: tuple[Any, int]) -> int:
+        """How many of the class's entries are <= `entry` (as SortedList.bisect_right)."""
+        return bisect_right(self.pos, entry, key=self.ranked._at)
+
+
+def _heads(ranked: _Ranked, cls: np.ndarray) -> tuple[ClassHeads | None, dict[tuple, int]]:
+    """The ranked entries by request class (`cls`: number per position), and their counts.
+
+    The heads let the walk merge the classes' next entries instead of meeting every
+    entry of a failed class; the counts stop it once as many classes failed as there are.
+    """
+    if not len(cls):
+        return None, {}
+    order = np.argsort(cls, kind="stable")
+    sc = cls[order]
+    cuts = (np.flatnonzero(sc[1:] != sc[:-1]) + 1).tolist()
+    starts, ends = [0, *cuts], [*cuts, len(sc)]
+    pos = order.tolist()
+    heads = ClassHeads()
+    lists = {(c,): _ClassList(ranked, pos[a:b])
+             for c, a, b in zip(sc[starts].tolist(), starts, ends, strict=True)}
+    heads.lists = cast(dict[tuple, SortedList], lists)
+    return heads, {ck: len(lst) for ck, lst in lists.items()}
+
+
+class _Running:
+    """The running GPU jobs as arrays (index, work, rate, segment start) for rho of all.
+
+    Membership follows the policy's notifications (a job starts, stops and finishes with
+    an event). A job's progress fields are read again only when it was noted or its
+    `version` moved (every change of rate or placement bumps it, and `work` and
+    `seg_start` only change with one or with an event), so a lease costs numpy work over
+    the running jobs instead of a Python tuple each.
+    """
+
+    def __init__(self) -> None:
+        self.jobs: list[JobState] = []
+        self.slot: dict[int, int] = {}  # job index -> position in the arrays
+        cap = 64
+        self.idx = np.zeros(cap, dtype=np.int64)
+        self.work, self.rate, self.seg = np.zeros(cap), np.zeros(cap), np.zeros(cap)
+        self.speed = np.ones(cap)
+        self.ver = np.full(cap, -1, dtype=np.int64)  # version when read; -1: read again
+
+    def _grow(self) -> None:
+        """Twice the room, the entries kept."""
+        def more(a: np.ndarray) -> np.ndarray:
+            return np.concatenate([a, np.full_like(a, -1 if a is self.ver else 0)])
+
+        self.idx, self.work, self.rate = more(self.idx), more(self.work), more(self.rate)
+        self.seg, self.speed, self.ver = more(self.seg), more(self.speed), more(self.ver)
+
+    def note(self, job: JobState, running: bool) -> None:
+        """A noted job: (re)enter it when it runs, with its fields read at the next use."""
+        k = self.slot.get(job.idx)
+        if running:
+            if k is None:
+                k = len(self.jobs)
+                if k == len(self.idx):
+                    self._grow()
+                self.jobs.append(job)
+                self.slot[job.idx] = k
+                self.idx[k] = job.idx
+            self.ver[k] = -1
+        elif k is not None:  # the last job takes its place
+            last = len(self.jobs) - 1
+            moved = self.jobs.pop()
+            del self.slot[job.idx]
+            if k != last:
+                self.jobs[k] = moved
+                self.slot[moved.idx] = k
+                for a in (self.idx, self.work, self.rate, self.seg, self.speed, self.ver):
+                    a[k] = a[last]
+
+    def progress(self, now: float, dur: np.ndarray,
+                 speed_of: Callable[[JobState], float] | None
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(job indices, work done by `now`, speed) of the running jobs.
+
+        Work done is `JobState.progress_at` computed for all at once; the speed
+        (`speed_of`, with perf) is read with the other fields.
+        """
+        n = len(self.jobs)
+        vers = np.fromiter([j.version for j in self.jobs], np.int64, n)
+        for k in np.flatnonzero(vers != self.ver[:n]).tolist():
+            j = self.jobs[k]
+            self.work[k], self.rate[k], self.seg[k] = j.work, j.rate, j.seg_start
+            if speed_of is not None:
+                self.speed[k] = speed_of(j)
+        self.ver[:n] = vers
+        idx, work, rate, seg = self.idx[:n], self.work[:n], self.rate[:n], self.seg[:n]
+        prog = np.where(now <= seg, work, np.minimum(dur[idx], work + rate * (now - seg)))
+        return idx, prog, self.speed[:n]
+
+
+def _pool(rho: np.ndarray, submit: np.ndarray, idx: np.ndarray) -> VictimPool:
+    """The running jobs as victims, keyed (-rho, submit time) as the waiting ones."""
+    keys = zip((-rho).tolist(), submit.tolist(), strict=True)
+    return VictimPool(list(zip(keys, idx.tolist(), strict=True)))
 
 
 class ThemisFtfPolicy(Policy):
@@ -228,6 +340,7 @@ class ThemisFtfPolicy(Policy):
             self.counts["migrations"] = 0
         self.feed = JobFeed()
         self.waiting: dict[int, None] = {}  # waiting jobs with GPUs to ask for
+        self.run = _Running()  # running jobs with GPUs
 
     def notify(self, ctx: SchedContext, job: JobState, kind: str) -> None:
         """Note the job for the next pass (see JobFeed)."""
@@ -242,6 +355,7 @@ class ThemisFtfPolicy(Policy):
                 table.work[job.idx] = job.work
             else:
                 self.waiting.pop(job.idx, None)
+            self.run.note(job, job.status == RUNNING and job.spec.num_gpus > 0)
         return table
 
     def _table(self, ctx: SchedContext) -> JobTable:
@@ -358,24 +472,31 @@ class ThemisFtfPolicy(Policy):
 
         The others go in a seeded random order; both walks visit only what they need.
         """
-        running = [j for j in ctx.running().values() if j.spec.num_gpus]
-        n = len(pending) + len(running)
-        idx, rho = self._rhos(ctx, pending, running, n)
         table = self._table(ctx)
+        perf = self.p["perf"]
+        ridx, rdone, rspeed = self.run.progress(
+            ctx.now, table.dur, (lambda j: self._type_speed(ctx, j)) if perf else None)
+        np_ = len(pending)
+        n = np_ + len(ridx)
+        idx = np.concatenate((pending, ridx))
+        done = np.concatenate((table.work[pending], rdone))
+        speed = np.concatenate((table.iso[pending], rspeed)) if perf else None
+        rho = table.rho(ctx, idx, done, n, speed)
         submit = table.submit[idx]
         m = math.ceil((1.0 - self.p["fairness_knob"]) * n)
         # the m worst rho (ties: earlier submission, then job index)
         order = np.lexsort((idx, submit, -rho))
-        np_ = len(pending)
         worst = order[:m]
         worst = worst[worst < np_]
         neg, sub = (-rho[worst]).tolist(), submit[worst].tolist()
         first = _Ranked(idx[worst].tolist(), lambda p: (neg[p], sub[p]))
-        pool = (lambda: VictimPool([((-float(rho[k]), float(submit[k])), int(idx[k]))
-                                    for k in range(np_, n)])) if boundary else None
+        heads, classes = _heads(first, table.cls[idx[worst]])
+        if np.isnan(rho).any():
+            heads = None  # NaN keys have no order to merge by: the walk goes down the list
+        pool = (lambda: _pool(rho[np_:], submit[np_:], ridx)) if boundary else None
         yield from priority_walk(ctx, first.walk(), pool, on_start=_nothing,
                                  on_stop=_nothing, stop=self.p["stop"], reason=self.name,
-                                 classes=_class_counts(table, idx[worst]))
+                                 classes=classes, heads=heads)
         if free_milli(ctx) <= 0:
             return
         # the others that still wait (the walk only started jobs of its own), by
@@ -385,8 +506,9 @@ class ThemisFtfPolicy(Policy):
         cand = np.flatnonzero(later)
         rest = idx[cand[np.lexsort((idx[cand], submit[cand]))]]
         if len(rest):
-            perm = ctx.rng.permutation(len(rest))
-            leftover = _Ranked(rest[perm].tolist(), lambda p: (p,))
+            ids = rest[ctx.rng.permutation(len(rest))]
+            leftover = _Ranked(ids.tolist(), lambda p: (p,))
+            heads, classes = _heads(leftover, table.cls[ids])
             yield from priority_walk(ctx, leftover.walk(), None, on_start=_nothing,
                                      on_stop=_nothing, reason=self.name,
-                                     classes=_class_counts(table, rest))
+                                     classes=classes, heads=heads)
