@@ -55,7 +55,15 @@ from policies.priority import (
 )
 from policies.victims import VictimPool, free_milli
 from sim.jobstate import PENDING, RUNNING, JobState
-from sim.model import Decision, JobSpec, Migrate, Unschedulable, job_milli, request_class
+from sim.model import (
+    Decision,
+    JobSpec,
+    Migrate,
+    Start,
+    Unschedulable,
+    job_milli,
+    request_class,
+)
 from sim.params import Param, as_bool, as_float
 
 if TYPE_CHECKING:
@@ -303,6 +311,32 @@ class _Running:
         return idx, prog, self.speed[:n]
 
 
+def _start_in_order(ctx: SchedContext, ids: list[int], cls: list[int]) -> Iterator[Start]:
+    """Start the waiting jobs `ids` in this order where they fit now, never preempting.
+
+    The visits of `priority_walk` without a victim pool (`cls`: request class numbers):
+    a class that failed is skipped for the rest of the walk, which ends once every class
+    failed or, after a failure, nothing is free. A plain loop over the list: an entry
+    skipped costs a set lookup, not a key, a job lookup and a request class.
+    """
+    failed: set[int] = set()
+    n_classes = len(set(cls))
+    job_at, place = ctx.job_at, ctx.place
+    for i, c in zip(ids, cls, strict=True):
+        if c in failed:
+            continue
+        job = job_at(i)
+        if job.status != PENDING:
+            continue
+        got = place(job)
+        if isinstance(got, Unschedulable):
+            failed.add(c)
+            if len(failed) >= n_classes or free_milli(ctx) <= 0:
+                return
+            continue
+        yield Start(job.job_id, got)
+
+
 def _pool(rho: np.ndarray, submit: np.ndarray, idx: np.ndarray) -> VictimPool:
     """The running jobs as victims, keyed (-rho, submit time) as the waiting ones."""
     keys = zip((-rho).tolist(), submit.tolist(), strict=True)
@@ -488,15 +522,18 @@ class ThemisFtfPolicy(Policy):
         order = np.lexsort((idx, submit, -rho))
         worst = order[:m]
         worst = worst[worst < np_]
-        neg, sub = (-rho[worst]).tolist(), submit[worst].tolist()
-        first = _Ranked(idx[worst].tolist(), lambda p: (neg[p], sub[p]))
-        heads, classes = _heads(first, table.cls[idx[worst]])
-        if np.isnan(rho).any():
-            heads = None  # NaN keys have no order to merge by: the walk goes down the list
-        pool = (lambda: _pool(rho[np_:], submit[np_:], ridx)) if boundary else None
-        yield from priority_walk(ctx, first.walk(), pool, on_start=_nothing,
-                                 on_stop=_nothing, stop=self.p["stop"], reason=self.name,
-                                 classes=classes, heads=heads)
+        nan = bool(np.isnan(rho).any())  # NaN keys: only the walk's own search is exact
+        if boundary or nan:
+            neg, sub = (-rho[worst]).tolist(), submit[worst].tolist()
+            first = _Ranked(idx[worst].tolist(), lambda p: (neg[p], sub[p]))
+            heads, classes = _heads(first, table.cls[idx[worst]])
+            pool = (lambda: _pool(rho[np_:], submit[np_:], ridx)) if boundary else None
+            yield from priority_walk(ctx, first.walk(), pool, on_start=_nothing,
+                                     on_stop=_nothing, stop=self.p["stop"],
+                                     reason=self.name, classes=classes,
+                                     heads=None if nan else heads)
+        else:
+            yield from _start_in_order(ctx, idx[worst].tolist(), table.cls[idx[worst]].tolist())
         if free_milli(ctx) <= 0:
             return
         # the others that still wait (the walk only started jobs of its own), by
@@ -507,8 +544,4 @@ class ThemisFtfPolicy(Policy):
         rest = idx[cand[np.lexsort((idx[cand], submit[cand]))]]
         if len(rest):
             ids = rest[ctx.rng.permutation(len(rest))]
-            leftover = _Ranked(ids.tolist(), lambda p: (p,))
-            heads, classes = _heads(leftover, table.cls[ids])
-            yield from priority_walk(ctx, leftover.walk(), None, on_start=_nothing,
-                                     on_stop=_nothing, reason=self.name,
-                                     classes=classes, heads=heads)
+            yield from _start_in_order(ctx, ids.tolist(), table.cls[ids].tolist())
