@@ -37,6 +37,7 @@ over time fractions; jobs keep whole leases and only move to free faster GPUs.
 from __future__ import annotations
 
 import math
+import operator
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, cast
@@ -70,6 +71,7 @@ if TYPE_CHECKING:
     from sim.context import SchedContext
 
 EPS = 1e-9
+_version = operator.attrgetter("version")
 
 
 def _rho(spec: JobSpec, done: float, now: float, n_jobs: int, total: int) -> float:
@@ -103,6 +105,7 @@ class JobTable:
         self.dur = np.array([s.duration for s in jobs], dtype=float)
         self.submit = np.array([s.submit_time for s in jobs], dtype=float)
         self.demand = np.array([s.num_gpus * job_milli(s) for s in jobs], dtype=np.int64)
+        self.demand_of: list[int] = self.demand.tolist()  # the same, read one by one
         self.work = np.zeros(len(jobs))  # work done, kept for the waiting jobs
         types = dict(ctx.topology.gpu_types)
         self.iso = np.array([isolated_speed(s, types) if perf else 1.0 for s in jobs],
@@ -110,6 +113,13 @@ class JobTable:
         ids: dict[tuple, int] = {}
         self.cls = np.array([ids.setdefault(request_class(s), len(ids)) for s in jobs],
                             dtype=np.int64)  # request class, numbered
+        # whole GPUs the placer is not asked for unless free (elastic, fractional: 0)
+        self.whole = np.array([s.num_gpus if s.gpu_share >= 1.0 and s.min_gpus is None
+                               else 0 for s in jobs], dtype=np.int64)
+        n = len(jobs)
+        self.rank = np.empty(n, dtype=np.int64)  # position by (submit time, index)
+        self.rank[np.lexsort((np.arange(n), self.submit))] = np.arange(n)
+        self.cpu_only = not bool(self.demand.all())  # some job asks for no GPU
 
     def rho(self, ctx: SchedContext, idx: np.ndarray, done: np.ndarray, n_jobs: int,
             speed: np.ndarray | None = None) -> np.ndarray:
@@ -121,8 +131,10 @@ class JobTable:
         now, total = ctx.now, ctx.cluster.healthy_gpus
         g, dur, submit = self.g[idx], self.dur[idx], self.submit[idx]
         share = g * n_jobs / total if total > 0 else np.full(len(idx), math.inf)
-        ideal = dur * np.where(share > 1.0, share, 1.0)
-        remaining = np.where(done < dur, dur - done, 0.0)
+        # max(x, 1) and max(d, 0) are the where()s of `_rho` bit for bit (no NaN; a
+        # positive difference where done < dur, +0.0 where they are equal)
+        ideal = dur * np.maximum(share, 1.0)
+        remaining = np.maximum(dur - done, 0.0)
         if speed is not None:
             ideal = ideal / self.iso[idx]
             remaining = remaining / speed
@@ -298,14 +310,17 @@ class _Running:
         Work done is `JobState.progress_at` computed for all at once; the speed
         (`speed_of`, with perf) is read with the other fields.
         """
-        n = len(self.jobs)
-        vers = np.fromiter([j.version for j in self.jobs], np.int64, n)
-        for k in np.flatnonzero(vers != self.ver[:n]).tolist():
-            j = self.jobs[k]
-            self.work[k], self.rate[k], self.seg[k] = j.work, j.rate, j.seg_start
-            if speed_of is not None:
-                self.speed[k] = speed_of(j)
-        self.ver[:n] = vers
+        jobs = self.jobs
+        n = len(jobs)
+        vers = np.fromiter(map(_version, jobs), np.int64, n)
+        stale = np.flatnonzero(vers != self.ver[:n]).tolist()
+        if stale:
+            for k in stale:
+                j = jobs[k]
+                self.work[k], self.rate[k], self.seg[k] = j.work, j.rate, j.seg_start
+                if speed_of is not None:
+                    self.speed[k] = speed_of(j)
+            self.ver[:n] = vers
         idx, work, rate, seg = self.idx[:n], self.work[:n], self.rate[:n], self.seg[:n]
         prog = np.where(now <= seg, work, np.minimum(dur[idx], work + rate * (now - seg)))
         return idx, prog, self.speed[:n]
@@ -335,6 +350,38 @@ def _start_in_order(ctx: SchedContext, ids: list[int], cls: list[int]) -> Iterat
                 return
             continue
         yield Start(job.job_id, got)
+
+
+def _worst(neg: np.ndarray, rank: np.ndarray, m: int) -> np.ndarray | None:
+    """Positions of the m smallest (neg, rank) in that order; None if a NaN is among them.
+
+    As np.lexsort((rank, neg))[:m]: the m-th smallest key bounds the candidates, so only
+    those are sorted (about m of them, not all).
+    """
+    if m <= 0:
+        return np.zeros(0, dtype=np.int64)
+    if m < len(neg):
+        t = np.partition(neg, m - 1)[m - 1]
+        if t != t:
+            return None
+        sel = np.flatnonzero(neg <= t)
+    elif np.isnan(neg).any():
+        return None
+    else:
+        sel = np.arange(len(neg))
+    return sel[np.lexsort((rank[sel], neg[sel]))][:m]
+
+
+def _start_fitting(ctx: SchedContext, table: JobTable, ids: np.ndarray) -> Iterator[Start]:
+    """`_start_in_order` of the waiting jobs `ids`, leaving out those that cannot fit.
+
+    A job of whole GPUs asking for more than are free fails at once (the context does not
+    ask the placer), and keeps failing in a walk that only starts jobs: leaving its class
+    out starts the same jobs (that walk can start nothing once every class failed, or
+    once nothing is free).
+    """
+    ids = ids[table.whole[ids] <= ctx.cluster.free_whole]
+    return _start_in_order(ctx, ids.tolist(), table.cls[ids].tolist())
 
 
 def _pool(rho: np.ndarray, submit: np.ndarray, idx: np.ndarray) -> VictimPool:
@@ -374,6 +421,7 @@ class ThemisFtfPolicy(Policy):
             self.counts["migrations"] = 0
         self.feed = JobFeed()
         self.waiting: dict[int, None] = {}  # waiting jobs with GPUs to ask for
+        self.wait_demand = 0  # their milli-GPUs in all
         self.run = _Running()  # running jobs with GPUs
 
     def notify(self, ctx: SchedContext, job: JobState, kind: str) -> None:
@@ -383,12 +431,17 @@ class ThemisFtfPolicy(Policy):
     def _sync(self, ctx: SchedContext) -> JobTable:
         """Bring the set of waiting GPU jobs (and their work done) up to date."""
         table = self._table(ctx)
+        waiting, demand = self.waiting, table.demand_of
         for job in self.feed.changed(ctx):
-            if job.status == PENDING and table.demand[job.idx] > 0:
-                self.waiting[job.idx] = None
-                table.work[job.idx] = job.work
-            else:
-                self.waiting.pop(job.idx, None)
+            i = job.idx
+            if job.status == PENDING and demand[i] > 0:
+                if i not in waiting:
+                    waiting[i] = None
+                    self.wait_demand += demand[i]
+                table.work[i] = job.work
+            elif i in waiting:
+                del waiting[i]
+                self.wait_demand -= demand[i]
             self.run.note(job, job.status == RUNNING and job.spec.num_gpus > 0)
         return table
 
@@ -414,10 +467,11 @@ class ThemisFtfPolicy(Policy):
         if boundary:
             self.next_round = now + self.p["lease"]
         table = self._sync(ctx)
-        yield from start_cpu_only(ctx, cpu_only_pending(ctx))
+        if table.cpu_only:
+            yield from start_cpu_only(ctx, cpu_only_pending(ctx))
         if ctx.pending_count and (boundary or _something_fits(ctx)):
             pending = np.fromiter(self.waiting, np.int64, len(self.waiting))
-            if not boundary and int(table.demand[pending].sum()) <= free_milli(ctx):
+            if not boundary and self.wait_demand <= free_milli(ctx):
                 # no contention: every waiting job gets GPUs, worst rho first
                 keys = self._keys(ctx, pending, len(pending) + len(ctx.running()))
                 queue = SortedList((k, i) for i, k in keys.items())
@@ -516,32 +570,32 @@ class ThemisFtfPolicy(Policy):
         done = np.concatenate((table.work[pending], rdone))
         speed = np.concatenate((table.iso[pending], rspeed)) if perf else None
         rho = table.rho(ctx, idx, done, n, speed)
-        submit = table.submit[idx]
         m = math.ceil((1.0 - self.p["fairness_knob"]) * n)
-        # the m worst rho (ties: earlier submission, then job index)
-        order = np.lexsort((idx, submit, -rho))
-        worst = order[:m]
+        # the m worst rho (ties: earlier submission, then job index), the waiting ones
+        worst = _worst(-rho, table.rank[idx], m)
+        nan = worst is None  # NaN keys: only the walk's own search is exact
+        if worst is None:
+            worst = np.lexsort((idx, table.submit[idx], -rho))[:m]
         worst = worst[worst < np_]
-        nan = bool(np.isnan(rho).any())  # NaN keys: only the walk's own search is exact
+        ids = idx[worst]
         if boundary or nan:
-            neg, sub = (-rho[worst]).tolist(), submit[worst].tolist()
-            first = _Ranked(idx[worst].tolist(), lambda p: (neg[p], sub[p]))
-            heads, classes = _heads(first, table.cls[idx[worst]])
-            pool = (lambda: _pool(rho[np_:], submit[np_:], ridx)) if boundary else None
+            neg, sub = (-rho[worst]).tolist(), table.submit[ids].tolist()
+            first = _Ranked(ids.tolist(), lambda p: (neg[p], sub[p]))
+            heads, classes = _heads(first, table.cls[ids])
+            pool = (lambda: _pool(rho[np_:], table.submit[ridx], ridx)) if boundary else None
             yield from priority_walk(ctx, first.walk(), pool, on_start=_nothing,
                                      on_stop=_nothing, stop=self.p["stop"],
                                      reason=self.name, classes=classes,
                                      heads=None if nan else heads)
         else:
-            yield from _start_in_order(ctx, idx[worst].tolist(), table.cls[idx[worst]].tolist())
+            yield from _start_fitting(ctx, table, ids)
         if free_milli(ctx) <= 0:
             return
         # the others that still wait (the walk only started jobs of its own), by
         # submission, then in a seeded random order
         later = np.ones(np_, dtype=bool)
         later[worst] = False
-        cand = np.flatnonzero(later)
-        rest = idx[cand[np.lexsort((idx[cand], submit[cand]))]]
+        rest = pending[later]
         if len(rest):
-            ids = rest[ctx.rng.permutation(len(rest))]
-            yield from _start_in_order(ctx, ids.tolist(), table.cls[ids].tolist())
+            rest = rest[np.argsort(table.rank[rest])]
+            yield from _start_fitting(ctx, table, rest[ctx.rng.permutation(len(rest))])
