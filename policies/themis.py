@@ -37,6 +37,8 @@ over time fractions; jobs keep whole leases and only move to free faster GPUs.
 from __future__ import annotations
 
 import math
+import operator
+from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, cast
 
@@ -46,6 +48,7 @@ from sortedcontainers import SortedList
 from policies.base import Policy
 from policies.priority import (
     STOP_PARAM,
+    ClassHeads,
     JobFeed,
     cpu_only_pending,
     priority_walk,
@@ -53,13 +56,22 @@ from policies.priority import (
 )
 from policies.victims import VictimPool, free_milli
 from sim.jobstate import PENDING, RUNNING, JobState
-from sim.model import Decision, JobSpec, Migrate, Unschedulable, job_milli, request_class
+from sim.model import (
+    Decision,
+    JobSpec,
+    Migrate,
+    Start,
+    Unschedulable,
+    job_milli,
+    request_class,
+)
 from sim.params import Param, as_bool, as_float
 
 if TYPE_CHECKING:
     from sim.context import SchedContext
 
 EPS = 1e-9
+_version = operator.attrgetter("version")
 
 
 def _rho(spec: JobSpec, done: float, now: float, n_jobs: int, total: int) -> float:
@@ -93,6 +105,7 @@ class JobTable:
         self.dur = np.array([s.duration for s in jobs], dtype=float)
         self.submit = np.array([s.submit_time for s in jobs], dtype=float)
         self.demand = np.array([s.num_gpus * job_milli(s) for s in jobs], dtype=np.int64)
+        self.demand_of: list[int] = self.demand.tolist()  # the same, read one by one
         self.work = np.zeros(len(jobs))  # work done, kept for the waiting jobs
         types = dict(ctx.topology.gpu_types)
         self.iso = np.array([isolated_speed(s, types) if perf else 1.0 for s in jobs],
@@ -100,6 +113,13 @@ class JobTable:
         ids: dict[tuple, int] = {}
         self.cls = np.array([ids.setdefault(request_class(s), len(ids)) for s in jobs],
                             dtype=np.int64)  # request class, numbered
+        # whole GPUs the placer is not asked for unless free (elastic, fractional: 0)
+        self.whole = np.array([s.num_gpus if s.gpu_share >= 1.0 and s.min_gpus is None
+                               else 0 for s in jobs], dtype=np.int64)
+        n = len(jobs)
+        self.rank = np.empty(n, dtype=np.int64)  # position by (submit time, index)
+        self.rank[np.lexsort((np.arange(n), self.submit))] = np.arange(n)
+        self.cpu_only = not bool(self.demand.all())  # some job asks for no GPU
 
     def rho(self, ctx: SchedContext, idx: np.ndarray, done: np.ndarray, n_jobs: int,
             speed: np.ndarray | None = None) -> np.ndarray:
@@ -111,8 +131,10 @@ class JobTable:
         now, total = ctx.now, ctx.cluster.healthy_gpus
         g, dur, submit = self.g[idx], self.dur[idx], self.submit[idx]
         share = g * n_jobs / total if total > 0 else np.full(len(idx), math.inf)
-        ideal = dur * np.where(share > 1.0, share, 1.0)
-        remaining = np.where(done < dur, dur - done, 0.0)
+        # max(x, 1) and max(d, 0) are the where()s of `_rho` bit for bit (no NaN; a
+        # positive difference where done < dur, +0.0 where they are equal)
+        ideal = dur * np.maximum(share, 1.0)
+        remaining = np.maximum(dur - done, 0.0)
         if speed is not None:
             ideal = ideal / self.iso[idx]
             remaining = remaining / speed
@@ -188,13 +210,184 @@ class _Ranked:
         return cast(SortedList, self)
 
 
-def _class_counts(table: JobTable, ids: np.ndarray) -> dict[tuple, int]:
-    """Request classes among these jobs (by number) with their counts, for the walk.
+class _ClassList:
+    """The entries of one request class of a `_Ranked`, read by the walk as a SortedList.
 
-    The walk stops once as many classes failed as there are: nothing later can start.
+    `pos`: their positions in the ranked order, ascending; an entry is made when read.
     """
-    cls, counts = np.unique(table.cls[ids], return_counts=True)
-    return {(c,): k for c, k in zip(cls.tolist(), counts.tolist(), strict=True)}
+
+    __slots__ = ("pos", "ranked")
+
+    def __init__(self, ranked: _Ranked, pos: list[int]) -> None:
+        self.ranked = ranked
+        self.pos = pos
+
+    def __len__(self) -> int:
+        return len(self.pos)
+
+    def __getitem__(self, i: int) -> tuple[Any, int]:
+        return self.ranked._at(self.pos[i])
+
+    def bisect_right(self, entry: tuple[Any, int]) -> int:
+        """How many of the class's entries are <= `entry` (as SortedList.bisect_right)."""
+        return bisect_right(self.pos, entry, key=self.ranked._at)
+
+
+def _heads(ranked: _Ranked, cls: np.ndarray) -> tuple[ClassHeads | None, dict[tuple, int]]:
+    """The ranked entries by request class (`cls`: number per position), and their counts.
+
+    The heads let the walk merge the classes' next entries instead of meeting every
+    entry of a failed class; the counts stop it once as many classes failed as there are.
+    """
+    if not len(cls):
+        return None, {}
+    order = np.argsort(cls, kind="stable")
+    sc = cls[order]
+    cuts = (np.flatnonzero(sc[1:] != sc[:-1]) + 1).tolist()
+    starts, ends = [0, *cuts], [*cuts, len(sc)]
+    pos = order.tolist()
+    heads = ClassHeads()
+    lists = {(c,): _ClassList(ranked, pos[a:b])
+             for c, a, b in zip(sc[starts].tolist(), starts, ends, strict=True)}
+    heads.lists = cast(dict[tuple, SortedList], lists)
+    return heads, {ck: len(lst) for ck, lst in lists.items()}
+
+
+class _Running:
+    """The running GPU jobs as arrays (index, work, rate, segment start) for rho of all.
+
+    Membership follows the policy's notifications (a job starts, stops and finishes with
+    an event). A job's progress fields are read again only when it was noted or its
+    `version` moved (every change of rate or placement bumps it, and `work` and
+    `seg_start` only change with one or with an event), so a lease costs numpy work over
+    the running jobs instead of a Python tuple each.
+    """
+
+    def __init__(self) -> None:
+        self.jobs: list[JobState] = []
+        self.slot: dict[int, int] = {}  # job index -> position in the arrays
+        cap = 64
+        self.idx = np.zeros(cap, dtype=np.int64)
+        self.work, self.rate, self.seg = np.zeros(cap), np.zeros(cap), np.zeros(cap)
+        self.speed = np.ones(cap)
+        self.ver = np.full(cap, -1, dtype=np.int64)  # version when read; -1: read again
+
+    def _grow(self) -> None:
+        """Twice the room, the entries kept."""
+        def more(a: np.ndarray) -> np.ndarray:
+            return np.concatenate([a, np.full_like(a, -1 if a is self.ver else 0)])
+
+        self.idx, self.work, self.rate = more(self.idx), more(self.work), more(self.rate)
+        self.seg, self.speed, self.ver = more(self.seg), more(self.speed), more(self.ver)
+
+    def note(self, job: JobState, running: bool) -> None:
+        """A noted job: (re)enter it when it runs, with its fields read at the next use."""
+        k = self.slot.get(job.idx)
+        if running:
+            if k is None:
+                k = len(self.jobs)
+                if k == len(self.idx):
+                    self._grow()
+                self.jobs.append(job)
+                self.slot[job.idx] = k
+                self.idx[k] = job.idx
+            self.ver[k] = -1
+        elif k is not None:  # the last job takes its place
+            last = len(self.jobs) - 1
+            moved = self.jobs.pop()
+            del self.slot[job.idx]
+            if k != last:
+                self.jobs[k] = moved
+                self.slot[moved.idx] = k
+                for a in (self.idx, self.work, self.rate, self.seg, self.speed, self.ver):
+                    a[k] = a[last]
+
+    def progress(self, now: float, dur: np.ndarray,
+                 speed_of: Callable[[JobState], float] | None
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(job indices, work done by `now`, speed) of the running jobs.
+
+        Work done is `JobState.progress_at` computed for all at once; the speed
+        (`speed_of`, with perf) is read with the other fields.
+        """
+        jobs = self.jobs
+        n = len(jobs)
+        vers = np.fromiter(map(_version, jobs), np.int64, n)
+        stale = np.flatnonzero(vers != self.ver[:n]).tolist()
+        if stale:
+            for k in stale:
+                j = jobs[k]
+                self.work[k], self.rate[k], self.seg[k] = j.work, j.rate, j.seg_start
+                if speed_of is not None:
+                    self.speed[k] = speed_of(j)
+            self.ver[:n] = vers
+        idx, work, rate, seg = self.idx[:n], self.work[:n], self.rate[:n], self.seg[:n]
+        prog = np.where(now <= seg, work, np.minimum(dur[idx], work + rate * (now - seg)))
+        return idx, prog, self.speed[:n]
+
+
+def _start_in_order(ctx: SchedContext, ids: list[int], cls: list[int]) -> Iterator[Start]:
+    """Start the waiting jobs `ids` in this order where they fit now, never preempting.
+
+    The visits of `priority_walk` without a victim pool (`cls`: request class numbers):
+    a class that failed is skipped for the rest of the walk, which ends once every class
+    failed or, after a failure, nothing is free. A plain loop over the list: an entry
+    skipped costs a set lookup, not a key, a job lookup and a request class.
+    """
+    failed: set[int] = set()
+    n_classes = len(set(cls))
+    job_at, place = ctx.job_at, ctx.place
+    for i, c in zip(ids, cls, strict=True):
+        if c in failed:
+            continue
+        job = job_at(i)
+        if job.status != PENDING:
+            continue
+        got = place(job)
+        if isinstance(got, Unschedulable):
+            failed.add(c)
+            if len(failed) >= n_classes or free_milli(ctx) <= 0:
+                return
+            continue
+        yield Start(job.job_id, got)
+
+
+def _worst(neg: np.ndarray, rank: np.ndarray, m: int) -> np.ndarray | None:
+    """Positions of the m smallest (neg, rank) in that order; None if a NaN is among them.
+
+    As np.lexsort((rank, neg))[:m]: the m-th smallest key bounds the candidates, so only
+    those are sorted (about m of them, not all).
+    """
+    if m <= 0:
+        return np.zeros(0, dtype=np.int64)
+    if m < len(neg):
+        t = np.partition(neg, m - 1)[m - 1]
+        if t != t:
+            return None
+        sel = np.flatnonzero(neg <= t)
+    elif np.isnan(neg).any():
+        return None
+    else:
+        sel = np.arange(len(neg))
+    return sel[np.lexsort((rank[sel], neg[sel]))][:m]
+
+
+def _start_fitting(ctx: SchedContext, table: JobTable, ids: np.ndarray) -> Iterator[Start]:
+    """`_start_in_order` of the waiting jobs `ids`, leaving out those that cannot fit.
+
+    A job of whole GPUs asking for more than are free fails at once (the context does not
+    ask the placer), and keeps failing in a walk that only starts jobs: leaving its class
+    out starts the same jobs (that walk can start nothing once every class failed, or
+    once nothing is free).
+    """
+    ids = ids[table.whole[ids] <= ctx.cluster.free_whole]
+    return _start_in_order(ctx, ids.tolist(), table.cls[ids].tolist())
+
+
+def _pool(rho: np.ndarray, submit: np.ndarray, idx: np.ndarray) -> VictimPool:
+    """The running jobs as victims, keyed (-rho, submit time) as the waiting ones."""
+    keys = zip((-rho).tolist(), submit.tolist(), strict=True)
+    return VictimPool(list(zip(keys, idx.tolist(), strict=True)))
 
 
 class ThemisFtfPolicy(Policy):
@@ -228,6 +421,8 @@ class ThemisFtfPolicy(Policy):
             self.counts["migrations"] = 0
         self.feed = JobFeed()
         self.waiting: dict[int, None] = {}  # waiting jobs with GPUs to ask for
+        self.wait_demand = 0  # their milli-GPUs in all
+        self.run = _Running()  # running jobs with GPUs
 
     def notify(self, ctx: SchedContext, job: JobState, kind: str) -> None:
         """Note the job for the next pass (see JobFeed)."""
@@ -236,12 +431,18 @@ class ThemisFtfPolicy(Policy):
     def _sync(self, ctx: SchedContext) -> JobTable:
         """Bring the set of waiting GPU jobs (and their work done) up to date."""
         table = self._table(ctx)
+        waiting, demand = self.waiting, table.demand_of
         for job in self.feed.changed(ctx):
-            if job.status == PENDING and table.demand[job.idx] > 0:
-                self.waiting[job.idx] = None
-                table.work[job.idx] = job.work
-            else:
-                self.waiting.pop(job.idx, None)
+            i = job.idx
+            if job.status == PENDING and demand[i] > 0:
+                if i not in waiting:
+                    waiting[i] = None
+                    self.wait_demand += demand[i]
+                table.work[i] = job.work
+            elif i in waiting:
+                del waiting[i]
+                self.wait_demand -= demand[i]
+            self.run.note(job, job.status == RUNNING and job.spec.num_gpus > 0)
         return table
 
     def _table(self, ctx: SchedContext) -> JobTable:
@@ -266,10 +467,11 @@ class ThemisFtfPolicy(Policy):
         if boundary:
             self.next_round = now + self.p["lease"]
         table = self._sync(ctx)
-        yield from start_cpu_only(ctx, cpu_only_pending(ctx))
+        if table.cpu_only:
+            yield from start_cpu_only(ctx, cpu_only_pending(ctx))
         if ctx.pending_count and (boundary or _something_fits(ctx)):
             pending = np.fromiter(self.waiting, np.int64, len(self.waiting))
-            if not boundary and int(table.demand[pending].sum()) <= free_milli(ctx):
+            if not boundary and self.wait_demand <= free_milli(ctx):
                 # no contention: every waiting job gets GPUs, worst rho first
                 keys = self._keys(ctx, pending, len(pending) + len(ctx.running()))
                 queue = SortedList((k, i) for i, k in keys.items())
@@ -358,35 +560,42 @@ class ThemisFtfPolicy(Policy):
 
         The others go in a seeded random order; both walks visit only what they need.
         """
-        running = [j for j in ctx.running().values() if j.spec.num_gpus]
-        n = len(pending) + len(running)
-        idx, rho = self._rhos(ctx, pending, running, n)
         table = self._table(ctx)
-        submit = table.submit[idx]
-        m = math.ceil((1.0 - self.p["fairness_knob"]) * n)
-        # the m worst rho (ties: earlier submission, then job index)
-        order = np.lexsort((idx, submit, -rho))
+        perf = self.p["perf"]
+        ridx, rdone, rspeed = self.run.progress(
+            ctx.now, table.dur, (lambda j: self._type_speed(ctx, j)) if perf else None)
         np_ = len(pending)
-        worst = order[:m]
+        n = np_ + len(ridx)
+        idx = np.concatenate((pending, ridx))
+        done = np.concatenate((table.work[pending], rdone))
+        speed = np.concatenate((table.iso[pending], rspeed)) if perf else None
+        rho = table.rho(ctx, idx, done, n, speed)
+        m = math.ceil((1.0 - self.p["fairness_knob"]) * n)
+        # the m worst rho (ties: earlier submission, then job index), the waiting ones
+        worst = _worst(-rho, table.rank[idx], m)
+        nan = worst is None  # NaN keys: only the walk's own search is exact
+        if worst is None:
+            worst = np.lexsort((idx, table.submit[idx], -rho))[:m]
         worst = worst[worst < np_]
-        neg, sub = (-rho[worst]).tolist(), submit[worst].tolist()
-        first = _Ranked(idx[worst].tolist(), lambda p: (neg[p], sub[p]))
-        pool = (lambda: VictimPool([((-float(rho[k]), float(submit[k])), int(idx[k]))
-                                    for k in range(np_, n)])) if boundary else None
-        yield from priority_walk(ctx, first.walk(), pool, on_start=_nothing,
-                                 on_stop=_nothing, stop=self.p["stop"], reason=self.name,
-                                 classes=_class_counts(table, idx[worst]))
+        ids = idx[worst]
+        if boundary or nan:
+            neg, sub = (-rho[worst]).tolist(), table.submit[ids].tolist()
+            first = _Ranked(ids.tolist(), lambda p: (neg[p], sub[p]))
+            heads, classes = _heads(first, table.cls[ids])
+            pool = (lambda: _pool(rho[np_:], table.submit[ridx], ridx)) if boundary else None
+            yield from priority_walk(ctx, first.walk(), pool, on_start=_nothing,
+                                     on_stop=_nothing, stop=self.p["stop"],
+                                     reason=self.name, classes=classes,
+                                     heads=None if nan else heads)
+        else:
+            yield from _start_fitting(ctx, table, ids)
         if free_milli(ctx) <= 0:
             return
         # the others that still wait (the walk only started jobs of its own), by
         # submission, then in a seeded random order
         later = np.ones(np_, dtype=bool)
         later[worst] = False
-        cand = np.flatnonzero(later)
-        rest = idx[cand[np.lexsort((idx[cand], submit[cand]))]]
+        rest = pending[later]
         if len(rest):
-            perm = ctx.rng.permutation(len(rest))
-            leftover = _Ranked(rest[perm].tolist(), lambda p: (p,))
-            yield from priority_walk(ctx, leftover.walk(), None, on_start=_nothing,
-                                     on_stop=_nothing, reason=self.name,
-                                     classes=_class_counts(table, rest))
+            rest = rest[np.argsort(table.rank[rest])]
+            yield from _start_fitting(ctx, table, rest[ctx.rng.permutation(len(rest))])
