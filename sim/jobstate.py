@@ -37,7 +37,11 @@ class JobState:
     Progress is piecewise linear: `work` ideal-seconds were done at `seg_start`, and the
     job advances at `rate` from then on (a `seg_start` in the future is a restore pause).
     `version` grows on every change of rate or placement, so completion events scheduled
-    for an older version are recognised as stale and dropped.
+    for an older version are recognised as stale and dropped. It is also a promise to
+    policies: `work`, `rate` and `seg_start` never change without a bump (`Progress`
+    bumps in `set_rate` and `stop`, and every `advance` is followed by one of them in the
+    same step), so a policy may keep a running job's progress fields until its version
+    moves (srtf's and themis-ftf's kept columns do).
     """
 
     __slots__ = (
