@@ -127,10 +127,7 @@ def main() -> None:
             run.env.run()
         c4 = time.process_time()
         mem["engine"] = memory()
-        # as Simulation.run builds it: the job states dropped once read, where it can
-        release = {"release": True} if "release" in inspect.signature(
-            build_result).parameters else {}
-        result = build_result(sim, run, run.env.now, 0.0, **release)
+        result = build_result(sim, run, run.env.now, 0.0)
         c5 = time.process_time()
         mem["result"] = memory()
         if prof is not None:

@@ -581,16 +581,12 @@ class Simulation:
         self.policy.attach(run.ctx)
         return run
 
-    def result(self, run: Run, wall_seconds: float, *, release: bool = False) -> Any:
-        """The SimResult of a run that has ended (`Run.advance` returned False).
-
-        `release` drops the run's job states once the result has read them (`run` does:
-        nobody sees its run), so the result's frames reuse their memory.
-        """
+    def result(self, run: Run, wall_seconds: float) -> Any:
+        """The SimResult of a run that has ended (`Run.advance` returned False)."""
         from sim.results import build_result
 
         end = run.env.now if run.until is None else max(run.env.now, run.until)
-        return build_result(self, run, end, wall_seconds, release=release)
+        return build_result(self, run, end, wall_seconds)
 
     def run(self, until: float | None = None,
             progress: Callable[[float, int, int], None] | None = None) -> Any:
@@ -610,4 +606,4 @@ class Simulation:
                     f"policy {self.policy.name!r} yielded Await (it waits for an answer "
                     "from outside the run): drive it with Simulation.start() and "
                     "Run.advance(), as the Gym environment (sim.app.rl) does")
-            return self.result(run, _time.perf_counter() - wall0, release=True)
+            return self.result(run, _time.perf_counter() - wall0)

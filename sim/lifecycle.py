@@ -149,16 +149,6 @@ class RunState:
                     self.jobs[d].add_dependent(j.idx)
         return missing
 
-    def release_jobs(self) -> None:
-        """Drop every job state and the id index (the run is over and read).
-
-        Only for a run nobody reads again (`Simulation.run`, after the result's job rows):
-        at a million jobs they hold about 290 MB, which the result's frames then reuse.
-        """
-        self.jobs.clear()  # the list the agenda and the co-location share
-        self.running.clear()
-        self.index.clear()
-
     def record(self, job: JobState, kind: EventKind, detail: str = "") -> None:
         """Append one row of events.parquet and tell the policy, if it listens.
 

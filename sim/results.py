@@ -424,23 +424,12 @@ def _trace_digest(jobs: tuple[JobSpec, ...]) -> str:
     return h.hexdigest()[:16]
 
 
-def build_result(sim: Simulation, run: Run, end: float, wall: float, *,
-                 release: bool = False) -> SimResult:
-    """Assemble DataFrames and the summary once the run has stopped at `end`.
-
-    `release`: nobody reads the run after this (`Simulation.run`), so its job states are
-    dropped once everything that reads them is done (the job rows, the policy's counters,
-    the warnings), and the frames built next reuse their memory.
-    """
+def build_result(sim: Simulation, run: Run, end: float, wall: float) -> SimResult:
+    """Assemble DataFrames and the summary once the run has stopped at `end`."""
     from sim import __version__
 
     run.sample()
     jobs = _jobs_frame(run, end)
-    # a policy's own counters and the warnings read the job states (HAI's the jobs')
-    metrics = _policy_metrics(sim.policy)
-    warnings = result_warnings(sim, run)
-    if release:
-        run.release_jobs()
     # before the events are built: its transient memory then meets the recorder's
     # compact columns, not the events frame (the peak of a million-job run)
     tenants = tenants_frame(jobs)
@@ -467,10 +456,10 @@ def build_result(sim: Simulation, run: Run, end: float, wall: float, *,
         failure_lost_gpu_hours=run.health.lost_gpu_s / 3600.0,
     )
     # a policy's own counters, flattened (scalars only) so sweeps can tabulate them
-    for k, v in metrics.items():
+    for k, v in _policy_metrics(sim.policy).items():
         if isinstance(v, bool | int | float | str):
             summary[f"policy_{k}"] = v
-    summary["warnings"] = warnings
+    summary["warnings"] = result_warnings(sim, run)
     digest = _trace_digest(sim.jobs)
     config = {
         "trace": _trace_label(sim),

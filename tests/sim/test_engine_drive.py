@@ -1,6 +1,5 @@
-"""The loop driven directly (`Simulation.run`, which drops the job states once read) and as
-a SimPy process (`start`/`advance`) give the same run; a policy declaring `only_pending` is
-not asked while nothing waits."""
+"""The loop driven directly (`Simulation.run`) and as a SimPy process (`start`/`advance`)
+give the same run; a policy declaring `only_pending` is not asked while nothing waits."""
 
 from __future__ import annotations
 
@@ -33,7 +32,6 @@ def _same(a: Any, b: Any) -> None:
     ("gandiva", {}, None),  # time slicing on a timer
     ("fifo", {"failure_rate": 0.5, "mtbf": 20000.0, "mttr": 600.0}, None),
     ("srtf", {}, 20000.0),  # cut by until
-    ("hai", {}, None),  # its counters read the job states, which `run` then drops
 ])
 def test_direct_and_stepped_runs_are_the_same(policy: str, params: dict[str, Any],
                                               until: float | None) -> None:
