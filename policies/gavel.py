@@ -206,30 +206,16 @@ def lp_matrix_csc(coef: np.ndarray, weight: np.ndarray, live: np.ndarray) -> csc
 
     Column x[j, t] holds rows j (-coef), n + j (1) and 2n + t (weight[j]), in that
     (increasing) order; column z holds 1 at the live rows j. The same entries, explicit
-    zeros and order as the CSR matrix converted, without the conversion (one per LP).
+    zeros and order as the CSR matrix converted, without the conversion: the arrays of
+    `lp_columns` (which the LP itself takes) as a scipy matrix.
     """
-    n, k = coef.shape
-    nk = n * k
-    itype = np.int32 if max(nk + 1, 2 * nk + n + k) < np.iinfo(np.int32).max else np.int64
-    rows = np.arange(n, dtype=itype)
-    xrows = np.empty((n, k, 3), dtype=itype)
-    xrows[:, :, 0] = rows[:, None]
-    xrows[:, :, 1] = (rows + n)[:, None]
-    xrows[:, :, 2] = 2 * n + np.arange(k, dtype=itype)[None, :]
-    xdata = np.empty((n, k, 3))
-    xdata[:, :, 0] = -coef
-    xdata[:, :, 1] = 1.0
-    xdata[:, :, 2] = weight[:, None]
-    zrows = np.flatnonzero(live != 0).astype(itype)
-    data = np.concatenate([xdata.ravel(), live[zrows].astype(float)])
-    indices = np.concatenate([xrows.ravel(), zrows])
-    indptr = np.append(3 * np.arange(nk + 1, dtype=itype), 3 * nk + len(zrows)).astype(itype)
-    return csc_matrix((data, indices, indptr), shape=(2 * n + k, nk + 1))
+    cols = lp_columns(coef, weight, live)
+    return csc_matrix((cols.data, cols.indices.copy(), cols.indptr.copy()), shape=cols.shape)
 
 
 def lp_columns(coef: np.ndarray, weight: np.ndarray, live: np.ndarray
                ) -> gavel_lp.ColMatrix:
-    """`lp_matrix_csc`'s arrays without a scipy matrix: the same data, indices and indptr.
+    """The CSC arrays of the LP's constraint matrix (`lp_matrix_csc`), without a scipy matrix.
 
     The index arrays depend only on the shape and the live rows, so they are made once
     per such pattern (`_lp_pattern`); only the values are built per LP, and no sparse
@@ -247,7 +233,7 @@ def lp_columns(coef: np.ndarray, weight: np.ndarray, live: np.ndarray
 
 @functools.lru_cache(maxsize=1024)
 def _lp_pattern(n: int, k: int, live: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Row indices, column pointers and live rows of `lp_matrix_csc` (read-only arrays)."""
+    """Row indices, column pointers and live rows of `lp_columns` (read-only arrays)."""
     live_rows = np.frombuffer(live, dtype=float)
     nk = n * k
     itype = np.int32 if max(nk + 1, 2 * nk + n + k) < np.iinfo(np.int32).max else np.int64

@@ -17,8 +17,6 @@ from policies import gavel_lp
 from policies.gavel import (
     GavelAgnosticPolicy,
     GavelPolicy,
-    lp_columns,
-    lp_matrix_csc,
     unique_rows,
 )
 from sim.context import SchedContext
@@ -39,21 +37,6 @@ def test_unique_rows_is_np_unique(n, k, seed):
     assert np.array_equal(got[0], uniq)
     assert np.array_equal(got[1], inverse.reshape(-1))
     assert np.array_equal(got[2], counts)
-
-
-@settings(max_examples=40, deadline=None)
-@given(n=st.integers(1, 10), k=st.integers(1, 4), seed=st.integers(0, 2**16))
-def test_lp_columns_are_lp_matrix_csc(n, k, seed):
-    rng = np.random.default_rng(seed)
-    coef = rng.random((n, k)) * (rng.random((n, k)) < 0.6)
-    live = (coef > 0).any(axis=1).astype(float)
-    weight = rng.choice([0.0, 0.5, 1.0, 8.0], n)
-    a, b = lp_matrix_csc(coef, weight, live), lp_columns(coef, weight, live)
-    assert a.shape == b.shape
-    for f in ("data", "indices", "indptr"):
-        x, y = getattr(a, f), getattr(b, f)
-        assert x.dtype == y.dtype and np.array_equal(x, y)
-        assert np.array_equal(np.signbit(x), np.signbit(y))
 
 
 @settings(max_examples=200, deadline=None)
