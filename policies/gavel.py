@@ -168,10 +168,10 @@ def _max_min_classes(tput: np.ndarray, scale: np.ndarray, mult: np.ndarray,
         return np.outer(np.ones(n), share) * usable
     z = float(x1[-1])
     # keep everyone at >= z (a hair less, for the solver's tolerance), maximize the total
-    b2 = b  # its first n rows (z - coef x <= 0) are already 0: the same right-hand side
     lb[-1] = max(0.0, z * (1 - 1e-7) - 1e-9)
     c2 = np.concatenate([-(coef * mult[:, None]).ravel(), [0.0]])
-    status, x2 = gavel_lp.solve(c2, a, b2, lb, ub)
+    # the same right-hand side: its first n rows (z - coef x <= 0) are 0 already
+    status, x2 = gavel_lp.solve(c2, a, b, lb, ub)
     x = x2 if status == 0 and x2 is not None else x1
     # rounded so that solver noise does not decide ties between equal jobs
     return x[:-1].reshape(n, k).clip(0.0, 1.0).round(6)  # np.clip, np.round's methods
@@ -336,7 +336,6 @@ class GavelPolicy(Policy):
         self._owed: list[tuple[float, float, np.ndarray, np.ndarray, np.ndarray]] = []
         # job -> type -> (its spec, that spec restricted to the type)
         self._typed: dict[int, dict[int, tuple[JobSpec, JobSpec]]] = {}
-        self._typed_jobs: list[int] = []  # the keys of `_typed`, in the order added
         self._fits: dict[tuple, float] = {}
         self._rows: dict[tuple, list[float]] = {}  # throughput rows by `_fits` key, all types
         self._idle: ClusterState | None = None
@@ -431,11 +430,9 @@ class GavelPolicy(Policy):
         self.in_alloc[self.alloc_ids] = False
         self.alloc[ids] = x
         self.in_alloc[ids] = True
-        if self._typed_jobs:  # forget the typed specs of jobs not in the allocation
-            typed = np.array(self._typed_jobs, dtype=np.int64)
-            keep = self.in_alloc[typed]
-            self._typed_jobs = typed[keep].tolist()
-            for i in typed[~keep].tolist():
+        if self._typed:  # forget the typed specs of jobs not in the allocation
+            typed = np.fromiter(self._typed, np.int64, len(self._typed))
+            for i in typed[~self.in_alloc[typed]].tolist():
                 del self._typed[i]
         self.alloc_ids = ids
         self.alloc_time = ctx.now
@@ -714,7 +711,6 @@ class GavelPolicy(Policy):
         per_type = self._typed.get(idx)
         if per_type is None:
             per_type = self._typed[idx] = {}
-            self._typed_jobs.append(idx)
         got = per_type.get(ti)
         if got is None or got[0] is not spec:
             got = per_type[ti] = (spec, with_gpu_type(spec, t))
