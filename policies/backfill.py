@@ -473,12 +473,15 @@ class _Profile:
             i = j + 1
         return n  # never (capacity below the request)
 
-    def horizon(self, need: int) -> float:
-        """How long from now `need` stays free (0: not free now; inf: for ever)."""
+    def horizon(self, need: int, since: float | None = None) -> float:
+        """How long from `since` (default: the profile's start) `need` stays free.
+
+        0: not free at the start; inf: free for ever.
+        """
         times, free = self.times, self.free
         for j in range(len(times)):
             if free[j] < need:
-                return times[j] - times[0]
+                return times[j] - (times[0] if since is None else since) if j else 0.0
         return math.inf
 
     def reserve(self, i: int, need: int, length: float) -> None:
@@ -498,26 +501,22 @@ class _Quiet:
     """A pass that started nothing, as much of it as a later pass needs to skip itself.
 
     Its cluster version, time, last reserved job's queue key and the profile left after
-    the reservations (which only a started job or a changed state would alter).
+    the reservations (which only a started job or a changed state would alter; the pass
+    that made it changes it no more).
     """
 
-    __slots__ = ("version", "now", "last", "times", "free")
+    __slots__ = ("version", "now", "last", "prof")
 
     def __init__(self, version: int, now: float, last: tuple, prof: _Profile) -> None:
-        self.version, self.now, self.last = version, now, last
-        self.times, self.free = prof.times, prof.free
+        self.version, self.now, self.last, self.prof = version, now, last, prof
 
     def admits(self, need: int, estimate: float, now: float) -> bool:
         """Whether a job past the reservations could start at `now` in this profile.
 
         As the backfill after the reservations decides it (`horizon` from `now`).
         """
-        times, free = self.times, self.free
-        for j in range(len(times)):
-            if free[j] < need:
-                h = times[j] - now if j else 0.0
-                return h > 0 and estimate <= h
-        return True
+        h = self.prof.horizon(need, now)
+        return h == math.inf or (h > 0 and estimate <= h)
 
 
 class ConservativeBackfillPolicy(_Backfill):
@@ -641,11 +640,11 @@ class ConservativeBackfillPolicy(_Backfill):
             if i < len(prof.times):
                 prof.reserve(i, need, length)
         assert last is not None  # the head at least
+        after = (last.spec.submit_time, last.idx)  # the last reserved job's queue key
         quiet = not started and steps is not None and ctx.pending_count >= cap
         if ctx.pending_count <= cap or prof.free[0] <= 0:
             if quiet:
-                self._quiet = _Quiet(ctx.cluster.version, now, (last.spec.submit_time, last.idx),
-                                     prof)
+                self._quiet = _Quiet(ctx.cluster.version, now, after, prof)
             return
         # past the reservations: a job may start only if it disturbs none of them
         self.index.sync(ctx, self.estimate)
@@ -667,7 +666,6 @@ class ConservativeBackfillPolicy(_Backfill):
             prof.reserve(0, demand(job.spec), max(self.estimate(job.spec), 1e-9))
             return True
 
-        after = (last.spec.submit_time, last.idx)
         for d in class_backfill(ctx, self.index, after, fits, limit, take):
             quiet = False
             yield d
