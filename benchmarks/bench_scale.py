@@ -224,10 +224,13 @@ def main() -> None:
     if args.child:
         print(json.dumps(child(args)))
         return
+    import sim as sim_pkg
+
     cols = ["trace", "jobs", "policy", "trace_cpu_s", "run_cpu_s", "events_per_job",
             "us_per_event", "ms_per_job", "peak_rss_gb", "wall_s", "note"]
     report = [f"machine: {platform.machine()}, {os.cpu_count()} cores, Python "
-              f"{platform.python_version()}; lean={args.lean}"]
+              f"{platform.python_version()}; lean={args.lean}; compiled engine modules: "
+              f"{len(sim_pkg.compiled_modules())} (0: pure Python)"]
     sizes = [int(x) for x in args.sizes.split(",") if x and int(x) > 0]  # 0: none
     if sizes:
         rows = []

@@ -132,6 +132,8 @@ def main() -> None:
         mem["result"] = memory()
         if prof is not None:
             prof.disable()
+    import sim as sim_pkg
+
     phases = {"trace": c1 - c0, "setup": c3 - c2, "engine": c4 - c3, "result": c5 - c4}
     n = len(sim.jobs)
     ev = result.summary["events_processed"]
@@ -140,7 +142,8 @@ def main() -> None:
     print("CPU s: " + ", ".join(f"{k} {v:.2f}" for k, v in phases.items())
           + f"; engine {1e6 * phases['engine'] / max(ev, 1):.1f} us/event; "
           f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB"
-          + (" (profiled: times inflated)" if prof is not None else ""))
+          + (" (profiled: times inflated)" if prof is not None else "")
+          + f"; {len(sim_pkg.compiled_modules())} engine modules compiled")
     print("RSS MB now/peak after: " + ", ".join(f"{k} {now:.0f}/{peak:.0f}"
                                                 for k, (now, peak) in mem.items()))
     if prof is None:

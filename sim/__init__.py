@@ -1,15 +1,19 @@
 """schedlab's engine package: model, cluster state, engine, metrics, results and CLI.
 
 Public names are loaded lazily so that `topologies` and `traces` can import `sim.model`
-without importing the engine.
+without importing the engine. The engine's hot modules may be compiled (`setup.py`):
+importing from a source tree whose compiled modules are older than their source is refused
+with the way to rebuild, so an edit is never silently ignored.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["Simulation", "SimResult", "load_trace", "load_topology", "__version__"]
+__all__ = ["Simulation", "SimResult", "compiled_modules", "load_trace", "load_topology",
+           "__version__"]
 
 _LAZY = {
     "Simulation": "sim.engine",
@@ -17,6 +21,32 @@ _LAZY = {
     "load_trace": "traces",
     "load_topology": "topologies",
 }
+
+
+def _check_compiled() -> None:
+    """Raise ImportError if a compiled module of a source tree is older than its source."""
+    root = Path(__file__).resolve().parent.parent
+    if not (root / "pyproject.toml").is_file():
+        return  # an installed package: its modules were built together
+    for folder in (root / "sim", root / "policies" / "placement"):
+        for so in folder.glob("*.so"):
+            py = so.with_name(so.name.partition(".")[0] + ".py")
+            if py.is_file() and py.stat().st_mtime > so.stat().st_mtime:
+                raise ImportError(
+                    f"{py} changed after its compiled module {so.name} was built: rebuild "
+                    "with `pip install -e .` (or `SCHEDLAB_PURE=1 pip install -e .` for a "
+                    "pure-Python install that needs no rebuilding)")
+
+
+_check_compiled()
+
+
+def compiled_modules() -> list[str]:
+    """The engine modules installed compiled (`setup.py`; empty: pure Python)."""
+    here = Path(__file__).resolve().parent
+    folders = (("sim", here), ("policies.placement", here.parent / "policies" / "placement"))
+    return sorted(f"{pkg}.{so.name.partition('.')[0]}"
+                  for pkg, folder in folders for so in folder.glob("*.so"))
 
 
 def __getattr__(name: str) -> Any:

@@ -18,6 +18,8 @@ import math
 from collections.abc import Callable, Sequence
 from enum import StrEnum
 
+from mypy_extensions import mypyc_attr
+
 from sim.jobstate import JobState
 
 
@@ -39,6 +41,7 @@ Entry = tuple[float, int, Due, int, int]  # time, sequence, kind, job or node, v
 _COMPACT_AT = 1024
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Agenda:
     """A heap of (time, seq, kind, index, version) entries; ties go in scheduling order."""
 

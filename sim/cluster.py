@@ -36,6 +36,8 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 from sim.cluster_layout import ClusterLayout
 from sim.errors import InvalidDecision
 from sim.model import MILLI, Level, job_milli
@@ -49,6 +51,7 @@ _Entry = tuple[int, Callable[[list[int]], tuple[int, ...]] | None, tuple[int]]
 _LOG_LIMIT = 20_000  # live changes kept for the scratch twin before it is dropped instead
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class ClusterState:
     """Free/used GPU capacity, host resources and health of one topology."""
 

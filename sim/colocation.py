@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from mypy_extensions import mypyc_attr
+
 from sim.cluster import ClusterState
 from sim.errors import InvalidDecision, InvalidParameter
 from sim.jobstate import JobState
@@ -20,6 +22,7 @@ GroupKey = tuple[int, ...]
 MODES = ("timeshare", "pack")
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Group:
     """Jobs co-located on the same GPUs."""
 
@@ -31,6 +34,7 @@ class Group:
         self.members = members
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Colocation:
     """The run's co-location groups and the sharing model."""
 

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from mypy_extensions import mypyc_attr
 from sortedcontainers import SortedList
 
 from sim.agenda import Due
@@ -56,6 +57,7 @@ def _spec(job: JobState | JobSpec, num_gpus: int | None) -> JobSpec:
     return spec
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class WhatIf:
     """A cluster as it would be after some changes: read it, place on it; it is scratch."""
 
@@ -73,6 +75,7 @@ class WhatIf:
         return self._placer.place(_spec(job, num_gpus), self._cluster)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class SchedContext:
     """What a policy sees of a run: time, queue, running jobs, cluster, placement."""
 

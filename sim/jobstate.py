@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 from sim.errors import SimError
 from sim.model import JobSpec, JobStatus
 
@@ -31,6 +33,7 @@ TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {
 }
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class JobState:
     """Run state of one job: placement, progress as work at a rate, and accounting.
 

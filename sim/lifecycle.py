@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import simpy
+from mypy_extensions import mypyc_attr
 
 from sim.agenda import Agenda, Due, Entry
 from sim.cluster import ClusterState
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
 _FINISH = Due.FINISH
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Clock(simpy.Environment):
     """SimPy's environment that lands exactly on the instants the engine aims at.
 
@@ -67,6 +69,7 @@ class Clock(simpy.Environment):
             self._now = t
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class RunState:
     """All mutable state of one run, in parts, and the lifecycle of its jobs."""
 

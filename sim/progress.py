@@ -11,12 +11,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from mypy_extensions import mypyc_attr
+
 from sim.agenda import Agenda, Due
 from sim.jobstate import RUNNING, JobState
 from sim.model import MILLI
 from sim.speed import SpeedChain
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Progress:
     """Advances jobs, reschedules their completions and accounts GPU time held."""
 

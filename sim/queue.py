@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from mypy_extensions import mypyc_attr
 from sortedcontainers import SortedList
 
 from sim.jobstate import PENDING, JobState, transition
@@ -21,6 +22,7 @@ from sim.model import MILLI, job_milli, request_class
 QueueKey = tuple[float, int]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class PendingQueue:
     """Sorted pending keys, per-class sorted keys and demand counts, kept in step."""
 

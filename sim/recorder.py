@@ -27,17 +27,15 @@ import math
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
+from mypy_extensions import mypyc_attr
 
-from sim.cluster import ClusterState
 from sim.fragmentation import fgd_node, size_distribution
-from sim.jobstate import JobState
 from sim.model import MILLI, EventKind, JobSpec
 
 if TYPE_CHECKING:
-    from sim.queue import PendingQueue
     from topologies.tree import Topology
 
 TIMELINE_COLUMNS = (
@@ -58,6 +56,47 @@ _EV_FLAT = _CHUNK * _EV
 _TL_FLAT = _CHUNK * _TL
 
 
+class _Sampled(Protocol):
+    """What a timeline row reads of the cluster (`sim.cluster.ClusterState`)."""
+
+    @property
+    def version(self) -> int: ...
+    @property
+    def busy_milli(self) -> int: ...
+    @property
+    def free_whole(self) -> int: ...
+    @property
+    def free_in_free_nodes(self) -> int: ...
+    @property
+    def healthy_gpus(self) -> int: ...
+    @property
+    def fgd_sum(self) -> float: ...
+    @property
+    def fragmentation(self) -> float: ...
+    @property
+    def fragmentation_fgd(self) -> float: ...
+
+
+class _SampledQueue(Protocol):
+    """What a timeline row reads of the pending queue (`sim.queue.PendingQueue`)."""
+
+    @property
+    def version(self) -> int: ...
+    @property
+    def held(self) -> dict[int, Any]: ...
+    def blocked_free(self, free_gpus: float) -> float: ...
+
+
+class _RecordedJob(Protocol):
+    """What an event row reads of a job (`sim.jobstate.JobState`)."""
+
+    @property
+    def spec(self) -> JobSpec: ...
+    @property
+    def gpus(self) -> tuple[int, ...]: ...
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)
 class FgdMetric:
     """FGD fragmentation of one node against the run's job-size mix, memoised by state."""
 
@@ -78,6 +117,7 @@ class FgdMetric:
 
 
 @dataclass(frozen=True)
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Coded:
     """A column of texts as codes into its distinct values (`texts[codes[i]]` is row i)."""
 
@@ -93,6 +133,7 @@ Column = np.ndarray | Coded | list[Any]
 (job ids; any column whose values were not all of its usual type)."""
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class _Numbers:
     """A column of numbers in an 8-byte array; its values as given if one is not a number.
 
@@ -134,6 +175,7 @@ class _Numbers:
         return values.astype(np.int64) if self.ints and len(values) else values
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class _Texts:
     """A column of (mostly repeating) texts as 4-byte codes into its distinct values."""
 
@@ -179,6 +221,7 @@ class _Texts:
         return Coded(codes, list(self.texts) if copy else self.texts)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class _EventColumns:
     """The packed event rows: one column store per EVENT_COLUMNS entry."""
 
@@ -216,6 +259,7 @@ def _timeline_store() -> list[array]:
     return [array("q" if name in TIMELINE_INT_COLUMNS else "d") for name in TIMELINE_COLUMNS]
 
 
+@mypyc_attr(native_class=False)  # results.py keeps a weak reference to it
 class Recorder:
     """Event, timeline and node rows of one run, column-wise."""
 
@@ -247,7 +291,7 @@ class Recorder:
         self.timeline_mode = timeline
         self.timeline_interval = interval
 
-    def event(self, job: JobState, kind: EventKind, detail: str = "",
+    def event(self, job: _RecordedJob, kind: EventKind, detail: str | None = "",
               job_id: str | None = None) -> None:
         """One row of events.parquet for `job` now (only counted with events off).
 
@@ -255,7 +299,7 @@ class Recorder:
         """
         self.event_count += 1
         if self.keep_events:
-            s = job.spec
+            s: Any = job.spec  # its values go in the columns as given (no compiled checks)
             gpus = job.gpus
             cells = self._cells.get(gpus) if gpus else ""
             ev = self._events
@@ -287,7 +331,7 @@ class Recorder:
         self._cells[gpus] = text
         return text
 
-    def sample(self, c: ClusterState, queue: PendingQueue, running: int) -> None:
+    def sample(self, c: _Sampled, queue: _SampledQueue, running: int) -> None:
         """Add a timeline row if the cluster or queue changed since the last one."""
         cv = c.version
         qv = queue.version

@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from mypy_extensions import mypyc_attr
+
 from sim.interfaces import SpeedFactor
 from sim.jobstate import JobState
 from sim.model import JobSpec, Level
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
     from topologies.tree import Topology
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class GpuTypeSpeed:
     """The job's speed on the slowest GPU type of its placement (`gpu_speeds`)."""
 
@@ -45,6 +48,7 @@ class GpuTypeSpeed:
         return min(spec.speed_on(t) for t in sorted(types))
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class LocalitySpeed:
     """Slowdown of the placement's lowest common level against the best one for its size.
 
@@ -142,6 +146,7 @@ def roles_level(topo: Topology, gpus: tuple[int, ...], tasks: tuple[Any, ...]
     return cells[common].level, off
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class ElasticSpeed:
     """An elastic job on k GPUs instead of its nominal n: k/n (linear) or Amdahl's law."""
 
@@ -162,6 +167,7 @@ class ElasticSpeed:
         return (f + (1 - f) / n) / (f + (1 - f) / k)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class ColocationSpeed:
     """A member of a time-sharing or packing group (1 when the job runs alone)."""
 
@@ -175,6 +181,7 @@ class ColocationSpeed:
         return 1.0 if job.group is None else self._co.factor(job)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class SpeedChain:
     """The ordered factors of one run; `rate` is their product for a job where it runs."""
 

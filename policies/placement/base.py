@@ -26,7 +26,9 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
-from typing import Any
+from typing import Any, ClassVar
+
+from mypy_extensions import mypyc_attr
 
 from sim.cluster import ClusterState
 from sim.interfaces import ClusterView
@@ -179,11 +181,14 @@ def _first_usable(keys: Iterable[tuple[int, ...]], cluster: ClusterView,
     return None
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class BasePlacer:
     """Shared search logic; subclasses choose the order and whether to spread."""
 
+    # class-level, as subclasses set it: compiled, the class would read an instance
+    # default instead, blind to an interpreted subclass's own value (setup.py)
     name = "base"
-    spread = True  # may a job that fits one node be spread over several?
+    spread: ClassVar[bool] = True  # may a job that fits one node be spread over several?
 
     def place(self, job: JobSpec, cluster: ClusterView) -> Placement:
         """GPU indices for the whole gang (sorted), or Unschedulable (Placer protocol).
