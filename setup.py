@@ -3,10 +3,10 @@
 The modules in `COMPILED` are the engine's per-event path (the loop, the cluster state and
 its indexes, the queue, the agenda, progress, recording, the base placer). mypyc compiles
 them from the same typed source, with the same semantics (the whole test suite and the
-golden baselines run on either build), and that roughly halves the engine's time per
-event. Everything else (policies, readers, metrics, the CLI) stays interpreted, and
-researchers' own policies, placers and speed factors subclass the compiled classes as
-before.
+golden baselines run on either build), and that cuts the engine's time per event by
+about 40 % (fifo on full Philly: 19.4 -> 11.5 us). Everything else (policies, readers,
+metrics, the CLI) stays interpreted, and researchers' own policies, placers and speed
+factors subclass the compiled classes as before.
 
 Set `SCHEDLAB_PURE=1` when installing to skip compilation (pure Python throughout, e.g. to
 edit these modules without rebuilding); without a C compiler or mypyc, or if compilation
