@@ -23,19 +23,27 @@ _LAZY = {
 }
 
 
+_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _compiled() -> list[tuple[str, Path]]:
+    """(module name, compiled file) of each engine module installed compiled."""
+    folders = (("sim", _ROOT / "sim"), ("policies.placement", _ROOT / "policies" / "placement"))
+    return [(f"{pkg}.{so.name.partition('.')[0]}", so)
+            for pkg, folder in folders for so in folder.glob("*.so")]
+
+
 def _check_compiled() -> None:
     """Raise ImportError if a compiled module of a source tree is older than its source."""
-    root = Path(__file__).resolve().parent.parent
-    if not (root / "pyproject.toml").is_file():
+    if not (_ROOT / "pyproject.toml").is_file():
         return  # an installed package: its modules were built together
-    for folder in (root / "sim", root / "policies" / "placement"):
-        for so in folder.glob("*.so"):
-            py = so.with_name(so.name.partition(".")[0] + ".py")
-            if py.is_file() and py.stat().st_mtime > so.stat().st_mtime:
-                raise ImportError(
-                    f"{py} changed after its compiled module {so.name} was built: rebuild "
-                    "with `pip install -e .` (or `SCHEDLAB_PURE=1 pip install -e .` for a "
-                    "pure-Python install that needs no rebuilding)")
+    for _, so in _compiled():
+        py = so.with_name(so.name.partition(".")[0] + ".py")
+        if py.is_file() and py.stat().st_mtime > so.stat().st_mtime:
+            raise ImportError(
+                f"{py} changed after its compiled module {so.name} was built: rebuild "
+                "with `pip install -e .` (or `SCHEDLAB_PURE=1 pip install -e .` for a "
+                "pure-Python install that needs no rebuilding)")
 
 
 _check_compiled()
@@ -43,10 +51,7 @@ _check_compiled()
 
 def compiled_modules() -> list[str]:
     """The engine modules installed compiled (`setup.py`; empty: pure Python)."""
-    here = Path(__file__).resolve().parent
-    folders = (("sim", here), ("policies.placement", here.parent / "policies" / "placement"))
-    return sorted(f"{pkg}.{so.name.partition('.')[0]}"
-                  for pkg, folder in folders for so in folder.glob("*.so"))
+    return sorted(name for name, _ in _compiled())
 
 
 def __getattr__(name: str) -> Any:

@@ -7,7 +7,6 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -41,7 +40,7 @@ def test_a_compiled_module_older_than_its_source_is_refused(tmp_path: Path) -> N
     # a copy of the package layout with a fake compiled module older than its source
     (tmp_path / "pyproject.toml").write_text("")
     pkg = tmp_path / "sim"
-    (pkg).mkdir()
+    pkg.mkdir()
     (tmp_path / "policies" / "placement").mkdir(parents=True)
     (pkg / "__init__.py").write_text((ROOT / "sim" / "__init__.py").read_text())
     so = pkg / "cluster.cpython-311-x86_64-linux-gnu.so"
@@ -49,9 +48,7 @@ def test_a_compiled_module_older_than_its_source_is_refused(tmp_path: Path) -> N
     py = pkg / "cluster.py"
     py.write_text("")
     os.utime(so, (1_000_000, 1_000_000))
-    code = textwrap.dedent("""
-        import sim
-    """)
+    code = "import sim"
     run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
                          text=True, env={**os.environ, "PYTHONPATH": str(tmp_path)})
     assert run.returncode != 0
