@@ -46,10 +46,20 @@ class FifoBackfillPolicy(Policy):
     def schedule(self, ctx: SchedContext) -> Iterator[Decision]:
         """Try class heads in arrival order; a class that fails waits for the next pass."""
         classes = ctx.pending_classes()
-        heap = [(lst[0], ck) for ck, lst in classes.items()]
+        if type(self).place is FifoBackfillPolicy.place:
+            # a class of whole GPUs asking more than are free fails (`ctx.place` says so
+            # without its placer): left out, and skipped once starts used up the GPUs
+            cluster = ctx.cluster
+            free = cluster.free_whole
+            heap = [(lst[0], ck) for ck, lst in classes.items()
+                    if ck[0] <= free or ck[3] < 1.0]
+        else:  # a placement of its own: every class is asked
+            cluster, heap = None, [(lst[0], ck) for ck, lst in classes.items()]
         heapq.heapify(heap)
         while heap:
             key, ck = heapq.heappop(heap)
+            if cluster is not None and ck[0] > cluster.free_whole and ck[3] >= 1.0:
+                continue
             job = ctx.job_at(key[1])
             got = self.place(ctx, job)
             if isinstance(got, Unschedulable):
