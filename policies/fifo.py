@@ -7,10 +7,10 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from policies.base import Policy
+from sim.context import SchedContext
 from sim.model import Decision, Placement, Start, Unschedulable
 
 if TYPE_CHECKING:
-    from sim.context import SchedContext
     from sim.jobstate import JobState
 
 
@@ -46,14 +46,15 @@ class FifoBackfillPolicy(Policy):
     def schedule(self, ctx: SchedContext) -> Iterator[Decision]:
         """Try class heads in arrival order; a class that fails waits for the next pass."""
         classes = ctx.pending_classes()
-        if type(self).place is FifoBackfillPolicy.place:
+        if type(self).place is FifoBackfillPolicy.place and type(ctx) is SchedContext:
             # a class of whole GPUs asking more than are free fails (`ctx.place` says so
-            # without its placer): left out, and skipped once starts used up the GPUs
+            # without its placer): left out, and skipped once starts used up the GPUs.
+            # Not for a context of another placement (HiveD's queues preempt to place).
             cluster = ctx.cluster
             free = cluster.free_whole
             heap = [(lst[0], ck) for ck, lst in classes.items()
                     if ck[0] <= free or ck[3] < 1.0]
-        else:  # a placement of its own: every class is asked
+        else:  # a placement of its own (the policy's or the context's): every class asked
             cluster, heap = None, [(lst[0], ck) for ck, lst in classes.items()]
         heapq.heapify(heap)
         while heap:
