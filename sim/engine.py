@@ -33,7 +33,8 @@ round of suspensions counts each one) and each rejection when the run settles.
 
 Compiled: this module and the other modules of the per-event path (`setup.py` lists them:
 the cluster state and its indexes, the queue, the agenda, progress, speed factors,
-co-location, recording, job states, the context and the base placer) are compiled to C by
+co-location, recording, job states, the context and the base placer; and HiveD's cell
+algorithm) are compiled to C by
 mypyc when the package is installed, from this same typed source, and run with the same
 semantics and outputs (the test suite and the golden baselines run on either build). What
 it saves is the interpreter's own cost per bytecode, attribute read and call, which after
