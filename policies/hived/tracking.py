@@ -69,8 +69,11 @@ class JobTracker:
             for idx in sorted(set(left)):
                 if idx in self.running and idx not in running:
                     self._gone(ctx, idx, gone, enqueue, rejects)
-                else:
-                    self._found(ctx.job_at(idx), enqueue, rejects)
+                    continue
+                job = ctx.job_at(idx)
+                if idx in self.pending and job.status != PENDING:
+                    drop(job)  # it left the queue for good (failed at the end of a pass)
+                self._found(job, enqueue, rejects)
         if len(running) < len(self.running):  # ends the engine did not report
             for idx in sorted(self.running.keys() - running.keys()):
                 self._gone(ctx, idx, gone, enqueue, rejects)
