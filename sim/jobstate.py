@@ -34,6 +34,35 @@ TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
+class _Rare:
+    """The fields of a `JobState` few jobs ever change (its properties of these names).
+
+    Every job shares one instance of the defaults (`_DEFAULTS`, never written) until it
+    changes one: a million jobs do not each carry them (about 90 bytes a job, compiled).
+    """
+
+    __slots__ = ("preemptions", "migrations", "restarts", "lost_work", "deps_left",
+                 "dependents", "doom", "futile_restarts", "futile_stops", "ckpt_at_restart",
+                 "side")
+
+    def __init__(self) -> None:
+        self.preemptions = 0
+        self.migrations = 0
+        self.restarts = 0
+        self.lost_work = 0.0
+        self.deps_left = 0
+        self.dependents: list[int] | tuple[()] = ()
+        self.doom = ""
+        self.futile_restarts = 0
+        self.futile_stops = 0
+        self.ckpt_at_restart = 0.0
+        self.side: dict[tuple[str, int], Any] | None = None
+
+
+_DEFAULTS = _Rare()
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)
 class JobState:
     """Run state of one job: placement, progress as work at a rate, and accounting.
 
@@ -51,33 +80,9 @@ class JobState:
         "idx", "spec", "status", "gpus", "milli", "rate", "work", "seg_start", "run_start",
         "ckpt_work", "version", "first_start", "end_time", "queued_since", "queue_time",
         "held_since", "run_time", "locality_level", "reason", "started_before",
-        "attempt_start", "gpu_seconds", "suspended", "host", "node", "__dict__",
+        "attempt_start", "gpu_seconds", "suspended", "host", "node", "group", "fit_gpus",
+        "tasks", "_rare",
     )
-
-    # Fields few jobs ever change: class defaults, read from here until a job sets its
-    # own value (kept in its instance dict, created then), so a million jobs do not each
-    # carry them (about 100 bytes a job).
-    preemptions: int = 0
-    migrations: int = 0
-    restarts: int = 0
-    lost_work: float = 0.0
-    retry_at: float = math.nan
-    deps_left: int = 0  # dependencies not yet completed
-    # indices of jobs that depend on this one (see `add_dependent`)
-    dependents: list[int] | tuple[()] = ()
-    doom: str = ""  # set when a dependency ended for good before this job arrived
-    group: tuple[int, ...] | None = None  # GPUs of its co-location group, if any
-    fit_gpus: int = 0  # an elastic job too large at num_gpus: the size it is placed at
-    # restarts (node failures and policy stops) in a row without checkpointed progress
-    # between them, and how many of those were policy stops (sim.lifecycle)
-    futile_restarts: int = 0
-    futile_stops: int = 0
-    ckpt_at_restart: float = 0.0  # checkpointed work at the last such restart
-    # a running job with roles: where each gang task runs (sim.model.TaskPlacement)
-    tasks: tuple[Any, ...] = ()
-    # and its non-gang tasks, (role, index) -> None (waiting), (placement, end, since)
-    # (running) or () (done for this attempt); None for every other job (sim.roles)
-    side: dict[tuple[str, int], Any] | None = None
 
     def __init__(self, idx: int, spec: JobSpec) -> None:
         self.idx = idx
@@ -105,6 +110,117 @@ class JobState:
         self.suspended = False
         self.host: tuple[float, float, float] = (0.0, 0.0, 0.0)  # CPUs, memory, disk held
         self.node = -1  # host node of a running CPU-only job holding host resources, else -1
+        self.group: tuple[int, ...] | None = None  # GPUs of its co-location group, if any
+        self.fit_gpus = 0  # an elastic job too large at num_gpus: the size it is placed at
+        # a running job with roles: where each gang task runs (sim.model.TaskPlacement)
+        self.tasks: tuple[Any, ...] = ()
+        self._rare = _DEFAULTS  # the fields few jobs change: shared until one is set
+
+    def _own(self) -> _Rare:
+        """This job's own rare fields (a copy of the shared defaults on first change)."""
+        rare = self._rare
+        if rare is _DEFAULTS:
+            rare = self._rare = _Rare()
+        return rare
+
+    @property
+    def preemptions(self) -> int:
+        """Times the policy stopped it."""
+        return self._rare.preemptions
+
+    @preemptions.setter
+    def preemptions(self, value: int) -> None:
+        self._own().preemptions = value
+
+    @property
+    def migrations(self) -> int:
+        """Times it moved to other GPUs."""
+        return self._rare.migrations
+
+    @migrations.setter
+    def migrations(self, value: int) -> None:
+        self._own().migrations = value
+
+    @property
+    def restarts(self) -> int:
+        """Restarts after a failure."""
+        return self._rare.restarts
+
+    @restarts.setter
+    def restarts(self, value: int) -> None:
+        self._own().restarts = value
+
+    @property
+    def lost_work(self) -> float:
+        """Ideal-seconds of work lost to failures and preemptions."""
+        return self._rare.lost_work
+
+    @lost_work.setter
+    def lost_work(self, value: float) -> None:
+        self._own().lost_work = value
+
+    @property
+    def deps_left(self) -> int:
+        """Dependencies not yet completed."""
+        return self._rare.deps_left
+
+    @deps_left.setter
+    def deps_left(self, value: int) -> None:
+        self._own().deps_left = value
+
+    @property
+    def dependents(self) -> list[int] | tuple[()]:
+        """Indices of jobs that depend on this one (`add_dependent`)."""
+        return self._rare.dependents
+
+    @dependents.setter
+    def dependents(self, value: list[int] | tuple[()]) -> None:
+        self._own().dependents = value
+
+    @property
+    def doom(self) -> str:
+        """Set when a dependency ended for good before this job arrived."""
+        return self._rare.doom
+
+    @doom.setter
+    def doom(self, value: str) -> None:
+        self._own().doom = value
+
+    @property
+    def futile_restarts(self) -> int:
+        """Restarts in a row without checkpointed progress between them."""
+        return self._rare.futile_restarts
+
+    @futile_restarts.setter
+    def futile_restarts(self, value: int) -> None:
+        self._own().futile_restarts = value
+
+    @property
+    def futile_stops(self) -> int:
+        """How many of `futile_restarts` were policy stops."""
+        return self._rare.futile_stops
+
+    @futile_stops.setter
+    def futile_stops(self, value: int) -> None:
+        self._own().futile_stops = value
+
+    @property
+    def ckpt_at_restart(self) -> float:
+        """Checkpointed work at the last such restart."""
+        return self._rare.ckpt_at_restart
+
+    @ckpt_at_restart.setter
+    def ckpt_at_restart(self, value: float) -> None:
+        self._own().ckpt_at_restart = value
+
+    @property
+    def side(self) -> dict[tuple[str, int], Any] | None:
+        """A job with roles: its non-gang tasks (sim.roles)."""
+        return self._rare.side
+
+    @side.setter
+    def side(self, value: dict[tuple[str, int], Any] | None) -> None:
+        self._own().side = value
 
     def add_dependent(self, idx: int) -> None:
         """Note that job `idx` depends on this one."""
