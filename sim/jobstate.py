@@ -116,6 +116,9 @@ class JobState:
         self.tasks: tuple[Any, ...] = ()
         self._rare = _DEFAULTS  # the fields few jobs change: shared until one is set
 
+    # The rare fields, one property each: mypyc compiles properties (not descriptors
+    # shared by all), and interpreted code reads and sets them as plain attributes.
+
     def _own(self) -> _Rare:
         """This job's own rare fields (a copy of the shared defaults on first change)."""
         rare = self._rare
@@ -188,7 +191,7 @@ class JobState:
 
     @property
     def futile_restarts(self) -> int:
-        """Restarts in a row without checkpointed progress between them."""
+        """Restarts in a row (node failures, policy stops) without checkpointed progress."""
         return self._rare.futile_restarts
 
     @futile_restarts.setter
@@ -215,7 +218,11 @@ class JobState:
 
     @property
     def side(self) -> dict[tuple[str, int], Any] | None:
-        """A job with roles: its non-gang tasks (sim.roles)."""
+        """A running job with roles: its non-gang tasks, by (role, index).
+
+        None (waiting), (placement, end, since) (running) or () (done for this attempt);
+        None for every other job (sim.roles).
+        """
         return self._rare.side
 
     @side.setter
