@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from policies.base import Policy
 from sim.context import SchedContext
-from sim.model import Decision, Placement, Start, Unschedulable
+from sim.model import Decision, Placement, Start, Unschedulable, class_over_free
 
 if TYPE_CHECKING:
     from sim.jobstate import JobState
@@ -46,20 +46,16 @@ class FifoBackfillPolicy(Policy):
     def schedule(self, ctx: SchedContext) -> Iterator[Decision]:
         """Try class heads in arrival order; a class that fails waits for the next pass."""
         classes = ctx.pending_classes()
-        if type(self).place is FifoBackfillPolicy.place and type(ctx) is SchedContext:
-            # a class of whole GPUs asking more than are free fails (`ctx.place` says so
-            # without its placer): left out, and skipped once starts used up the GPUs.
-            # Not for a context of another placement (HiveD's queues preempt to place).
-            cluster = ctx.cluster
-            free = cluster.free_whole
-            heap = [(lst[0], ck) for ck, lst in classes.items()
-                    if ck[0] <= free or ck[3] < 1.0]
-        else:  # a placement of its own (the policy's or the context's): every class asked
-            cluster, heap = None, [(lst[0], ck) for ck, lst in classes.items()]
+        # a class asking more whole GPUs than are free fails without asking the placer;
+        # not under a placement of its own (the policy's, or a context's: HiveD's queues
+        # preempt to place)
+        skip = type(self).place is FifoBackfillPolicy.place and type(ctx) is SchedContext
+        cluster = ctx.cluster
+        heap = [(lst[0], ck) for ck, lst in classes.items()]
         heapq.heapify(heap)
         while heap:
             key, ck = heapq.heappop(heap)
-            if cluster is not None and ck[0] > cluster.free_whole and ck[3] >= 1.0:
+            if skip and class_over_free(ck, cluster.free_whole):
                 continue
             job = ctx.job_at(key[1])
             got = self.place(ctx, job)

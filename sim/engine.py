@@ -34,9 +34,9 @@ round of suspensions counts each one) and each rejection when the run settles.
 Compiled: this module and the other modules of the per-event path (`setup.py` lists them:
 the cluster state and its indexes, the queue, the agenda, progress, speed factors,
 co-location, recording, job states, the context and the base placer; and HiveD's cell
-algorithm) are compiled to C by
-mypyc when the package is installed, from this same typed source, and run with the same
-semantics and outputs (the test suite and the golden baselines run on either build). What
+algorithm) are compiled to C by mypyc when the package is installed, from this same typed
+source, and run with the same semantics and outputs (the test suite and the golden
+baselines run on either build). What
 it saves is the interpreter's own cost per bytecode, attribute read and call, which after
 the indexes is most of an event's cost: fifo on full Philly 3.5-3.8 -> 2.3-2.7 CPU s in
 the loop. Policies, readers and metrics stay interpreted, and so can subclass these

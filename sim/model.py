@@ -185,6 +185,15 @@ def request_class(spec: JobSpec) -> tuple[Any, ...]:
             spec.mem_gb, spec.disk_gb, spec.tasks)
 
 
+def class_over_free(ck: tuple[Any, ...], free_whole: int) -> bool:
+    """Whether a request class (`request_class`) of whole GPUs asks more than are free.
+
+    Then none of its jobs fits anywhere, whatever the placer (`SchedContext.place` answers
+    such a request at once).
+    """
+    return ck[0] > free_whole and ck[3] >= 1.0
+
+
 def resized(spec: JobSpec, num_gpus: int) -> JobSpec:
     """The same job asking for another number of GPUs (elastic jobs), as one task.
 
