@@ -16,8 +16,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("sim", "policies", "topologies", "traces")
 
-MODEL = {"sim.model", "sim.errors", "sim.params", "sim.jobstate", "sim.interfaces", "sim.roles",
-         "sim.registry"}
+MODEL = {"sim.model", "sim.compact", "sim.errors", "sim.params", "sim.jobstate", "sim.interfaces",
+         "sim.roles", "sim.registry"}
 # the application lives in sim.app; everything else in sim is the simulation core
 
 
