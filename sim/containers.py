@@ -147,14 +147,14 @@ class Containers:
         job.next_run += 1
         p = job.parent.spec
         jid = f"{p.job_id}#{k}"
-        while jid in run.index:  # a trace job already has that id
+        while jid in run.by_id:  # a trace job already has that id
             jid += "#"
         spec = replace(p, job_id=jid, completions=None, parallelism=1, active_deadline=None,
                        restart_policy=RestartPolicy.NEVER, backoff_limit=6, depends_on=(),
                        max_lifetime=None, max_retries=0, fail_at=run_fail_at(p, k))
         child = JobState(len(run.jobs), spec)
         run.jobs.append(child)
-        run.index[jid] = child.idx
+        run.by_id[jid] = child
         self.owner[child.idx] = (job, k)
         job.runs.append(child.idx)
         job.live[child.idx] = None

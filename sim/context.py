@@ -146,7 +146,7 @@ class SchedContext:
 
     def job(self, job_id: str) -> JobState:
         """A job's state by its trace id."""
-        return self._run.jobs[self._run.index[job_id]]
+        return self._run.by_id[job_id]
 
     def place(self, job: JobState | JobSpec, num_gpus: int | None = None) -> Placement:
         """Ask the run's placer for GPUs for `job` in the current state.

@@ -135,10 +135,9 @@ class Run(RunState):
 
     def apply(self, d: Decision) -> None:
         """Validate and apply one decision; an invalid one raises InvalidDecision."""
-        idx = self.index.get(d.job_id)
-        if idx is None:
+        job = self.by_id.get(d.job_id)
+        if job is None:
             raise InvalidDecision(f"{type(d).__name__}: unknown job {d.job_id!r}")
-        job = self.jobs[idx]
         if isinstance(d, _STARTS):
             self._start(job, tuple(d.gpus), type(d).__name__, d.share, d.node, d.tasks)
         elif isinstance(d, _STOPS):

@@ -43,7 +43,7 @@ class _Rare:
 
     __slots__ = ("preemptions", "migrations", "restarts", "lost_work", "deps_left",
                  "dependents", "doom", "futile_restarts", "futile_stops", "ckpt_at_restart",
-                 "side")
+                 "side", "ckpt_work", "node", "fit_gpus")
 
     def __init__(self) -> None:
         self.preemptions = 0
@@ -57,6 +57,9 @@ class _Rare:
         self.futile_stops = 0
         self.ckpt_at_restart = 0.0
         self.side: dict[tuple[str, int], Any] | None = None
+        self.ckpt_work = 0.0
+        self.node = -1
+        self.fit_gpus = 0
 
 
 _DEFAULTS = _Rare()
@@ -78,10 +81,9 @@ class JobState:
 
     __slots__ = (
         "idx", "spec", "status", "gpus", "milli", "rate", "work", "seg_start", "run_start",
-        "ckpt_work", "version", "first_start", "end_time", "queued_since", "queue_time",
-        "held_since", "run_time", "locality_level", "reason", "started_before",
-        "attempt_start", "gpu_seconds", "suspended", "host", "node", "group", "fit_gpus",
-        "tasks", "_rare",
+        "version", "first_start", "end_time", "queued_since", "queue_time",
+        "held_since", "run_time", "locality_level", "reason", "started_before", "suspended",
+        "attempt_start", "gpu_seconds", "host", "group", "tasks", "_rare",
     )
 
     def __init__(self, idx: int, spec: JobSpec) -> None:
@@ -94,7 +96,6 @@ class JobState:
         self.work = 0.0
         self.seg_start = 0.0
         self.run_start = 0.0
-        self.ckpt_work = 0.0
         self.version = 0
         self.first_start = math.nan
         self.end_time = math.nan
@@ -106,12 +107,10 @@ class JobState:
         self.locality_level = 0
         self.reason = ""
         self.started_before = False
+        self.suspended = False  # beside the other flag: one word for both, compiled
         self.attempt_start = 0.0
-        self.suspended = False
         self.host: tuple[float, float, float] = (0.0, 0.0, 0.0)  # CPUs, memory, disk held
-        self.node = -1  # host node of a running CPU-only job holding host resources, else -1
         self.group: tuple[int, ...] | None = None  # GPUs of its co-location group, if any
-        self.fit_gpus = 0  # an elastic job too large at num_gpus: the size it is placed at
         # a running job with roles: where each gang task runs (sim.model.TaskPlacement)
         self.tasks: tuple[Any, ...] = ()
         self._rare = _DEFAULTS  # the fields few jobs change: shared until one is set
@@ -228,6 +227,39 @@ class JobState:
     @side.setter
     def side(self, value: dict[tuple[str, int], Any] | None) -> None:
         self._own().side = value
+
+    @property
+    def ckpt_work(self) -> float:
+        """Work (ideal-seconds) saved at its last checkpoint: what a preemption keeps.
+
+        Set only when a job is stopped or moved (which most jobs never are).
+        """
+        return self._rare.ckpt_work
+
+    @ckpt_work.setter
+    def ckpt_work(self, value: float) -> None:
+        if self._rare is not _DEFAULTS or value != 0.0:
+            self._own().ckpt_work = value
+
+    @property
+    def node(self) -> int:
+        """Host node of a running CPU-only job holding host resources, else -1."""
+        return self._rare.node
+
+    @node.setter
+    def node(self, value: int) -> None:
+        if self._rare is not _DEFAULTS or value != -1:  # each release resets it
+            self._own().node = value
+
+    @property
+    def fit_gpus(self) -> int:
+        """An elastic job too large at num_gpus: the size it is placed at (else 0)."""
+        return self._rare.fit_gpus
+
+    @fit_gpus.setter
+    def fit_gpus(self, value: int) -> None:
+        if self._rare is not _DEFAULTS or value != 0:
+            self._own().fit_gpus = value
 
     def add_dependent(self, idx: int) -> None:
         """Note that job `idx` depends on this one."""
