@@ -43,7 +43,7 @@ class _Rare:
 
     __slots__ = ("preemptions", "migrations", "restarts", "lost_work", "deps_left",
                  "dependents", "doom", "futile_restarts", "futile_stops", "ckpt_at_restart",
-                 "side", "ckpt_work", "node", "fit_gpus")
+                 "side", "node", "fit_gpus")
 
     def __init__(self) -> None:
         self.preemptions = 0
@@ -57,7 +57,6 @@ class _Rare:
         self.futile_stops = 0
         self.ckpt_at_restart = 0.0
         self.side: dict[tuple[str, int], Any] | None = None
-        self.ckpt_work = 0.0
         self.node = -1
         self.fit_gpus = 0
 
@@ -81,7 +80,7 @@ class JobState:
 
     __slots__ = (
         "idx", "spec", "status", "gpus", "milli", "rate", "work", "seg_start", "run_start",
-        "version", "first_start", "end_time", "queued_since", "queue_time",
+        "ckpt_work", "version", "first_start", "end_time", "queued_since", "queue_time",
         "held_since", "run_time", "locality_level", "reason", "started_before", "suspended",
         "attempt_start", "gpu_seconds", "host", "group", "tasks", "_rare",
     )
@@ -96,6 +95,7 @@ class JobState:
         self.work = 0.0
         self.seg_start = 0.0
         self.run_start = 0.0
+        self.ckpt_work = 0.0  # work saved at the last checkpoint (each advance, if it has any)
         self.version = 0
         self.first_start = math.nan
         self.end_time = math.nan
@@ -227,19 +227,6 @@ class JobState:
     @side.setter
     def side(self, value: dict[tuple[str, int], Any] | None) -> None:
         self._own().side = value
-
-    @property
-    def ckpt_work(self) -> float:
-        """Work (ideal-seconds) saved at its last checkpoint: what a preemption keeps.
-
-        Set only when a job is stopped or moved (which most jobs never are).
-        """
-        return self._rare.ckpt_work
-
-    @ckpt_work.setter
-    def ckpt_work(self, value: float) -> None:
-        if self._rare is not _DEFAULTS or value != 0.0:
-            self._own().ckpt_work = value
 
     @property
     def node(self) -> int:
