@@ -102,7 +102,9 @@ def compact(hot: tuple[str, ...]) -> Callable[[type[_T]], type[_T]]:
 
     Apply it above `@dataclass(frozen=True)`. The class must define no `__post_init__`
     (the generated `__init__` stores the values as given) and no method that calls
-    `super()` without arguments (the class is re-created, as `slots=True` does).
+    `super()` without arguments (the class is re-created, as `slots=True` does). A
+    subclass may add methods, not dataclass fields (its `__init__` would set the shared
+    ones: that raises a TypeError saying so).
     """
 
     def wrap(cls: type[_T]) -> type[_T]:
@@ -124,7 +126,8 @@ def compact(hot: tuple[str, ...]) -> Callable[[type[_T]], type[_T]]:
               if k not in names and k not in ("__dict__", "__weakref__")}
         ns["__slots__"] = (*hot_ordered, "_rest")
         for n in rare:
-            ns[n] = property(attrgetter(f"_rest.{n}"), doc=f"{cls.__name__}.{n} (shared)")
+            ns[n] = property(attrgetter(f"_rest.{n}"), _refuse(cls.__name__, n),
+                             doc=f"{cls.__name__}.{n} (shared)")
         lay = Layout(hot_ordered, rare, tuple(f.default for f in flds if f.name in rare),
                      record)
         ns["__compact__"] = lay
@@ -137,6 +140,18 @@ def compact(hot: tuple[str, ...]) -> Callable[[type[_T]], type[_T]]:
         return new
 
     return wrap
+
+
+def _refuse(name: str, field: str) -> Callable[[Any, Any], None]:
+    """The setter of a shared field: only a dataclass subclass's `__init__` reaches it."""
+
+    def refuse(self: Any, value: Any) -> None:
+        raise TypeError(
+            f"{name}.{field} is kept in a shared record (sim.compact), so a dataclass "
+            f"subclass of {name} cannot set it; subclass it without new fields, or keep "
+            f"a {name} in a field of your own class")
+
+    return refuse
 
 
 def _record(cls: type, rare: tuple[str, ...]) -> type:

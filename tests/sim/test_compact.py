@@ -191,3 +191,19 @@ def test_the_shared_table_is_bounded() -> None:
     assert len(layout(Small).shared) == _SHARED_MAX
     assert all(s.v == s.k + 1 for s in many)
     assert record(Small(0, v=1)) is record(many[0])
+
+
+def test_a_dataclass_subclass_is_refused_with_a_reason() -> None:
+    @dataclasses.dataclass(frozen=True)
+    class Mine(JobSpec):
+        mine: int = 0
+
+    with pytest.raises(TypeError, match=r"JobSpec.priority is kept in a shared record"):
+        Mine("a", 0.0, 1, 1.0)
+
+    class Plain(JobSpec):  # methods only: the compact constructor is inherited
+        def twice(self) -> float:
+            return 2 * self.duration
+
+    p = Plain("a", 0.0, 1, 1.5, priority=2)
+    assert p.twice() == 3.0 and p.priority == 2
