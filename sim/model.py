@@ -174,11 +174,12 @@ def spec_builder(given: tuple[str, ...]) -> Callable[..., JobSpec]:
     env.update(_spec=JobSpec, _lay=lay, _rest_default=lay.default_record)
     body = [f"        self.{n} = {n if n in given else '_d_' + n}" for n in lay.hot]
     if any(n in given for n in lay.rare):
-        # a record per distinct given values (and types), when the layout shares it
+        # a record per distinct given values (and types), when the layout shares it (so
+        # `_seen` holds at most the layout's shared records: it is bounded with them)
         vals = "".join(f"{n}, " for n in lay.rare if n in given)
         types = "".join(f"type({n}), " for n in lay.rare if n in given)
         rest = "".join(f"{n if n in given else '_d_' + n}, " for n in lay.rare)
-        env.update(_seen={}, _max=4096, _exactly=exactly)
+        env.update(_seen={}, _exactly=exactly)
         body += [f"        v = ({vals})",
                  f"        k = (v, ({types}))",
                  "        try:",
@@ -187,7 +188,7 @@ def spec_builder(given: tuple[str, ...]) -> Callable[..., JobSpec]:
                  "            r = None",
                  "        if r is None:",
                  f"            r = _lay.record_of(({rest}))",
-                 "            if r in _lay.sharable and len(_seen) < _max and _exactly(v):",
+                 "            if r in _lay.sharable and _exactly(v):",
                  "                _seen[k] = r",
                  "        self._rest = r"]
     else:
