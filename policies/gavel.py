@@ -44,7 +44,6 @@ modelled (ties go to the larger allocation, then the earlier submission).
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 from collections.abc import Generator, Iterable, Iterator
@@ -58,6 +57,7 @@ from policies import gavel_lp
 from policies.base import Policy
 from policies.priority import STOP_PARAM, cpu_only_pending, start_cpu_only
 from sim.cluster import ClusterState
+from sim.compact import hot_replacer
 from sim.interfaces import Placer
 from sim.jobstate import RUNNING, JobState
 from sim.model import (
@@ -70,7 +70,6 @@ from sim.model import (
     Unschedulable,
     job_milli,
     request_class,
-    spec_builder,
 )
 from sim.params import Param, as_choice, as_float
 from sim.registry import PLACERS
@@ -82,21 +81,16 @@ EPS = 1e-9
 OWED_MAX = 64  # rounds of time owed (`GavelPolicy._credit`) kept before adding them
 _IDX = attrgetter("idx")
 _HELD_SINCE = attrgetter("held_since")
-_SPEC_FIELDS = tuple(f.name for f in dataclasses.fields(JobSpec))
-_SPEC_VALUES = attrgetter(*_SPEC_FIELDS)
-_SPEC_TYPE = _SPEC_FIELDS.index("gpu_type")
-_NEW_SPEC = spec_builder(_SPEC_FIELDS)
+_REPLACE_TYPE = hot_replacer(JobSpec, "gpu_type")
 
 
 def with_gpu_type(spec: JobSpec, gpu_type: str) -> JobSpec:
-    """`dataclasses.replace(spec, gpu_type=gpu_type)`, built by the fast constructor.
+    """`dataclasses.replace(spec, gpu_type=gpu_type)`, at a tenth of its cost.
 
-    JobSpec has no `__post_init__`, so copying every field through `spec_builder` gives
-    an equal JobSpec at a third of `replace`'s cost (one per job start on `philly`).
+    The GPU type is one of JobSpec's own slots (`sim.compact`), so the copy shares the
+    spec's record of rare fields (`hot_replacer`): one per job start on `philly`.
     """
-    values = list(_SPEC_VALUES(spec))
-    values[_SPEC_TYPE] = gpu_type
-    return _NEW_SPEC(*values)
+    return _REPLACE_TYPE(spec, gpu_type)
 
 
 def max_min_allocation(tput: np.ndarray, scale: np.ndarray, capacity: np.ndarray

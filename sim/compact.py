@@ -97,6 +97,28 @@ def record(obj: Any) -> Any:
     return obj._rest
 
 
+def hot_replacer(cls: type[_T], name: str) -> Callable[[_T, Any], _T]:
+    """A fast `dataclasses.replace(obj, <name>=value)` for a hot field of a compact class.
+
+    The copy keeps the original's record of rare fields (records never change once
+    made), so it reads back every field as `replace` would give it, without checking
+    the rare values again: one object and a slot store per hot field (a tenth of
+    `replace`'s cost; Gavel makes a typed copy of a spec per job it starts).
+    """
+    lay = layout(cls)
+    if name not in lay.hot:
+        raise ValueError(f"{cls.__name__}.{name} is not a hot field (hot: {lay.hot})")
+    env: dict[str, Any] = {"_new": object.__new__, "_set": object.__setattr__}
+    body = [f"    _set(new, {h!r}, {'value' if h == name else 'obj.' + h})"
+            for h in (*lay.hot, "_rest")]
+    src = ("def replace_hot(obj, value):\n    new = _new(obj.__class__)\n"
+           + "\n".join(body) + "\n    return new\n")
+    exec(src, env)  # noqa: S102 - generated from the dataclass fields, no outside text
+    fn: Callable[[_T, Any], _T] = env["replace_hot"]
+    fn.__qualname__ = f"replace_{name}"
+    return fn
+
+
 def compact(hot: tuple[str, ...]) -> Callable[[type[_T]], type[_T]]:
     """Rebuild a frozen dataclass (without slots) with `hot` fields in slots, rest shared.
 

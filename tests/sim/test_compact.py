@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.compact import _SHARED_MAX, compact, layout, record
+from sim.compact import _SHARED_MAX, compact, hot_replacer, layout, record
 from sim.model import JobSpec, RestartPolicy, TaskRole, spec_builder
 
 RARE = layout(JobSpec).rare
@@ -207,3 +207,22 @@ def test_a_dataclass_subclass_is_refused_with_a_reason() -> None:
 
     p = Plain("a", 0.0, 1, 1.5, priority=2)
     assert p.twice() == 3.0 and p.priority == 2
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.fixed_dictionaries({}, optional=_VALUES), st.sampled_from(["", "K80", "V100"]))
+def test_a_hot_replacer_gives_what_replace_gives(row: dict[str, object], gpu_type: str
+                                                  ) -> None:
+    spec = JobSpec("a", 1.0, 2, 3.0, user="u", **row)  # type: ignore[arg-type]
+    fast = hot_replacer(JobSpec, "gpu_type")(spec, gpu_type)
+    slow = dataclasses.replace(spec, gpu_type=gpu_type)
+    assert type(fast) is JobSpec and fast == slow and hash(fast) == hash(slow)
+    for f in dataclasses.fields(JobSpec):
+        assert _same(getattr(fast, f.name), getattr(slow, f.name)), f.name
+    assert record(fast) is record(spec)  # the rare fields are shared, not re-checked
+    assert spec.gpu_type == ""  # the original is untouched
+
+
+def test_a_hot_replacer_takes_only_hot_fields() -> None:
+    with pytest.raises(ValueError, match="priority is not a hot field"):
+        hot_replacer(JobSpec, "priority")
