@@ -333,6 +333,9 @@ class GavelPolicy(Policy):
         self._fits: dict[tuple, float] = {}
         self._rows: dict[tuple, list[float]] = {}  # throughput rows by `_fits` key, all types
         self._idle: ClusterState | None = None
+        # (cluster version, type order) after a round that changed nothing (`_round`)
+        self._quiet: tuple[int, list[int]] | None = None
+        self._ranked = False  # whether this round's `_choose` ranked a type's candidates
         self._placer: Placer | None = None
         self.counts = {"rounds": 0, "allocations": 0}
         self._full_cap: np.ndarray | None = None  # GPUs per type, every node up
@@ -551,14 +554,26 @@ class GavelPolicy(Policy):
         self.next_round = now + self.p["round"]
         ids = np.concatenate([pend, held_ids])
         same = len(ids) == len(self.alloc_ids) and bool(self.in_alloc[ids].all())
+        quiet, self._quiet = self._quiet, None
         if not same and (not len(self.alloc_ids)
                          or now - self.alloc_time >= self.p["reset_interval"]):
             ids = np.sort(ids)
-            order = np.argsort(held_ids, kind="stable")  # stops go by job index then
-            held_ids, held_type = held_ids[order], held_type[order]
+            by_idx = np.argsort(held_ids, kind="stable")  # stops go by job index then
+            held_ids, held_type = held_ids[by_idx], held_type[by_idx]
             self._reallocate(ctx, ids)
+            quiet = None  # a new allocation: the round is chosen afresh
         self.counts["rounds"] += 1
-        made = yield from self._round(ctx, ids, held_ids, held_type)
+        order: list[int] | None = None
+        skip = False
+        if quiet is not None and not len(pend) and quiet[0] == ctx.cluster.version:
+            if not self.aware:  # the round's draw of the type order, as `_round` makes it
+                order = self.type_order(ctx, self.jobs.tput[:0])
+            skip = order is None or order == quiet[1]
+        if skip:
+            made = 0  # the same round as the last quiet one: every job keeps its GPUs
+            self._quiet = quiet
+        else:
+            made = yield from self._round(ctx, ids, held_ids, held_type, order)
         waiting = made or ctx.running() or ctx.cluster.healthy_gpus < ctx.topology.num_gpus
         if not waiting and self.p["unallocated"] == "wait":
             waiting = not self.in_alloc[ids].all()  # for the next allocation
@@ -599,6 +614,7 @@ class GavelPolicy(Policy):
                 taken[cand] = True
                 continue
             if prio is None or alloc is None or submit is None:
+                self._ranked = True
                 self._settle()
                 submit = t.submit[ids]
                 alloc = self.alloc[ids]
@@ -638,17 +654,27 @@ class GavelPolicy(Policy):
         return choice
 
     def _round(self, ctx: SchedContext, ids: np.ndarray, held_ids: np.ndarray,
-               held_type: np.ndarray) -> Generator[Decision, None, int]:
+               held_type: np.ndarray, order: list[int] | None = None
+               ) -> Generator[Decision, None, int]:
         """Pick this round's (job, type) pairs greedily, then stop, keep and place.
 
         `held_ids` are the running jobs with GPUs (in the order their stops are issued)
-        and `held_type` the type index each runs on. Only jobs
+        and `held_type` the type index each runs on; `order` the types in the order they
+        fill (`type_order`, when already drawn). Only jobs
         that lose or change their GPUs get a decision: a job chosen for the type it runs
         on keeps running untouched.
+
+        A round that waits for nobody, ranks no type's candidates and changes nothing is
+        remembered (`_quiet`): the next round, if the cluster did not change (so the
+        same jobs run, each on its type) and no job waits, has the same inputs but the
+        time received, which only a ranking reads, and the same type order (drawn
+        again when agnostic); it would choose the same, so `_pass` skips it.
         """
         left = [int(c) * MILLI for c in self._capacity(ctx)]
         tp = self._tputs(ctx, ids)
-        order = self.type_order(ctx, tp)
+        if order is None:
+            order = self.type_order(ctx, tp)
+        self._ranked = False
         choice = self._choose(ctx, ids, tp, order, left)
         chosen_type = self._chosen
         chosen_type[ids] = choice
@@ -690,6 +716,9 @@ class GavelPolicy(Policy):
                     started(j)
                     made += 1
                     break
+        if (not made and not starts and not self._ranked and len(ids) == len(held_ids)
+                and getattr(ctx, "owns", None) is None):
+            self._quiet = (ctx.cluster.version, order)
         return made
 
     def _started(self, job: JobState) -> None:

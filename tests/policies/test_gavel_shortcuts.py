@@ -110,3 +110,61 @@ class _Checked(GavelPolicy):
 def test_noted_gpu_type_is_the_running_jobs_type():
     Simulation(_jobs(60, 2), _het(3, 2), _Checked(round=120.0, reset_interval=300.0)).run()
     assert _Checked.checked > 0
+
+
+class _EveryRound(GavelPolicy):
+    """Gavel choosing every round afresh: a quiet round is never remembered."""
+
+    def _round(self, *args: object) -> Iterator[Decision]:  # type: ignore[override]
+        made = yield from super()._round(*args)  # type: ignore[arg-type]
+        self._quiet = None
+        return made
+
+
+class _EveryRoundAgnostic(_EveryRound, GavelAgnosticPolicy):
+    """The agnostic variant choosing every round afresh."""
+
+
+class _Counted(GavelPolicy):
+    """Gavel counting the rounds it chose (the others were skipped as quiet)."""
+
+    chosen = 0
+
+    def _round(self, *args: object) -> Iterator[Decision]:  # type: ignore[override]
+        type(self).chosen += 1
+        return (yield from super()._round(*args))  # type: ignore[arg-type]
+
+
+class _CountedAgnostic(_Counted, GavelAgnosticPolicy):
+    """The agnostic variant counting the rounds it chose."""
+
+
+def _sparse_jobs(seed: int) -> Trace:
+    """Long jobs arriving in bursts with quiet spells: rounds with nobody waiting."""
+    rng = np.random.default_rng(seed)
+    t, jobs = 0.0, []
+    for i in range(40):
+        t += float(rng.choice([30.0, 60.0, 2500.0]))
+        jobs.append(JobSpec(f"j{i}", t, int(rng.choice([1, 1, 2, 4])),
+                            float(rng.integers(600, 6000)),
+                            gpu_speeds=(("K80", 1.0), ("V100", 2.5)),
+                            checkpoint_interval=300.0))
+    return make_trace(*jobs)
+
+
+@pytest.mark.parametrize(("fast", "slow"), [(_Counted, _EveryRound),
+                                            (_CountedAgnostic, _EveryRoundAgnostic)])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_quiet_round_is_skipped_only_where_it_would_change_nothing(fast, slow, seed):
+    params = {"round": 120.0, "reset_interval": 300.0}
+    topo = _het(3, 2)
+    fast.chosen = 0
+    got = Simulation(_sparse_jobs(seed), topo, fast(**params), seed=seed).run()
+    want = Simulation(_sparse_jobs(seed), topo, slow(**params), seed=seed).run()
+    for a, b in ((got.events, want.events), (got.jobs, want.jobs),
+                 (got.timeline, want.timeline)):
+        pd.testing.assert_frame_equal(a, b, check_exact=True)
+    assert got.summary == {**want.summary, "wall_seconds": got.summary["wall_seconds"]}
+    rounds = got.summary.get("policy_rounds")
+    assert rounds is not None and 0 < fast.chosen < rounds  # some rounds were skipped
+    assert (got.events.kind.isin(["suspend", "preempt"])).any()  # and some moved jobs
