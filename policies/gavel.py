@@ -664,11 +664,14 @@ class GavelPolicy(Policy):
         that lose or change their GPUs get a decision: a job chosen for the type it runs
         on keeps running untouched.
 
-        A round that waits for nobody, ranks no type's candidates and changes nothing is
-        remembered (`_quiet`): the next round, if the cluster did not change (so the
-        same jobs run, each on its type) and no job waits, has the same inputs but the
-        time received, which only a ranking reads, and the same type order (drawn
-        again when agnostic); it would choose the same, so `_pass` skips it.
+        A round that ranked no type's candidates (each job went to the first type in
+        `order` it can use: a choice that reads no time received) and after whose
+        decisions every job of `ids` runs on the type chosen for it is remembered
+        (`_quiet`, with the cluster's version once its decisions are applied). The next
+        round, if the cluster did not change since (the same jobs run, each on its
+        type) and no job waits, has the same jobs, capacity and type order (drawn again
+        when agnostic), so it would choose the same and keep every job where it is:
+        `_pass` skips it.
         """
         left = [int(c) * MILLI for c in self._capacity(ctx)]
         tp = self._tputs(ctx, ids)
@@ -716,8 +719,10 @@ class GavelPolicy(Policy):
                     started(j)
                     made += 1
                     break
-        if (not made and not starts and not self._ranked and len(ids) == len(held_ids)
-                and getattr(ctx, "owns", None) is None):
+        # (the decisions are applied by now: the engine applies each before the next)
+        if (not self._ranked and not self._cpu_only and not ctx.pending_count
+                and getattr(ctx, "owns", None) is None
+                and bool((self._on_type[ids] == choice).all())):
             self._quiet = (ctx.cluster.version, order)
         return made
 
