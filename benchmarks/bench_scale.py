@@ -10,7 +10,9 @@ Part 1 (`--sizes`): `philly-like:N` at load 0.8 on the `philly` preset (552 mach
 CPU seconds (the trace's generation apart from the run: engine loop and result build),
 engine events per job, peak RSS and CPU per job. Part 2 (`--philly`): the full Philly
 table (82,247 jobs, shared folder) under fifo and the floor, and with `--all-policies`
-every registered policy, each with its CPU ratio to fifo. `--lean` runs with
+every registered policy, each with its CPU ratio to fifo (`x_fifo`) and the ratio of its
+CPU per engine event to fifo's (`x_fifo_event`: what an event costs, apart from how many
+events a policy's behaviour makes, e.g. Gavel's rounds of suspensions). `--lean` runs with
 `timeline=off, events=off` (no summary number changes). Every measurement runs in a
 fresh, niced subprocess (its own peak RSS) and is cut after `--cpu-limit` CPU seconds
 (a loaded machine stretches wall time, not CPU time) or `--timeout` wall seconds.
@@ -248,15 +250,18 @@ def main() -> None:
         names = ["fifo", *[p for p in names if p != "fifo"]]
         rows = [measure("philly", "floor", args), measure("philly", "floor-procs", args)]
         rows += [measure("philly", p, args) for p in names]
-        fifo = next(r["run_cpu_s"] for r in rows if r["policy"] == "fifo")
+        fifo_row = next(r for r in rows if r["policy"] == "fifo")
+        fifo, fifo_ev = fifo_row["run_cpu_s"], fifo_row.get("us_per_event")
         floor_cpu = rows[1]["run_cpu_s"]
         for r in rows:
             if r.get("run_cpu_s") and fifo:
                 r["x_fifo"] = round(r["run_cpu_s"] / fifo, 2)
             if r.get("run_cpu_s") and floor_cpu:
                 r["x_floor"] = round(r["run_cpu_s"] / floor_cpu, 2)
+            if r.get("us_per_event") and fifo_ev:  # cost of an event, whatever their number
+                r["x_fifo_event"] = round(r["us_per_event"] / fifo_ev, 2)
         report += ["", f"## full Philly on {args.philly_topology}", "",
-                   table(rows, [*cols[2:], "x_fifo", "x_floor"])]
+                   table(rows, [*cols[2:], "x_fifo", "x_fifo_event", "x_floor"])]
     text = "\n".join(report) + "\n"
     print(text)
     if args.out:
