@@ -423,9 +423,10 @@ class Run(RunState):
         jobs = self.jobs
         n = self.num_trace
         agenda = self.agenda
-        on_entry, arrive, apply = self.on_entry, self.arrive, self.apply
-        sample, cluster, queue, running = (self.recorder.sample, self.cluster, self.queue,
-                                           self.running)
+        # the run's own methods are called as methods, never through bound-method locals:
+        # compiled, `self.apply(d)` is a C call through the class's vtable, where a local
+        # `apply = self.apply` would be called through Python's call protocol
+        recorder, cluster, queue, running = self.recorder, self.cluster, self.queue, self.running
         # a policy that only starts queued jobs decides nothing without one: no pass then
         skip_empty = policy.only_pending
         queued = queue.held  # the queued jobs (true when any)
@@ -449,11 +450,11 @@ class Run(RunState):
                     env.land(t)  # now + (t - now) can miss t by an ulp
             na = self.next_arrival
             while na < n and jobs[na].spec.submit_time <= t:
-                arrive(jobs[na])
+                self.arrive(jobs[na])
                 na += 1
                 self.next_arrival = na
             while (heap := agenda.heap) and heap[0][0] <= t:  # every entry due now
-                on_entry(heappop(heap))
+                self.on_entry(heappop(heap))
             if self.side_jobs:  # non-gang tasks of jobs with roles (sim.roles)
                 self._end_side()
             before = self.decisions
@@ -464,7 +465,7 @@ class Run(RunState):
                         self.paused = env.event()
                         yield self.paused
                         continue
-                    apply(d)
+                    self.apply(d)
                 self.in_pass = False
             if self.futile:
                 self.fail_futile()
@@ -477,7 +478,7 @@ class Run(RunState):
                 stuck = self._idle_for_good(before)
             if policy.period and not stuck:
                 self._arm_tick(policy.period, before)
-            sample(cluster, queue, len(running))
+            recorder.sample(cluster, queue, len(running))
             if self.progress_cb is not None:
                 self.progress_cb(env.now, n - self.open_jobs, n)
 

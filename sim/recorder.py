@@ -259,7 +259,7 @@ def _timeline_store() -> list[array]:
     return [array("q" if name in TIMELINE_INT_COLUMNS else "d") for name in TIMELINE_COLUMNS]
 
 
-@mypyc_attr(native_class=False)  # results.py keeps a weak reference to it
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Recorder:
     """Event, timeline and node rows of one run, column-wise."""
 
@@ -278,6 +278,9 @@ class Recorder:
         # cluster version, queue version and running jobs at the last sample
         self._cv = self._qv = self._running = -1
         self._cells: dict[tuple[int, ...], str] = {}
+        # the frames `sim.results` built on the columns handed over (kept for the run's
+        # lifetime, see `sim.results._recorded`): (events, timeline) or None
+        self.taken: Any = None
         self.keep_events = True
         self.timeline_mode = "full"
         self.timeline_interval = 3600.0

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from weakref import WeakKeyDictionary
 
 import numpy as np
 import pandas as pd
@@ -329,30 +328,27 @@ def _concat(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([a, b], ignore_index=True)
 
 
-_TAKEN: WeakKeyDictionary[Recorder, tuple[pd.DataFrame, pd.DataFrame]] = WeakKeyDictionary()
-"""The events and full-timeline frames built on the columns a recorder handed over."""
-
-
 def _recorded(rec: Recorder) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The run's events and full timeline (every change) frames.
 
     The recorder hands its columns over and forgets them; the frames are built on the
-    same arrays, so the rows are never held twice. They are kept here, for the run's
-    lifetime, for a later call (a result asked for again, or after more steps), and each
-    call gives shallow copies: pandas copies on write (pandas 3), so changing a frame of
-    one result never changes another's. Without copy-on-write (pandas 2 unless enabled),
-    each call builds frames from copies and the recorder keeps its rows.
+    same arrays, so the rows are never held twice. They are kept on the recorder
+    (`taken`), for the run's lifetime, for a later call (a result asked for again, or
+    after more steps), and each call gives shallow copies: pandas copies on write
+    (pandas 3), so changing a frame of one result never changes another's. Without
+    copy-on-write (pandas 2 unless enabled), each call builds frames from copies and the
+    recorder keeps its rows.
     """
     if not _copy_on_write():
         return _events_frame(rec.event_columns()), _timeline_frame(rec.timeline_columns())
     events = _events_frame(rec.take_events())
     cols, replaces = rec.take_timeline()
     timeline = _timeline_frame(cols)
-    taken = _TAKEN.get(rec)
+    taken = rec.taken  # the frames of the columns it handed over before, if any
     if taken is not None:
         events = _concat(taken[0], events)
         timeline = _concat(taken[1].iloc[:-1] if replaces else taken[1], timeline)
-    _TAKEN[rec] = events, timeline
+    rec.taken = events, timeline
     return events.copy(deep=False), timeline.copy(deep=False)
 
 
