@@ -64,12 +64,11 @@ from __future__ import annotations
 import csv
 import heapq
 import math
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right, insort
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from sortedcontainers import SortedList
 
 from policies.priority import STOP_PARAM, Key, PriorityPolicy
 from sim.errors import InvalidParameter
@@ -183,7 +182,9 @@ class TiresiasLasPolicy(PriorityPolicy):
         super().attach(ctx)
         self.st: dict[int, _State] = {}
         self.timers: list[tuple[float, int, int, int]] = []  # (t, kind, idx, seg)
-        self.due: SortedList = SortedList()  # every wake-up a timer wants, not yet reached
+        # every wake-up a timer wants, not yet reached, sorted: a plain list (C bisect and
+        # insort; a running job's demotion and, with promotions, a waiting job's timer)
+        self.due: list[float] = []
         self.asked: list[float] = []  # the wake-ups asked of the engine, not yet reached
         self.counts = {"demotions": 0, "promotions": 0}
         self.demoted_now: set[int] = set()  # demoted in this pass, behind the waiting jobs
@@ -279,7 +280,7 @@ class TiresiasLasPolicy(PriorityPolicy):
             start = max(start, job.seg_start)
         t = start + max(0.0, left) / rate
         heapq.heappush(self.timers, (t, 0, job.idx, s.seg))
-        self.due.add(max(t, ctx.now))
+        insort(self.due, max(t, ctx.now))
 
     def _arm_promotion(self, ctx: SchedContext, job: JobState, s: _State) -> None:
         knob = self.p["promote_knob"]
@@ -291,7 +292,7 @@ class TiresiasLasPolicy(PriorityPolicy):
         t = s.pend_since + knob * executed - s.waited
         t = max(t, ctx.now)
         heapq.heappush(self.timers, (t, 1, job.idx, s.seg))
-        self.due.add(t)
+        insort(self.due, t)
 
     # --- the simulator's demotion timing (demotion_timer=simulator) ---
 
@@ -328,7 +329,7 @@ class TiresiasLasPolicy(PriorityPolicy):
             best = min(best, t)
         self.sim_jump = best  # replaces the previous one, as in the simulator
         if now < best < math.inf:
-            self.due.add(best)
+            insort(self.due, best)
 
     # --- timers ---
 
@@ -371,7 +372,7 @@ class TiresiasLasPolicy(PriorityPolicy):
                 live = min(live, self.sim_jump)
             if live == math.inf:
                 return
-            i = due.bisect_left(live - EPS)
+            i = bisect_left(due, live - EPS)
             if i == len(due):
                 return
             target = due[i]
@@ -390,7 +391,7 @@ class TiresiasLasPolicy(PriorityPolicy):
             heapq.heappop(asked)
         due = self.due
         if due and due[0] <= now:
-            del due[:due.bisect_right(now)]
+            del due[:bisect_right(due, now)]
         timers = self.timers
         while timers and timers[0][0] <= now + EPS:
             _, kind, idx, seg = heapq.heappop(timers)
