@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+import numpy as np
 from sortedcontainers import SortedList
 
 from sim.context import SchedContext
@@ -85,23 +86,53 @@ class VictimPool:
 
 
 class ArrayPool(VictimPool):
-    """A `VictimPool` of keys (rem, 0, sub), given as columns already in the pool's order.
+    """A `VictimPool` of keys (rem, 0, sub), given as columns in any order.
 
     For a policy that recomputes every running key each pass (srtf): no key tuple, dict
-    entry or sorted-list insert per running job; a search reads only the entries it
-    visits, and a removal (a victim stopped in this pass) is a mark. `add` turns it into
-    a plain pool first.
+    entry or sorted-list insert per running job. The columns are put in the pool's order
+    (((rem, 0, sub), idx), as `VictimPool` sorts) once, by one `np.lexsort` (of two
+    columns when the caller has a `tie` column ranking the entries as (sub, idx) do),
+    and only the lists the searches read are built from them: the rems (to bisect) and,
+    when the caller has them at hand, the `jobs`: each entry's running job (whose `idx`
+    and `spec.submit_time` are its idx and sub). The other lists are built on first
+    need. A search reads only the entries it visits. A removal (a victim stopped in this
+    pass) deletes its entry from the lists. `add` turns it into a plain pool first.
     """
 
-    def __init__(self, rem: list[float], sub: list[float], idx: list[int],
+    def __init__(self, rem: Sequence[float] | np.ndarray, sub: Sequence[float] | np.ndarray,
+                 idx: Sequence[int] | np.ndarray,
                  spans: dict[int, tuple[tuple[int, ...], Spans]] | None = None,
-                 jobs: list[JobState] | None = None) -> None:
+                 jobs: Sequence[JobState] | np.ndarray | None = None,
+                 tie: np.ndarray | None = None) -> None:
         self.spans = {} if spans is None else spans
-        self._rem, self._sub, self._idx = rem, sub, idx
-        self._jobs = jobs  # the jobs of `idx`, if the caller has them at hand
-        self._pos: dict[int, int] | None = None  # idx -> position, built on first removal
-        self._gone: set[int] = set()  # positions removed
+        rem_a, sub_a, idx_a = (np.asarray(rem, dtype=float), np.asarray(sub, dtype=float),
+                               np.asarray(idx, dtype=np.int64))
+        order = np.lexsort((idx_a, sub_a, rem_a) if tie is None else (tie, rem_a))
+        self._rem: list[float] = rem_a[order].tolist()
+        self._jobs: list[JobState] | None = None
+        self._subs: list[float] | None = None  # built from the jobs on first need
+        self._ids: list[int] | None = None  # likewise
+        if jobs is None:
+            self._subs, self._ids = sub_a[order].tolist(), idx_a[order].tolist()
+        else:
+            self._jobs = np.asarray(jobs, dtype=object)[order].tolist()
         self._plain = False
+
+    @property
+    def _sub(self) -> list[float]:
+        """The subs in the pool's order (from the jobs, when handed in, on first need)."""
+        if self._subs is None:
+            assert self._jobs is not None
+            self._subs = [v.spec.submit_time for v in self._jobs]
+        return self._subs
+
+    @property
+    def _idx(self) -> list[int]:
+        """The indexes in the pool's order (from the jobs, when handed in, on first need)."""
+        if self._ids is None:
+            assert self._jobs is not None
+            self._ids = [v.idx for v in self._jobs]
+        return self._ids
 
     def _start(self, key: Key) -> int:
         """Position of the first entry of strictly lower priority than `key`."""
@@ -114,34 +145,28 @@ class ArrayPool(VictimPool):
         """Entries of strictly lower priority than `key`, highest priority first."""
         if self._plain:
             return super().below(key)
-        rem, sub, idx, gone = self._rem, self._sub, self._idx, self._gone
-        return [((rem[i], 0, sub[i]), idx[i])
-                for i in range(self._start(key), len(rem)) if i not in gone]
+        rem, sub, idx = self._rem, self._sub, self._idx
+        return [((rem[i], 0, sub[i]), idx[i]) for i in range(self._start(key), len(rem))]
 
     def count_below(self, key: Key) -> int:
         """How many entries `below(key)` has."""
         if self._plain:
             return super().count_below(key)
-        start = self._start(key)
-        return len(self._rem) - start - sum(1 for p in self._gone if p >= start)
+        return len(self._rem) - self._start(key)
 
     def lowest_first(self, key: Key) -> Iterator[int]:
         """Indexes of the entries of `below(key)`, lowest priority first (lazily)."""
         if self._plain:
-            yield from super().lowest_first(key)
-            return
-        idx, gone = self._idx, self._gone
-        for i in range(len(idx) - 1, self._start(key) - 1, -1):
-            if i not in gone:
-                yield idx[i]
+            return super().lowest_first(key)
+        return reversed(self._idx[self._start(key):])
 
     def lowest_jobs(self, ctx: SchedContext, key: Key) -> Iterator[JobState]:
         """The jobs of `lowest_first(key)`, in that order (lazily).
 
-        From the jobs handed in, when no entry was removed: a slice read backwards, with
-        no Python step per job (the searches read tens of victims per call).
+        From the jobs handed in: a slice read backwards, with no Python step per job (the
+        searches read tens of victims per call).
         """
-        if self._plain or self._gone or self._jobs is None:
+        if self._plain or self._jobs is None:
             return super().lowest_jobs(ctx, key)
         return reversed(self._jobs[self._start(key):])
 
@@ -149,30 +174,42 @@ class ArrayPool(VictimPool):
         """Key of the lowest-priority running job, or None when the pool is empty."""
         if self._plain:
             return super().lowest()
-        for i in range(len(self._rem) - 1, -1, -1):
-            if i not in self._gone:
-                return (self._rem[i], 0, self._sub[i])
-        return None
+        if not self._rem:
+            return None
+        if self._subs is None:
+            assert self._jobs is not None
+            return (self._rem[-1], 0, self._jobs[-1].spec.submit_time)
+        return (self._rem[-1], 0, self._subs[-1])
 
     def add(self, idx: int, key: Key) -> None:
         """Add (or re-key) a running job (the pool becomes a plain one)."""
         if not self._plain:
-            rem, sub, gone = self._rem, self._sub, self._gone
-            VictimPool.__init__(self, [((rem[i], 0, sub[i]), j) for i, j in enumerate(self._idx)
-                                       if i not in gone], self.spans)
+            rem, sub = self._rem, self._sub
+            VictimPool.__init__(self, [((rem[i], 0, sub[i]), j) for i, j in enumerate(self._idx)],
+                                self.spans)
             self._plain = True
         super().add(idx, key)
 
     def remove(self, idx: int) -> None:
-        """Forget a job (it stopped or was preempted)."""
+        """Forget a job (it stopped or was preempted): its entry leaves every list.
+
+        Looked for from the lowest-priority end, where the victims are.
+        """
         if self._plain:
             super().remove(idx)
             return
-        if self._pos is None:
-            self._pos = {j: i for i, j in enumerate(self._idx)}
-        i = self._pos.get(idx)
-        if i is not None:
-            self._gone.add(i)
+        if self._ids is not None:
+            ids = self._ids
+            p = next((p for p in range(len(ids) - 1, -1, -1) if ids[p] == idx), -1)
+        else:
+            assert self._jobs is not None
+            jobs = self._jobs
+            p = next((p for p in range(len(jobs) - 1, -1, -1) if jobs[p].idx == idx), -1)
+        if p < 0:
+            return
+        for lst in (self._rem, self._subs, self._ids, self._jobs):
+            if lst is not None:
+                del lst[p]
 
 
 def _spans(ctx: SchedContext, pool: VictimPool, v: JobState) -> Spans:
