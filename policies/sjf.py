@@ -17,7 +17,7 @@ from operator import attrgetter
 import numpy as np
 
 from policies.priority import STOP_PARAM, Key, PriorityPolicy, SchedContext
-from policies.victims import ArrayPool, Spans, VictimPool
+from policies.victims import ArrayPool, Spans, VictimPool, gpu_spans
 from sim.jobstate import RUNNING, JobState
 from sim.model import JobSpec
 from sim.params import Param, as_choice
@@ -108,7 +108,7 @@ class SrtfPolicy(PriorityPolicy):
             if self.p["weight"] == "gpus":
                 rem = rem * f[:, _WEIGHT]
             i = cols.ints[:n]
-            return ArrayPool(rem, f[:, _SUB], i[:, _IDX], self._spans, cols.jobs[:n],
+            return ArrayPool(rem, f[:, _SUB], i[:, _IDX], self._spans, cols.entries[:n],
                              None if cols.unranked else i[:, _RANK])
         return build
 
@@ -120,18 +120,19 @@ _IDX, _RANK, _VER = range(3)  # its int columns
 class _Columns:
     """The running GPU jobs of a run, one slot (row) each, with what their keys read.
 
-    A slot holds the job, its trace constants (duration, submit time, GPUs x share, and
-    its rank in the order of (submit time, idx) of the jobs there were at the start: the
-    pool's tie-break) and its `_STATE` as last read, with the `version` it was read at.
+    A slot holds the job with its spans (`gpu_spans` of its GPUs), its trace constants
+    (duration, submit time, GPUs x share, and its rank in the order of (submit time,
+    idx) of the jobs there were at the start: the pool's tie-break) and its `_STATE` as
+    last read, with the `version` it was read at.
     The jobs the policy observed starting or stopping (`SrtfPolicy.on_status`) are
     noted, and join or leave at the next `sync` as they then run or not (a job that
     started and stopped in between costs a note); the last slot fills a freed one. A
-    running job's work, rate and segment start change only together with a bump of its
-    `version` (`Progress.set_rate` and `stop`; an in-place restart of a container job's
-    task run is one, without an event), and versions only grow: when the slots'
-    versions sum to what they summed when read, every slot still holds the same floats,
-    so a pass reads one `version` per running job and re-reads only the jobs that
-    changed.
+    running job's work, rate, segment start and GPUs change only together with a bump
+    of its `version` (`Progress.set_rate` and `stop`, which every change of placement
+    goes through; an in-place restart of a container job's task run is one, without an
+    event), and versions only grow: when the slots' versions sum to what they summed
+    when read, every slot still holds what its job holds, so a pass reads one `version`
+    per running job and re-reads only the jobs that changed.
     """
 
     def __init__(self, ctx: SchedContext) -> None:
@@ -150,15 +151,16 @@ class _Columns:
         cap = 64
         self.floats = np.zeros((cap, 6))
         self.ints = np.zeros((cap, 3), dtype=np.int64)
-        self.jobs = np.empty(cap, dtype=object)  # `members` again, for the pool
+        self.gpu_node = ctx.topology.gpu_node
+        self.entries = np.empty(cap, dtype=object)  # (job, spans) of each slot, for the pool
 
     def _grow(self) -> None:
         """Twice the room (the first `n` slots kept)."""
         n = self.n
         floats, ints = np.zeros((2 * n, 6)), np.zeros((2 * n, 3), dtype=np.int64)
-        jobs = np.empty(2 * n, dtype=object)
-        floats[:n], ints[:n], jobs[:n] = self.floats[:n], self.ints[:n], self.jobs[:n]
-        self.floats, self.ints, self.jobs = floats, ints, jobs
+        entries = np.empty(2 * n, dtype=object)
+        floats[:n], ints[:n], entries[:n] = self.floats[:n], self.ints[:n], self.entries[:n]
+        self.floats, self.ints, self.entries = floats, ints, entries
 
     def note(self, job: JobState) -> None:
         """A job started or stopped running (it joins or leaves at the next `sync`)."""
@@ -184,7 +186,6 @@ class _Columns:
         else:
             self.unranked += 1
         self.ints[p] = (job.idx, rank, 0)
-        self.jobs[p] = job
         self.floats[p, _DUR:] = (s.duration, s.submit_time, s.num_gpus * s.gpu_share)
         self._read(p)
 
@@ -205,15 +206,16 @@ class _Columns:
             self.members[p] = moved
             ints[p] = ints[last]
             self.floats[p] = self.floats[last]
-            self.jobs[p] = self.jobs[last]
+            self.entries[p] = self.entries[last]
         self.members.pop()
-        self.jobs[last] = None
+        self.entries[last] = None
         self.n = last
 
     def _read(self, p: int) -> None:
-        """Re-read slot `p`'s progress fields and version."""
+        """Re-read slot `p`'s progress fields, spans and version."""
         job = self.members[p]
         self.floats[p, :_DUR] = _STATE(job)
+        self.entries[p] = (job, gpu_spans(self.gpu_node, job.gpus))
         v = job.version
         self.vsum += v - int(self.ints[p, _VER])
         self.ints[p, _VER] = v

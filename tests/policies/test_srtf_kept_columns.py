@@ -3,8 +3,8 @@
 At every pool build of a run (shared GPUs, checkpoints, failures and container jobs
 whose task runs restart in place, which change a job's progress without an event), the
 pool's entries are the running jobs that ask for GPUs; at every victim search, its keys
-equal `running_key` job by job, and its victims handed out as jobs (`lowest_jobs`) are
-those of `lowest_first`.
+equal `running_key` job by job, its victims handed out as jobs (`lowest_jobs`) are those
+of `lowest_first`, and with their spans (`lowest_spans`) hold what their GPUs say.
 """
 
 from __future__ import annotations
@@ -38,6 +38,9 @@ def _checked(pol: SrtfPolicy, seen: list[int]) -> Any:
         got = list(pool.lowest_jobs(ctx, key))
         assert [j.idx for j in got] == list(pool.lowest_first(key))
         assert all(j is ctx.job_at(j.idx) for j in got)
+        gnode = ctx.topology.gpu_node
+        assert list(pool.lowest_spans(ctx, key)) == [
+            (j, victims.gpu_spans(gnode, j.gpus)) for j in got]
         seen.append(1)
         return real(ctx, job, key, pool)
 
@@ -136,8 +139,11 @@ def test_columns_rebuild_from_the_running_jobs_when_counts_differ() -> None:
     jobs = [JobState(i, JobSpec(f"j{i}", float(i), 1 + i % 2, 100.0 + i)) for i in range(5)]
     for i, j in enumerate(jobs):
         j.work, j.rate, j.seg_start, j.version = 3.0 * i, 1.0, 10.0 + i, i
+        j.gpus = tuple(range(3 * i, 3 * i + j.spec.num_gpus))
     jobs[4] = JobState(4, JobSpec("cpu", 4.0, 0, 50.0))  # asks for no GPU
-    ctx = SimpleNamespace(num_jobs=len(jobs), job_at=jobs.__getitem__)
+    ctx = SimpleNamespace(num_jobs=len(jobs), job_at=jobs.__getitem__,
+                          topology=uniform_topology(2, sockets=2, switches_per_socket=2,
+                                                    gpus_per_switch=2))
     cols = _Columns(ctx)  # type: ignore[arg-type]
     cols.join(jobs[0])
     cols.join(jobs[1])
@@ -147,5 +153,6 @@ def test_columns_rebuild_from_the_running_jobs_when_counts_differ() -> None:
     for p, j in enumerate(cols.members):
         assert list(cols.floats[p]) == [j.work, j.rate, j.seg_start, j.spec.duration,
                                         j.spec.submit_time, j.spec.num_gpus * 1.0]
-        assert list(cols.ints[p]) == [j.idx, j.idx, j.version] and cols.jobs[p] is j
+        assert list(cols.ints[p]) == [j.idx, j.idx, j.version]
+        assert cols.entries[p] == (j, victims.gpu_spans(ctx.topology.gpu_node, j.gpus))
     assert cols.vsum == sum(j.version for j in cols.members)

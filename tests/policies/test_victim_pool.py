@@ -2,7 +2,7 @@
 
 Its columns come in any order; it sorts them by ((rem, 0, sub), idx), ties of rem broken
 by a rank column when given one (as srtf does) or by (sub, idx), and hands out the jobs
-it was given (srtf's) or the context's.
+and spans it was given (srtf's) or the context's.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ KEYS = st.one_of(
     st.tuples(REM, st.just(0), st.sampled_from([0.0, 3.0, 9.0])),  # a running one
     st.tuples(REM),
 )
-KINDS = st.sampled_from(["sorted", "shuffled", "ranked", "jobs"])
+KINDS = st.sampled_from(["sorted", "shuffled", "ranked", "entries"])
 
 
 def _job(i: int, sub: float) -> Any:
@@ -38,7 +38,7 @@ def pools(rows: list[tuple[float, float]], kind: str = "sorted", seed: int = 0
     """The same running jobs (idx = row number) as a plain pool and as columns.
 
     `kind`: the columns in the pool's order, shuffled, shuffled with a rank column of
-    (sub, idx), or shuffled with the jobs handed in.
+    (sub, idx), or shuffled with the jobs and their spans handed in.
     """
     entries = sorted(((rem, 0, sub), i) for i, (rem, sub) in enumerate(rows))
     if kind == "sorted":
@@ -46,14 +46,14 @@ def pools(rows: list[tuple[float, float]], kind: str = "sorted", seed: int = 0
     else:
         cols = [entries[p] for p in np.random.default_rng(seed).permutation(len(entries))]
     rem, sub, idx = ([k[0] for k, _ in cols], [k[2] for k, _ in cols], [i for _, i in cols])
-    tie = jobs = None
+    tie = pairs = None
     if kind == "ranked":
         by = sorted(range(len(cols)), key=lambda p: (sub[p], idx[p]))
         tie = np.empty(len(cols), dtype=np.int64)
         tie[by] = np.arange(len(cols)) * 3 + 7  # any numbers in that order
-    if kind == "jobs":
-        jobs = [_job(i, s) for i, s in zip(idx, sub, strict=True)]
-    return VictimPool(entries), ArrayPool(rem, sub, idx, jobs=jobs, tie=tie)
+    if kind == "entries":
+        pairs = [(_job(i, s), ((i % 3, 1 + i % 2),)) for i, s in zip(idx, sub, strict=True)]
+    return VictimPool(entries), ArrayPool(rem, sub, idx, entries=pairs, tie=tie)
 
 
 def same(plain: VictimPool, arr: ArrayPool, key: tuple) -> None:
@@ -63,10 +63,12 @@ def same(plain: VictimPool, arr: ArrayPool, key: tuple) -> None:
         == [i for _, i in reversed(plain.below(key))]
     assert arr.lowest() == plain.lowest()
     got = list(arr.lowest_jobs(CTX, key))  # type: ignore[arg-type]
-    if arr._jobs is None or arr._plain:
+    if arr._pairs is None or arr._plain:
         assert got == list(plain.lowest_jobs(CTX, key))  # type: ignore[arg-type]
-    else:  # the jobs handed in
+    else:  # the jobs and spans handed in
         assert [j.idx for j in got] == list(plain.lowest_first(key))
+        assert list(arr.lowest_spans(CTX, key)) == [  # type: ignore[arg-type]
+            (j, ((j.idx % 3, 1 + j.idx % 2),)) for j in got]
 
 
 @settings(max_examples=300, deadline=None)
