@@ -17,7 +17,7 @@ from operator import attrgetter
 import numpy as np
 
 from policies.priority import STOP_PARAM, Key, PriorityPolicy, SchedContext
-from policies.victims import ArrayPool, Spans, VictimPool
+from policies.victims import ArrayPool, Spans, VictimPool, gpu_spans
 from sim.jobstate import RUNNING, JobState
 from sim.model import JobSpec
 from sim.params import Param, as_choice
@@ -70,93 +70,180 @@ class SrtfPolicy(PriorityPolicy):
         return (rem, 0, s.submit_time)
 
     def attach(self, ctx: SchedContext) -> None:
-        """The index of `PriorityPolicy`, and per-job columns for the running keys."""
+        """The index of `PriorityPolicy`, and the running jobs' columns for their keys."""
         super().attach(ctx)
-        self._dur = np.zeros(0)
-        self._submit: list[float] = []
-        self._weight = np.zeros(0) if self.p["weight"] == "gpus" else None
-        self._gpu = np.zeros(0, dtype=bool)  # asks for GPUs (the pool's jobs)
-        # `_STATE` of each job as last read, and the `job.version` it was read at
-        self._work = np.zeros(0)
-        self._rate = np.zeros(0)
-        self._seg = np.zeros(0)
-        self._seen = np.zeros(0, dtype=np.int64)
+        self._cols = _Columns(ctx)
         self._spans: dict[int, tuple[tuple[int, ...], Spans]] = {}  # see VictimPool
-        self._extend(ctx)
 
     def on_status(self, ctx: SchedContext, job: JobState, old: str | None) -> None:
-        """A job that stopped running leaves the spans cache (it holds running jobs only)."""
-        if old == RUNNING:
-            self._spans.pop(job.idx, None)
+        """A job that starts or stops running is noted for the columns (`_Columns.note`).
 
-    def _extend(self, ctx: SchedContext) -> None:
-        """Constants of jobs added since the last call (a container job's task runs)."""
-        have = len(self._submit)
-        if have == ctx.num_jobs:
-            return
-        specs = [ctx.job_at(i).spec for i in range(have, ctx.num_jobs)]
-        self._dur = np.concatenate([self._dur, [s.duration for s in specs]])
-        self._submit += [s.submit_time for s in specs]
-        self._submit_arr = np.asarray(self._submit, dtype=float)
-        if self._weight is not None:
-            self._weight = np.concatenate(
-                [self._weight, [s.num_gpus * s.gpu_share for s in specs]])
-        more = len(specs)
-        self._gpu = np.concatenate([self._gpu, np.array([s.num_gpus > 0 for s in specs])])
-        self._work = np.concatenate([self._work, np.zeros(more)])
-        self._rate = np.concatenate([self._rate, np.zeros(more)])
-        self._seg = np.concatenate([self._seg, np.zeros(more)])
-        self._seen = np.concatenate([self._seen, np.full(more, -1, dtype=np.int64)])
-
-    def _refresh(self, run: Mapping[int, JobState]) -> np.ndarray:
-        """Indexes of the running jobs; their columns re-read where `version` moved.
-
-        A running job's work, rate and segment start change only together with a bump
-        of its `version` (`Progress.set_rate` and `stop`; an in-place restart of a
-        container job's task run is one, without an event), so the columns read at the
-        same version still hold the same floats, and a pass reads only the jobs that
-        changed (plus one `version` a running job).
+        One that stopped leaves the spans cache (it holds running jobs only).
         """
-        n = len(run)
-        idx = np.fromiter(run.keys(), dtype=np.int64, count=n)
-        ver = np.fromiter(map(_VERSION, run.values()), dtype=np.int64, count=n)
-        stale = np.flatnonzero(self._seen[idx] != ver)
-        if stale.size:
-            jobs = list(run.values())
-            work, rate, seg, seen = self._work, self._rate, self._seg, self._seen
-            for p in stale.tolist():
-                j = jobs[p]
-                i = j.idx
-                work[i], rate[i], seg[i] = _STATE(j)
-                seen[i] = j.version
-        return idx[self._gpu[idx]]
+        if old == RUNNING:
+            self._cols.note(job)
+            self._spans.pop(job.idx, None)
+        elif job.status == RUNNING:
+            self._cols.note(job)
 
     def _pool(self, ctx: SchedContext) -> Callable[[], VictimPool] | None:
         """The running jobs keyed by `running_key`, computed for all of them at once.
 
         The same floats as `running_key` job by job (`JobState.progress_at` in numpy),
-        from columns kept across passes (`_refresh`): a pass that needs victims reads one
+        from columns kept across passes (`_Columns`): a pass that needs victims reads one
         `version` per running job and re-reads only the jobs that changed, and the pool
-        keeps them as columns (`ArrayPool`), so a victim search reads only the entries it
-        visits.
+        keeps the keys as columns (`ArrayPool`), so a victim search reads only the
+        entries it visits.
         """
         def build() -> VictimPool:
-            run = ctx.running()
-            if not run:
+            cols = self._cols
+            n = cols.sync(ctx.running())
+            if not n:
                 return VictimPool([], self._spans)
-            self._extend(ctx)
-            idx = self._refresh(run)
-            if not idx.size:
-                return VictimPool([], self._spans)
-            work, rate, seg = self._work[idx], self._rate[idx], self._seg[idx]
-            now, dur = ctx.now, self._dur[idx]
+            f = cols.floats[:n]
+            work, rate, seg, dur = f[:, _WORK], f[:, _RATE], f[:, _SEG], f[:, _DUR]
+            now = ctx.now
             done = np.where(now <= seg, work, np.minimum(dur, work + rate * (now - seg)))
             rem = dur - done
-            if self._weight is not None:
-                rem = rem * self._weight[idx]
-            sub = self._submit_arr[idx]
-            order = np.lexsort((idx, sub, rem))  # the pool's order: ((rem, 0, sub), idx)
-            ids = idx[order].tolist()
-            return ArrayPool(rem[order].tolist(), sub[order].tolist(), ids, self._spans,
-                             list(map(run.__getitem__, ids)))
+            if self.p["weight"] == "gpus":
+                rem = rem * f[:, _WEIGHT]
+            i = cols.ints[:n]
+            return ArrayPool(rem, f[:, _SUB], i[:, _IDX], self._spans, cols.entries[:n],
+                             None if cols.unranked else i[:, _RANK])
         return build
+
+
+_WORK, _RATE, _SEG, _DUR, _SUB, _WEIGHT = range(6)  # the float columns of `_Columns`
+_IDX, _RANK, _VER = range(3)  # its int columns
+
+
+class _Columns:
+    """The running GPU jobs of a run, one slot (row) each, with what their keys read.
+
+    A slot holds the job with its spans (`gpu_spans` of its GPUs), its trace constants
+    (duration, submit time, GPUs x share, and its rank in the order of (submit time,
+    idx) of the jobs there were at the start: the pool's tie-break) and its `_STATE` as
+    last read, with the `version` it was read at.
+    The jobs the policy observed starting or stopping (`SrtfPolicy.on_status`) are
+    noted, and join or leave at the next `sync` as they then run or not (a job that
+    started and stopped in between costs a note); the last slot fills a freed one. A
+    running job's work, rate, segment start and GPUs change only together with a bump
+    of its `version` (`Progress.set_rate` and `stop`, which every change of placement
+    goes through; an in-place restart of a container job's task run is one, without an
+    event), and versions only grow: when the slots' versions sum to what they summed
+    when read, every slot still holds what its job holds, so a pass reads one `version`
+    per running job and re-reads only the jobs that changed.
+    """
+
+    def __init__(self, ctx: SchedContext) -> None:
+        self.n = 0
+        self.slot: dict[int, int] = {}  # job idx -> slot
+        self.members: list[JobState] = []  # the job of each slot
+        self.others: set[int] = set()  # running jobs that ask for no GPU
+        self.noted: dict[int, JobState] = {}  # jobs that started or stopped since `sync`
+        self.vsum = 0  # sum of the `_VER` column
+        n = ctx.num_jobs
+        sub = np.fromiter((ctx.job_at(i).spec.submit_time for i in range(n)), dtype=float,
+                          count=n)
+        self.ranks = np.empty(n, dtype=np.int64)  # by job idx
+        self.ranks[np.lexsort((np.arange(n), sub))] = np.arange(n)
+        self.unranked = 0  # members spawned later (a container job's task runs): no rank
+        cap = 64
+        self.floats = np.zeros((cap, 6))
+        self.ints = np.zeros((cap, 3), dtype=np.int64)
+        self.gpu_node = ctx.topology.gpu_node
+        self.entries = np.empty(cap, dtype=object)  # (job, spans) of each slot, for the pool
+
+    def _grow(self) -> None:
+        """Twice the room (the first `n` slots kept)."""
+        n = self.n
+        floats, ints = np.zeros((2 * n, 6)), np.zeros((2 * n, 3), dtype=np.int64)
+        entries = np.empty(2 * n, dtype=object)
+        floats[:n], ints[:n], entries[:n] = self.floats[:n], self.ints[:n], self.entries[:n]
+        self.floats, self.ints, self.entries = floats, ints, entries
+
+    def note(self, job: JobState) -> None:
+        """A job started or stopped running (it joins or leaves at the next `sync`)."""
+        self.noted[job.idx] = job
+
+    def join(self, job: JobState) -> None:
+        """A job runs (a job asking for no GPU is only counted)."""
+        s = job.spec
+        if s.num_gpus <= 0:
+            self.others.add(job.idx)
+            return
+        if job.idx in self.slot:
+            return
+        p = self.n
+        if p == len(self.ints):
+            self._grow()
+        self.n = p + 1
+        self.slot[job.idx] = p
+        self.members.append(job)
+        rank = -1
+        if job.idx < len(self.ranks):
+            rank = int(self.ranks[job.idx])
+        else:
+            self.unranked += 1
+        self.ints[p] = (job.idx, rank, 0)
+        self.floats[p, _DUR:] = (s.duration, s.submit_time, s.num_gpus * s.gpu_share)
+        self._read(p)
+
+    def leave(self, job: JobState) -> None:
+        """A job does not run any more; the last slot moves into its place."""
+        self.others.discard(job.idx)
+        p = self.slot.pop(job.idx, None)
+        if p is None:
+            return
+        ints = self.ints
+        self.vsum -= int(ints[p, _VER])
+        if ints[p, _RANK] < 0:
+            self.unranked -= 1
+        last = self.n - 1
+        if p != last:
+            moved = self.members[last]
+            self.slot[moved.idx] = p
+            self.members[p] = moved
+            ints[p] = ints[last]
+            self.floats[p] = self.floats[last]
+            self.entries[p] = self.entries[last]
+        self.members.pop()
+        self.entries[last] = None
+        self.n = last
+
+    def _read(self, p: int) -> None:
+        """Re-read slot `p`'s progress fields, spans and version."""
+        job = self.members[p]
+        self.floats[p, :_DUR] = _STATE(job)
+        self.entries[p] = (job, gpu_spans(self.gpu_node, job.gpus))
+        v = job.version
+        self.vsum += v - int(self.ints[p, _VER])
+        self.ints[p, _VER] = v
+
+    def sync(self, run: Mapping[int, JobState]) -> int:
+        """Bring the slots up to date with the running jobs `run`; their number.
+
+        The noted jobs join or leave; the slots then follow the statuses the policy
+        observed. Should the engine's count of running jobs differ, they are rebuilt from
+        `run` (a safety net: every start and stop is observed before a pass builds its
+        pool).
+        """
+        if self.noted:
+            for job in self.noted.values():
+                if job.status == RUNNING:
+                    self.join(job)
+                else:
+                    self.leave(job)
+            self.noted.clear()
+        if len(run) != self.n + len(self.others):
+            for job in [j for j in self.members if j.idx not in run]:
+                self.leave(job)
+            self.others = set()
+            for job in run.values():
+                self.join(job)
+        n = self.n
+        if n and sum(map(_VERSION, self.members)) != self.vsum:
+            ver = np.fromiter(map(_VERSION, self.members), dtype=np.int64, count=n)
+            for p in np.flatnonzero(self.ints[:n, _VER] != ver).tolist():
+                self._read(p)
+        return n

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from operator import itemgetter
 from typing import Any
 
+import numpy as np
 from sortedcontainers import SortedList
 
 from sim.context import SchedContext
@@ -33,6 +35,7 @@ def free_milli(ctx: SchedContext) -> int:
 
 
 Spans = tuple[tuple[int, int], ...]  # (node, GPUs held there) of a running job
+_FIRST = itemgetter(0)
 
 
 class VictimPool:
@@ -67,6 +70,13 @@ class VictimPool:
         """The jobs of `lowest_first(key)`, in that order (lazily)."""
         return map(ctx.job_at, self.lowest_first(key))
 
+    def lowest_spans(self, ctx: SchedContext, key: Key) -> Iterator[tuple[JobState, Spans]]:
+        """The jobs of `lowest_jobs(key)` with their spans (`_spans`), in that order."""
+        cached = self.spans.get
+        for v in self.lowest_jobs(ctx, key):
+            got = cached(v.idx)  # `_spans` inlined for its common case: a cached entry
+            yield v, got[1] if got is not None and got[0] is v.gpus else _spans(ctx, self, v)
+
     def lowest(self) -> Key | None:
         """Key of the lowest-priority running job, or None when the pool is empty."""
         return self.order[-1][0] if self.order else None
@@ -85,23 +95,56 @@ class VictimPool:
 
 
 class ArrayPool(VictimPool):
-    """A `VictimPool` of keys (rem, 0, sub), given as columns already in the pool's order.
+    """A `VictimPool` of keys (rem, 0, sub), given as columns in any order.
 
     For a policy that recomputes every running key each pass (srtf): no key tuple, dict
-    entry or sorted-list insert per running job; a search reads only the entries it
-    visits, and a removal (a victim stopped in this pass) is a mark. `add` turns it into
-    a plain pool first.
+    entry or sorted-list insert per running job. The columns are put in the pool's order
+    (((rem, 0, sub), idx), as `VictimPool` sorts) once, by one `np.lexsort` (of two
+    columns when the caller has a `tie` column ranking the entries as (sub, idx) do),
+    and only the lists the searches read are built from them: the rems (to bisect) and,
+    when the caller has them at hand, the `entries`: each entry's running job (whose
+    `idx` and `spec.submit_time` are its idx and sub) with what `_spans` gives for it
+    now. The other lists are built on first need. A search reads only the entries it
+    visits. A removal (a victim stopped in this pass) deletes its entry from the lists.
+    `add` turns it into a plain pool first.
     """
 
-    def __init__(self, rem: list[float], sub: list[float], idx: list[int],
+    def __init__(self, rem: Sequence[float] | np.ndarray, sub: Sequence[float] | np.ndarray,
+                 idx: Sequence[int] | np.ndarray,
                  spans: dict[int, tuple[tuple[int, ...], Spans]] | None = None,
-                 jobs: list[JobState] | None = None) -> None:
+                 entries: Sequence[tuple[JobState, Spans]] | np.ndarray | None = None,
+                 tie: np.ndarray | None = None) -> None:
         self.spans = {} if spans is None else spans
-        self._rem, self._sub, self._idx = rem, sub, idx
-        self._jobs = jobs  # the jobs of `idx`, if the caller has them at hand
-        self._pos: dict[int, int] | None = None  # idx -> position, built on first removal
-        self._gone: set[int] = set()  # positions removed
+        rem_a, sub_a, idx_a = (np.asarray(rem, dtype=float), np.asarray(sub, dtype=float),
+                               np.asarray(idx, dtype=np.int64))
+        order = np.lexsort((idx_a, sub_a, rem_a) if tie is None else (tie, rem_a))
+        self._rem: list[float] = rem_a[order].tolist()
+        self._pairs: list[tuple[JobState, Spans]] | None = None
+        self._subs: list[float] | None = None  # built from the jobs on first need
+        self._ids: list[int] | None = None  # likewise
+        if entries is None:
+            self._subs, self._ids = sub_a[order].tolist(), idx_a[order].tolist()
+        elif isinstance(entries, np.ndarray):
+            self._pairs = entries[order].tolist()
+        else:  # (a list of pairs would make a 2-D array)
+            self._pairs = [entries[i] for i in order.tolist()]
         self._plain = False
+
+    @property
+    def _sub(self) -> list[float]:
+        """The subs in the pool's order (from the jobs, when handed in, on first need)."""
+        if self._subs is None:
+            assert self._pairs is not None
+            self._subs = [v.spec.submit_time for v, _ in self._pairs]
+        return self._subs
+
+    @property
+    def _idx(self) -> list[int]:
+        """The indexes in the pool's order (from the jobs, when handed in, on first need)."""
+        if self._ids is None:
+            assert self._pairs is not None
+            self._ids = [v.idx for v, _ in self._pairs]
+        return self._ids
 
     def _start(self, key: Key) -> int:
         """Position of the first entry of strictly lower priority than `key`."""
@@ -114,65 +157,89 @@ class ArrayPool(VictimPool):
         """Entries of strictly lower priority than `key`, highest priority first."""
         if self._plain:
             return super().below(key)
-        rem, sub, idx, gone = self._rem, self._sub, self._idx, self._gone
-        return [((rem[i], 0, sub[i]), idx[i])
-                for i in range(self._start(key), len(rem)) if i not in gone]
+        rem, sub, idx = self._rem, self._sub, self._idx
+        return [((rem[i], 0, sub[i]), idx[i]) for i in range(self._start(key), len(rem))]
 
     def count_below(self, key: Key) -> int:
         """How many entries `below(key)` has."""
         if self._plain:
             return super().count_below(key)
-        start = self._start(key)
-        return len(self._rem) - start - sum(1 for p in self._gone if p >= start)
+        return len(self._rem) - self._start(key)
 
     def lowest_first(self, key: Key) -> Iterator[int]:
         """Indexes of the entries of `below(key)`, lowest priority first (lazily)."""
         if self._plain:
-            yield from super().lowest_first(key)
-            return
-        idx, gone = self._idx, self._gone
-        for i in range(len(idx) - 1, self._start(key) - 1, -1):
-            if i not in gone:
-                yield idx[i]
+            return super().lowest_first(key)
+        return reversed(self._idx[self._start(key):])
 
     def lowest_jobs(self, ctx: SchedContext, key: Key) -> Iterator[JobState]:
         """The jobs of `lowest_first(key)`, in that order (lazily).
 
-        From the jobs handed in, when no entry was removed: a slice read backwards, with
-        no Python step per job (the searches read tens of victims per call).
+        From the entries handed in: a slice read backwards, with no Python step per job
+        (the searches read tens of victims per call).
         """
-        if self._plain or self._gone or self._jobs is None:
+        if self._plain or self._pairs is None:
             return super().lowest_jobs(ctx, key)
-        return reversed(self._jobs[self._start(key):])
+        return map(_FIRST, reversed(self._pairs[self._start(key):]))
+
+    def lowest_spans(self, ctx: SchedContext, key: Key) -> Iterator[tuple[JobState, Spans]]:
+        """The jobs of `lowest_jobs(key)` with their spans, in that order (lazily).
+
+        The entries handed in: a slice read backwards.
+        """
+        if self._plain or self._pairs is None:
+            return super().lowest_spans(ctx, key)
+        return reversed(self._pairs[self._start(key):])
 
     def lowest(self) -> Key | None:
         """Key of the lowest-priority running job, or None when the pool is empty."""
         if self._plain:
             return super().lowest()
-        for i in range(len(self._rem) - 1, -1, -1):
-            if i not in self._gone:
-                return (self._rem[i], 0, self._sub[i])
-        return None
+        if not self._rem:
+            return None
+        if self._subs is None:
+            assert self._pairs is not None
+            return (self._rem[-1], 0, self._pairs[-1][0].spec.submit_time)
+        return (self._rem[-1], 0, self._subs[-1])
 
     def add(self, idx: int, key: Key) -> None:
         """Add (or re-key) a running job (the pool becomes a plain one)."""
         if not self._plain:
-            rem, sub, gone = self._rem, self._sub, self._gone
-            VictimPool.__init__(self, [((rem[i], 0, sub[i]), j) for i, j in enumerate(self._idx)
-                                       if i not in gone], self.spans)
+            rem, sub = self._rem, self._sub
+            VictimPool.__init__(self, [((rem[i], 0, sub[i]), j) for i, j in enumerate(self._idx)],
+                                self.spans)
             self._plain = True
         super().add(idx, key)
 
     def remove(self, idx: int) -> None:
-        """Forget a job (it stopped or was preempted)."""
+        """Forget a job (it stopped or was preempted): its entry leaves every list.
+
+        Looked for from the lowest-priority end, where the victims are.
+        """
         if self._plain:
             super().remove(idx)
             return
-        if self._pos is None:
-            self._pos = {j: i for i, j in enumerate(self._idx)}
-        i = self._pos.get(idx)
-        if i is not None:
-            self._gone.add(i)
+        if self._ids is not None:
+            ids = self._ids
+            p = next((p for p in range(len(ids) - 1, -1, -1) if ids[p] == idx), -1)
+        else:
+            assert self._pairs is not None
+            pairs = self._pairs
+            p = next((p for p in range(len(pairs) - 1, -1, -1) if pairs[p][0].idx == idx), -1)
+        if p < 0:
+            return
+        for lst in (self._rem, self._subs, self._ids, self._pairs):
+            if lst is not None:
+                del lst[p]
+
+
+def gpu_spans(gpu_node: Sequence[int], gpus: Iterable[int]) -> Spans:
+    """(node, GPUs of `gpus` there) in the order of `gpus`; `gpu_node`: the topology's."""
+    held: dict[int, int] = {}
+    for g in gpus:
+        n = gpu_node[g]
+        held[n] = held.get(n, 0) + 1
+    return tuple(held.items())
 
 
 def _spans(ctx: SchedContext, pool: VictimPool, v: JobState) -> Spans:
@@ -180,12 +247,7 @@ def _spans(ctx: SchedContext, pool: VictimPool, v: JobState) -> Spans:
     got = pool.spans.get(v.idx)
     if got is not None and got[0] is v.gpus:
         return got[1]
-    gnode = ctx.topology.gpu_node
-    held: dict[int, int] = {}
-    for g in v.gpus:
-        n = gnode[g]
-        held[n] = held.get(n, 0) + 1
-    out = tuple(held.items())
+    out = gpu_spans(ctx.topology.gpu_node, v.gpus)
     pool.spans[v.idx] = (v.gpus, out)
     return out
 
@@ -209,41 +271,58 @@ def _what_if(ctx: SchedContext, job: JobState, chosen: list[JobState]
     return [v for v in chosen if used.intersection(v.gpus)], got
 
 
-def _one_node_victims(ctx: SchedContext, job: JobState, pool: VictimPool,
-                      lowest: Iterable[JobState]) -> list[JobState] | None:
+def _one_node_victims(ctx: SchedContext, job: JobState,
+                      lowest: Callable[[], Iterable[tuple[JobState, Spans]]]
+                      ) -> list[JobState] | None:
     """Lowest-priority victims that, with the free GPUs there, fill one node for `job`.
 
-    For a one-task job that fits a node. Victims (`lowest`: lowest priority first) are
-    added in turn, each to the nodes it runs on; the first node whose free plus freed
-    capacity covers it wins. Reads only the victims it adds.
+    For a one-task job that fits a node. Victims (`lowest()`: lowest priority first,
+    with their spans) are added in turn, each to the nodes it runs on; the first node
+    whose free plus freed capacity covers it wins, with the victims added to it so far.
+    Reads only the victims it adds; only the count of each node is kept as it goes (most
+    searches fail, having read every victim), and the winner's victims are read again
+    (`_on_node`).
     """
     spec = job.spec
-    topo, cluster = ctx.topology, ctx.cluster
-    nodes, cell_free = topo.nodes, cluster.cell_free
+    cell_free, nodes = ctx.cluster.cell_free, ctx.topology.nodes
     milli = job_milli(spec)
-    whole = milli == MILLI
-    need = spec.num_gpus * MILLI if whole else milli
-    have: dict[int, int] = {}
-    picked: dict[int, list[JobState]] = {}
-    cached = pool.spans.get
-    for v in lowest:
-        got = cached(v.idx)  # `_spans` inlined for its common case: a cached entry
-        for node, held in got[1] if got is not None and got[0] is v.gpus \
-                else _spans(ctx, pool, v):
+    have: dict[int, int] = {}  # node -> free plus freed milli-GPUs, once a victim is there
+    if milli == MILLI:
+        need = spec.num_gpus * MILLI
+        for v, spans in lowest():
+            m = v.milli
+            for node, held in spans:
+                h = have.get(node)
+                if h is None:
+                    h = cell_free[nodes[node].cell] * MILLI
+                h += held * m
+                if h >= need:
+                    return _on_node(lowest(), v, node)
+                have[node] = h
+        return None
+    for v, spans in lowest():  # a fraction fits a free GPU or the largest partial one
+        m = v.milli
+        for node, _ in spans:
             h = have.get(node)
             if h is None:
-                if whole:
-                    h = cell_free[nodes[node].cell] * MILLI
-                else:  # a fraction fits a free GPU or the largest partial one
-                    h = MILLI if cell_free[nodes[node].cell] else 0
-                picked[node] = [v]
-            else:
-                picked[node].append(v)
-            h += held * v.milli if whole else v.milli
+                h = MILLI if cell_free[nodes[node].cell] else 0
+            h += m
+            if h >= milli:
+                return _on_node(lowest(), v, node)
             have[node] = h
-            if h >= need:
-                return picked[node]
     return None
+
+
+def _on_node(lowest: Iterable[tuple[JobState, Spans]], last: JobState, node: int
+             ) -> list[JobState]:
+    """The victims of `lowest` up to `last` (included) that run on `node`, in that order."""
+    out: list[JobState] = []
+    for v, spans in lowest:
+        if any(n == node for n, _ in spans):
+            out.append(v)
+        if v is last:
+            break
+    return out
 
 
 def _fewest_nodes(ctx: SchedContext) -> bool:
@@ -256,8 +335,8 @@ def _spreads(ctx: SchedContext) -> bool:
     return bool(getattr(PLACERS.get(ctx.params.get("placer", "consolidated")), "spread", True))
 
 
-def _nodes_could_hold(ctx: SchedContext, job: JobState, pool: VictimPool,
-                      victims: Iterable[JobState]) -> bool:
+def _nodes_could_hold(ctx: SchedContext, job: JobState,
+                      victims: Iterable[tuple[JobState, Spans]]) -> bool:
     """Whether a big job could fit on the fewest nodes if every candidate victim stopped.
 
     For a one-task whole-GPU job larger than a node under a placer that uses at most
@@ -273,10 +352,11 @@ def _nodes_could_hold(ctx: SchedContext, job: JobState, pool: VictimPool,
     cluster, topo = ctx.cluster, ctx.topology
     freed: dict[int, int] = {}  # node -> GPUs the candidates would free
     shared: list[JobState] = []
-    for v in victims:
+    get = freed.get
+    for v, spans in victims:
         if v.milli == MILLI:
-            for n, held in _spans(ctx, pool, v):
-                freed[n] = freed.get(n, 0) + held
+            for n, held in spans:
+                freed[n] = get(n, 0) + held
         else:
             shared.append(v)
     if shared:
@@ -345,20 +425,23 @@ def find_victims(ctx: SchedContext, job: JobState, key: Key, pool: VictimPool
     def lowest() -> Iterator[JobState]:
         return pool.lowest_jobs(ctx, key)
 
+    def lowest_spans() -> Iterator[tuple[JobState, Spans]]:
+        return pool.lowest_spans(ctx, key)
+
     spec = job.spec
     max_node = ctx.topology.max_node_gpus
     local: list[JobState] | None = None
-    if spec.num_tasks == 1 and spec.num_gpus <= max_node:
-        local = _one_node_victims(ctx, job, pool, lowest())
+    fits = spec.num_gpus <= max_node and spec.num_tasks == 1  # in one node
+    if fits:
+        local = _one_node_victims(ctx, job, lowest_spans)
         if local is not None:
             got = _what_if(ctx, job, local)
             if got is not None:
                 return got
-    if local is None and spec.num_tasks == 1 and spec.num_gpus <= max_node \
-            and not _spreads(ctx):
+    if local is None and fits and not _spreads(ctx):
         return None  # no node can be filled, and the placer never spreads such a job
     if spec.num_gpus > max_node and _fewest_nodes(ctx) \
-            and not _nodes_could_hold(ctx, job, pool, lowest()):
+            and not _nodes_could_hold(ctx, job, lowest_spans()):
         return None  # even every lower-priority job stopping leaves too few whole nodes
     counted = _by_count(ctx, job, lowest())
     if not counted:

@@ -1,9 +1,10 @@
-"""srtf's running-key columns, kept across passes, answer as a fresh read.
+"""srtf's running-job columns, kept across passes, answer as a fresh read.
 
-At every victim search of a run (shared GPUs, checkpoints, failures and container jobs
+At every pool build of a run (shared GPUs, checkpoints, failures and container jobs
 whose task runs restart in place, which change a job's progress without an event), the
-pool built from the kept columns equals one built from `running_key` job by job, and
-its victims handed out as jobs (`lowest_jobs`) are those of `lowest_first`.
+pool's entries are the running jobs that ask for GPUs; at every victim search, its keys
+equal `running_key` job by job, its victims handed out as jobs (`lowest_jobs`) are those
+of `lowest_first`, and with their spans (`lowest_spans`) hold what their GPUs say.
 """
 
 from __future__ import annotations
@@ -29,17 +30,38 @@ def _checked(pol: SrtfPolicy, seen: list[int]) -> Any:
     real = victims.find_victims
 
     def check(ctx: Any, job: JobState, key: Any, pool: victims.VictimPool) -> Any:
-        if isinstance(pool, victims.ArrayPool) and not pool._gone and not pool._plain:
-            # the jobs running when the pass built it (starts since are not in it)
+        if isinstance(pool, victims.ArrayPool):
+            # the jobs running when the pass built it (starts since are not in it, the
+            # victims stopped since are gone from it)
             kept = pool.below(())
             assert kept == sorted((pol.running_key(ctx, ctx.job_at(i)), i) for _, i in kept)
         got = list(pool.lowest_jobs(ctx, key))
         assert [j.idx for j in got] == list(pool.lowest_first(key))
         assert all(j is ctx.job_at(j.idx) for j in got)
+        gnode = ctx.topology.gpu_node
+        assert list(pool.lowest_spans(ctx, key)) == [
+            (j, victims.gpu_spans(gnode, j.gpus)) for j in got]
         seen.append(1)
         return real(ctx, job, key, pool)
 
     return check
+
+
+def _check_builds(pol: SrtfPolicy, m: Any) -> None:
+    """Every pool `pol` builds holds exactly the running jobs that ask for GPUs."""
+    real = pol._pool
+
+    def pool(ctx: Any) -> Any:
+        build = real(ctx)
+
+        def checked() -> victims.VictimPool:
+            got = build()
+            want = sorted(i for i, j in ctx.running().items() if j.spec.num_gpus > 0)
+            assert sorted(i for _, i in got.below(())) == want
+            return got
+        return checked
+
+    m.setattr(pol, "_pool", pool)
 
 
 @st.composite
@@ -76,6 +98,7 @@ def test_kept_columns_match_fresh_reads(case: Any, weight: str, stop: str,
     pol = SrtfPolicy(weight=weight, stop=stop)
     with monkeypatch.context() as m:
         m.setattr(priority, "find_victims", _checked(pol, seen))
+        _check_builds(pol, m)
         Simulation(trace, topo, pol).run()
 
 
@@ -88,5 +111,48 @@ def test_contended_generated_run_checks_every_search(weight: str, monkeypatch: A
     seen: list[int] = []
     pol = SrtfPolicy(weight=weight)
     monkeypatch.setattr(priority, "find_victims", _checked(pol, seen))
+    _check_builds(pol, monkeypatch)
     Simulation(trace, topo, pol).run()
     assert seen  # the run did search for victims
+
+
+def test_many_running_jobs_grow_the_columns(monkeypatch: Any) -> None:
+    """More running jobs than the columns' first room (64 slots): they grow, and stay exact."""
+    topo = uniform_topology(16, sockets=2, switches_per_socket=2, gpus_per_switch=2)  # 128
+    jobs = [JobSpec(f"j{i}", float(i % 7), 1 + (i % 3 == 0), float(50 + (i * 37) % 400))
+            for i in range(400)]
+    seen: list[int] = []
+    pol = SrtfPolicy()
+    monkeypatch.setattr(priority, "find_victims", _checked(pol, seen))
+    _check_builds(pol, monkeypatch)
+    r = Simulation(Trace("many", tuple(jobs)), topo, pol).run()
+    assert seen and r.summary["preemptions"] > 0
+    assert len(pol._cols.ints) > 64  # the columns grew
+
+
+def test_columns_rebuild_from_the_running_jobs_when_counts_differ() -> None:
+    """`_Columns.sync` takes the engine's running jobs when its own count disagrees."""
+    from types import SimpleNamespace
+
+    from policies.sjf import _Columns
+
+    jobs = [JobState(i, JobSpec(f"j{i}", float(i), 1 + i % 2, 100.0 + i)) for i in range(5)]
+    for i, j in enumerate(jobs):
+        j.work, j.rate, j.seg_start, j.version = 3.0 * i, 1.0, 10.0 + i, i
+        j.gpus = tuple(range(3 * i, 3 * i + j.spec.num_gpus))
+    jobs[4] = JobState(4, JobSpec("cpu", 4.0, 0, 50.0))  # asks for no GPU
+    ctx = SimpleNamespace(num_jobs=len(jobs), job_at=jobs.__getitem__,
+                          topology=uniform_topology(2, sockets=2, switches_per_socket=2,
+                                                    gpus_per_switch=2))
+    cols = _Columns(ctx)  # type: ignore[arg-type]
+    cols.join(jobs[0])
+    cols.join(jobs[1])
+    assert cols.sync({j.idx: j for j in jobs}) == 4  # 2, 3 joined; 4 counted apart
+    assert cols.sync({0: jobs[0], 3: jobs[3]}) == 2  # 1, 2 left; 4 too
+    assert sorted(j.idx for j in cols.members) == [0, 3] and not cols.others
+    for p, j in enumerate(cols.members):
+        assert list(cols.floats[p]) == [j.work, j.rate, j.seg_start, j.spec.duration,
+                                        j.spec.submit_time, j.spec.num_gpus * 1.0]
+        assert list(cols.ints[p]) == [j.idx, j.idx, j.version]
+        assert cols.entries[p] == (j, victims.gpu_spans(ctx.topology.gpu_node, j.gpus))
+    assert cols.vsum == sum(j.version for j in cols.members)

@@ -1,41 +1,81 @@
-"""ArrayPool (srtf's column pool) answers every question as the plain VictimPool does."""
+"""ArrayPool (srtf's column pool) answers every question as the plain VictimPool does.
+
+Its columns come in any order; it sorts them by ((rem, 0, sub), idx), ties of rem broken
+by a rank column when given one (as srtf does) or by (sub, idx), and hands out the jobs
+and spans it was given (srtf's) or the context's.
+"""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from policies.victims import ArrayPool, VictimPool
 
-REM = st.sampled_from([0.0, 1.0, 2.5, 7.0, 100.0])  # few values: ties are common
+REM = st.sampled_from([0.0, -0.0, 1.0, 2.5, 7.0, 100.0])  # few values: ties are common
 ROWS = st.lists(st.tuples(REM, st.sampled_from([0.0, 3.0, 9.0])), max_size=25)
 KEYS = st.one_of(
     st.tuples(REM, st.just(1), st.sampled_from([0.0, 3.0, 9.0])),  # a pending srtf key
     st.tuples(REM, st.just(0), st.sampled_from([0.0, 3.0, 9.0])),  # a running one
     st.tuples(REM),
 )
+KINDS = st.sampled_from(["sorted", "shuffled", "ranked", "entries"])
 
 
-def pools(rows: list[tuple[float, float]]) -> tuple[VictimPool, ArrayPool]:
-    """The same running jobs (idx = row number) as a plain pool and as columns."""
+def _job(i: int, sub: float) -> Any:
+    return SimpleNamespace(idx=i, spec=SimpleNamespace(submit_time=sub))
+
+
+CTX = SimpleNamespace(job_at=lambda i: ("job", i))  # the plain pool's jobs: by index
+
+
+def pools(rows: list[tuple[float, float]], kind: str = "sorted", seed: int = 0
+          ) -> tuple[VictimPool, ArrayPool]:
+    """The same running jobs (idx = row number) as a plain pool and as columns.
+
+    `kind`: the columns in the pool's order, shuffled, shuffled with a rank column of
+    (sub, idx), or shuffled with the jobs and their spans handed in.
+    """
     entries = sorted(((rem, 0, sub), i) for i, (rem, sub) in enumerate(rows))
-    arr = ArrayPool([k[0] for k, _ in entries], [k[2] for k, _ in entries],
-                    [i for _, i in entries])
-    return VictimPool(entries), arr
+    if kind == "sorted":
+        cols = entries
+    else:
+        cols = [entries[p] for p in np.random.default_rng(seed).permutation(len(entries))]
+    rem, sub, idx = ([k[0] for k, _ in cols], [k[2] for k, _ in cols], [i for _, i in cols])
+    tie = pairs = None
+    if kind == "ranked":
+        by = sorted(range(len(cols)), key=lambda p: (sub[p], idx[p]))
+        tie = np.empty(len(cols), dtype=np.int64)
+        tie[by] = np.arange(len(cols)) * 3 + 7  # any numbers in that order
+    if kind == "entries":
+        pairs = [(_job(i, s), ((i % 3, 1 + i % 2),)) for i, s in zip(idx, sub, strict=True)]
+    return VictimPool(entries), ArrayPool(rem, sub, idx, entries=pairs, tie=tie)
 
 
-def same(plain: VictimPool, arr: VictimPool, key: tuple) -> None:
+def same(plain: VictimPool, arr: ArrayPool, key: tuple) -> None:
     assert arr.below(key) == plain.below(key)
     assert arr.count_below(key) == plain.count_below(key) == len(plain.below(key))
     assert list(arr.lowest_first(key)) == list(plain.lowest_first(key)) \
         == [i for _, i in reversed(plain.below(key))]
     assert arr.lowest() == plain.lowest()
+    got = list(arr.lowest_jobs(CTX, key))  # type: ignore[arg-type]
+    if arr._pairs is None or arr._plain:
+        assert got == list(plain.lowest_jobs(CTX, key))  # type: ignore[arg-type]
+    else:  # the jobs and spans handed in
+        assert [j.idx for j in got] == list(plain.lowest_first(key))
+        assert list(arr.lowest_spans(CTX, key)) == [  # type: ignore[arg-type]
+            (j, ((j.idx % 3, 1 + j.idx % 2),)) for j in got]
 
 
-@settings(max_examples=200, deadline=None)
-@given(ROWS, st.lists(st.integers(0, 30), max_size=8), st.lists(KEYS, min_size=1, max_size=4))
-def test_array_pool_equals_plain_pool_after_removals(rows, gone, keys):
-    plain, arr = pools(rows)
+@settings(max_examples=300, deadline=None)
+@given(ROWS, KINDS, st.integers(0, 9), st.lists(st.integers(0, 30), max_size=8),
+       st.lists(KEYS, min_size=1, max_size=4))
+def test_array_pool_equals_plain_pool_after_removals(rows, kind, seed, gone, keys):
+    plain, arr = pools(rows, kind, seed)
     for key in keys:
         same(plain, arr, key)
     for i in gone:  # stopped victims, and indexes that are not in the pool
@@ -46,9 +86,9 @@ def test_array_pool_equals_plain_pool_after_removals(rows, gone, keys):
 
 
 @settings(max_examples=100, deadline=None)
-@given(ROWS, st.lists(st.integers(0, 30), max_size=4), KEYS, REM)
-def test_array_pool_add_turns_plain(rows, gone, key, rem):
-    plain, arr = pools(rows)
+@given(ROWS, KINDS, st.lists(st.integers(0, 30), max_size=4), KEYS, REM)
+def test_array_pool_add_turns_plain(rows, kind, gone, key, rem):
+    plain, arr = pools(rows, kind)
     for i in gone:
         plain.remove(i)
         arr.remove(i)
