@@ -333,7 +333,7 @@ class GavelPolicy(Policy):
         self._fits: dict[tuple, float] = {}
         self._rows: dict[tuple, list[float]] = {}  # throughput rows by `_fits` key, all types
         self._idle: ClusterState | None = None
-        # (cluster version, type order) after a round that changed nothing (`_round`)
+        # (cluster version, type order) after a round the next one would repeat (`_round`)
         self._quiet: tuple[int, list[int]] | None = None
         self._ranked = False  # whether this round's `_choose` ranked a type's candidates
         self._placer: Placer | None = None
