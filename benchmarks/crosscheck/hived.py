@@ -29,7 +29,12 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
 SHARED = Path(os.environ.get("SCHEDLAB_SHARED", ROOT.parent / "shared"))
-CONFIG = SHARED / "hived-configs" / "design-hivedscheduler.yaml"
+# HiveD's own config from the shared folder, else the repository's verbatim copy (a
+# clone alone runs this script's test too)
+CONFIG = next((p for p in (SHARED / "hived-configs" / "design-hivedscheduler.yaml",
+                           ROOT / "topologies" / "data" / "samples" / "hived-configs"
+                           / "design-hivedscheduler.yaml") if p.is_file()),
+              SHARED / "hived-configs" / "design-hivedscheduler.yaml")
 SOURCE = ("microsoft/hivedscheduler@66f26ac pkg/algorithm/hived_algorithm_test.go "
           "(expectedBindInfos, expectedPreemptInfos, pod comments)")
 V, PIN, CT = "DGX2-V100", "VC1-YQW-DGX2", "CT1"
