@@ -3,7 +3,8 @@
 `_one_node_victims` keeps only a count per node as it reads the victims and reads the
 winner's victims again (`_on_node`); it is checked against a straightforward statement
 of what it computes, on random clusters (free GPUs per node, victims spread over one or
-more nodes, whole and shared GPUs).
+more nodes, whole and shared GPUs). `_nodes_could_hold`, which lets `find_victims` skip a
+what-if, is checked to be a necessary condition for the consolidated placer.
 """
 
 from __future__ import annotations
@@ -69,3 +70,42 @@ def test_one_node_victims_matches_its_definition(case: Any) -> None:
     need = gpus * MILLI if whole else int(share * MILLI)
     got = _one_node_victims(ctx, job, lambda: iter(victims))  # type: ignore[arg-type]
     assert got == _picked_first(cell_free, need, whole, victims)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from([1, 1, 2, 4, 8]), min_size=1, max_size=30),
+       st.integers(9, 32), st.data())
+def test_few_whole_nodes_means_the_what_if_fails(sizes: list[int], big: int,
+                                                 data: Any) -> None:
+    """`_nodes_could_hold` is a necessary condition for the consolidated placer.
+
+    `find_victims` skips the what-if of any candidate set (every lower-priority job, or
+    only the ones counted) for which it is False: on a random cluster, that set released,
+    the placer must then find no place for the job larger than a node.
+    """
+    from policies.victims import _nodes_could_hold, gpu_spans
+    from sim.cluster import ClusterState
+    from sim.model import Unschedulable
+    from sim.registry import PLACERS
+    from topologies.build import uniform_topology
+
+    topo = uniform_topology(6, sockets=2, switches_per_socket=2, gpus_per_switch=2)
+    cluster = ClusterState(topo)
+    placer = PLACERS["consolidated"]()
+    running = []
+    for i, n in enumerate(sizes):
+        got = placer.place(JobSpec(f"r{i}", 0.0, n, 10.0), cluster)
+        if isinstance(got, Unschedulable):
+            continue
+        cluster.allocate(i, got, MILLI)
+        running.append(SimpleNamespace(idx=i, gpus=tuple(got), milli=MILLI))
+    chosen = [v for v in running if data.draw(st.booleans())]
+    job = SimpleNamespace(spec=JobSpec("big", 0.0, big, 10.0))
+    ctx = SimpleNamespace(cluster=cluster, topology=topo)
+    spans = [(v, gpu_spans(topo.gpu_node, v.gpus)) for v in chosen]
+    if _nodes_could_hold(ctx, job, spans):  # type: ignore[arg-type]
+        return
+    with cluster.sandbox() as scratch:
+        for v in chosen:
+            scratch.release(v.idx, v.gpus, v.milli)
+        assert isinstance(placer.place(job.spec, scratch), Unschedulable)
