@@ -230,7 +230,7 @@ class ClusterState:
                 memo = self._fgd_memo
                 key = (cap, new_free, partial)
                 got = memo.get(key) if memo is not None else None
-                v = fgd(*key) if got is None else got
+                v = fgd(cap, new_free, partial) if got is None else got
             self.fgd_sum += v - self._node_fgd[node]
             self._node_fgd[node] = v
 
@@ -526,7 +526,7 @@ class ClusterState:
             twin = self._twin = self._clone()
         else:
             for name, args in self._log:
-                getattr(twin, name)(*args)
+                twin._replay(name, args)
         self._log.clear()
         return twin
 
@@ -535,8 +535,25 @@ class ClusterState:
         assert undo is not None
         while len(undo) > mark:
             name, args = undo.pop()
+            if not self._replay(name, args):
+                undo.pop()  # the undoing change logged itself
+
+    def _replay(self, name: str, args: tuple[Any, ...]) -> bool:
+        """Make a logged change again (the twin's sync, a rollback); True if unlogged.
+
+        A GPU change was checked when it was first made, and this state holds the same
+        as that one did then, so it goes straight to `_apply` and only counts (no log:
+        the caller keeps its own). Other changes are made by name and log themselves.
+        """
+        if name == "allocate":
+            self._apply(args[0], args[1], -args[2], args[3], args[4], args[5])
+        elif name == "release":
+            self._apply(args[0], args[1], args[2], -args[3], -args[4], -args[5])
+        else:
             getattr(self, name)(*args)
-            undo.pop()  # the undoing change logged itself
+            return False
+        self.version += 1
+        return True
 
     def _clone(self) -> ClusterState:
         """A fresh state of the same topology holding exactly what this one holds."""

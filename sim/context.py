@@ -195,12 +195,13 @@ class SchedContext:
             for v in victims:
                 if v.status != RUNNING:
                     continue
+                cpus, mem, disk = v.host  # unpacked: *v.host makes a generic call
                 if v.tasks:  # a job with roles: task by task
                     free_tasks(scratch, v)
                 elif v.gpus:
-                    scratch.release(v.idx, v.gpus, v.milli, *v.host)
+                    scratch.release(v.idx, v.gpus, v.milli, cpus, mem, disk)
                 elif v.node >= 0:
-                    scratch.release_host(v.idx, v.node, *v.host)
+                    scratch.release_host(v.idx, v.node, cpus, mem, disk)
             yield WhatIf(scratch, self._placer)
 
     def place_if_freed(self, job: JobState | JobSpec, victims: Sequence[JobState],

@@ -217,22 +217,25 @@ class Run(RunState):
         """
         s = job.spec
         host = self.host_ask(s, len(gpus))
-        label = f"{what} {s.job_id!r}"
+        # unpacked: a call with *host goes through Python's generic call when compiled
+        cpus, mem, disk = host
+        asks = cpus > 0 or mem > 0 or disk > 0
         if gpus:
             if node >= 0:
-                raise InvalidDecision(f"{label}: node {node} given for a job with GPUs (its "
-                                      "host resources are on its GPUs' nodes)")
-            self.cluster.check_host(gpus, *host, what=label)
-            self.cluster.allocate(job.idx, gpus, milli, *host)
+                raise InvalidDecision(f"{what} {s.job_id!r}: node {node} given for a job "
+                                      "with GPUs (its host resources are on its GPUs' nodes)")
+            if asks:  # (check_host has nothing to check otherwise)
+                self.cluster.check_host(gpus, cpus, mem, disk, f"{what} {s.job_id!r}")
+            self.cluster.allocate(job.idx, gpus, milli, cpus, mem, disk)
         elif node >= 0:
             try:
-                self.cluster.allocate_host(job.idx, node, *host)
+                self.cluster.allocate_host(job.idx, node, cpus, mem, disk)
             except InvalidDecision as e:
-                raise InvalidDecision(f"{label}: {e}") from None
-        elif any(v > 0 for v in host):
+                raise InvalidDecision(f"{what} {s.job_id!r}: {e}") from None
+        elif asks:
             raise InvalidDecision(
-                f"{label}: a CPU-only job asking for {s.num_cpus:g} CPUs, {s.mem_gb:g} GB "
-                f"memory, {host[2]:g} GB disk needs a node: start it on its placement "
+                f"{what} {s.job_id!r}: a CPU-only job asking for {s.num_cpus:g} CPUs, "
+                f"{s.mem_gb:g} GB memory, {disk:g} GB disk needs a node: start it on its placement "
                 "(ctx.place gives a HostPlacement) or name the node")
         job.host = host
         job.node = node
@@ -355,14 +358,16 @@ class Run(RunState):
         # a CPU-only job keeps its node
         old_host = job.host
         host = self.host_ask(job.spec, len(gpus)) if gpus else old_host
+        oc, om, od = old_host  # unpacked: no generic call (see `_take_host`)
+        cpus, mem, disk = host
         if old:
-            self.cluster.release(job.idx, old, old_milli, *old_host)
+            self.cluster.release(job.idx, old, old_milli, oc, om, od)
         try:
-            self.cluster.check_host(gpus, *host, what=f"{kind} {job.job_id!r}")
-            self.cluster.allocate(job.idx, gpus, milli, *host)
+            self.cluster.check_host(gpus, cpus, mem, disk, f"{kind} {job.job_id!r}")
+            self.cluster.allocate(job.idx, gpus, milli, cpus, mem, disk)
         except InvalidDecision:
             if old:
-                self.cluster.allocate(job.idx, old, old_milli, *old_host)
+                self.cluster.allocate(job.idx, old, old_milli, oc, om, od)
             raise
         job.host = host
         self.progress.account(job)

@@ -184,9 +184,11 @@ class RunState:
         if job.tasks:  # a job with roles: task by task (sim.roles)
             drop_tasks(self.cluster, job, self.side_jobs, self.env.now)
         elif job.gpus:
-            self.cluster.release(job.idx, job.gpus, job.milli, *job.host)
+            cpus, mem, disk = job.host  # unpacked: *job.host makes a generic call
+            self.cluster.release(job.idx, job.gpus, job.milli, cpus, mem, disk)
         elif job.node >= 0:
-            self.cluster.release_host(job.idx, job.node, *job.host)
+            cpus, mem, disk = job.host
+            self.cluster.release_host(job.idx, job.node, cpus, mem, disk)
         job.host = (0.0, 0.0, 0.0)
         job.node = -1
         del self.running[job.idx]
