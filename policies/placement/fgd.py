@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import math
 import weakref
-from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -379,30 +378,20 @@ class FgdPlacer:
                 taken.extend(got)
         return taken
 
-    def _candidates(self, cluster: ClusterView, groups: NodeGroups, types: list[str],
-                    n: int, milli: int) -> dict[State, None]:
-        """Distinct states of the nodes that may hold the task, from the cluster's indexes.
+    @staticmethod
+    def _candidates(groups: NodeGroups, types: list[str], n: int, milli: int
+                    ) -> list[State]:
+        """Distinct states of the nodes that may hold the task, read off the node groups.
 
         Nodes with k >= n whole free GPUs, or for a share a whole free GPU or a shared
-        one with room.
+        one with room (the nodes the cluster's `node_buckets` and `partial` indexes
+        give). The groups are few (equal nodes share one), so this reads far fewer
+        entries than a walk over those indexes' nodes.
         """
-        states: dict[State, None] = {}
-        node_state = groups.state
-        gnode = cluster.topo.gpu_node
-        for t in types:
-            buckets = cluster.node_buckets[t]
-            for k in range(n if milli == MILLI else 1, len(buckets)):
-                for node in buckets[k]:
-                    st = node_state[node]
-                    if st is not None:
-                        states[st] = None
-            if milli < MILLI:
-                plist = cluster.partial[t]
-                for i in range(bisect_left(plist, (milli, -1)), len(plist)):
-                    st = node_state[gnode[plist[i][1]]]
-                    if st is not None:
-                        states[st] = None
-        return states
+        if milli == MILLI:
+            return [st for st in groups.groups if st[2] >= n and st[0] in types]
+        return [st for st in groups.groups
+                if (st[2] > 0 or (st[3] and st[3][-1] >= milli)) and st[0] in types]
 
     def _task(self, job: JobSpec, cluster: ClusterView, types: list[str], n: int,
               milli: int) -> list[int] | None:
@@ -411,7 +400,7 @@ class FgdPlacer:
         cpus = job.num_cpus / job.num_tasks
         _, mem, disk = host_need(job, n)
         scored = []
-        for state in self._candidates(cluster, groups, types, n, milli):
+        for state in self._candidates(groups, types, n, milli):
             opt = self.option(state, n, milli, cpus)
             if opt is not None:
                 scored.append((opt[0], opt[1], groups.groups[state][0], opt[2], state))
