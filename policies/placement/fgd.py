@@ -45,10 +45,9 @@ from __future__ import annotations
 
 import math
 import weakref
+from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable
 from typing import Any
-
-from sortedcontainers import SortedList
 
 from policies.placement.base import (
     candidate_types,
@@ -161,7 +160,9 @@ class NodeGroups:
         n = len(cluster.topo.nodes)
         self.raw: list[tuple | None] = [None] * n  # per node: (GPU frees, CPUs, up) seen
         self.state: list[State | None] = [None] * n
-        self.groups: dict[State, SortedList] = {}
+        # per state: its nodes, sorted (plain lists: bisect moves a node in a few us,
+        # a SortedList costs several times that and groups hold at most every node)
+        self.groups: dict[State, list[int]] = {}
         self.changed = cluster.watch()  # starts with every node
 
     def sync(self, cluster: ClusterView) -> None:
@@ -174,6 +175,7 @@ class NodeGroups:
         """Recompute the state of these nodes and move them between groups."""
         topo = cluster.topo
         gf = cluster.gpu_free
+        groups = self.groups
         for i in nodes:
             spec = topo.nodes[i]
             cell = topo.cells[spec.cell]
@@ -185,20 +187,30 @@ class NodeGroups:
             self.raw[i] = raw
             old = self.state[i]
             if old is not None:
-                grp = self.groups[old]
-                grp.remove(i)
+                grp = groups[old]
+                del grp[bisect_left(grp, i)]
                 if not grp:
-                    del self.groups[old]
+                    del groups[old]
             new: State | None = None
             if cluster.node_up[i]:
-                whole = sum(1 for f in frees if f == MILLI)
-                partial = tuple(sorted(f for f in frees if 0 < f < MILLI))
-                new = (spec.gpu_type, spec.num_gpus, whole, partial, cpu)
-                grp = self.groups.get(new)
-                if grp is None:
-                    grp = self.groups[new] = SortedList()
-                grp.add(i)
+                new = (spec.gpu_type, spec.num_gpus, *_split(frees), cpu)
+                into = groups.get(new)
+                if into is None:
+                    groups[new] = [i]
+                else:
+                    insort(into, i)
             self.state[i] = new
+
+
+def _split(frees: tuple[int, ...]) -> tuple[int, tuple[int, ...]]:
+    """(whole free GPUs, free milli of the shared ones, sorted) of a node's GPU frees.
+
+    Counted in C (`tuple.count`); the shared ones are sorted only when there are some.
+    """
+    whole = frees.count(MILLI)
+    if whole + frees.count(0) == len(frees):
+        return whole, ()
+    return whole, tuple(sorted(f for f in frees if 0 < f < MILLI))
 
 
 def _hold(cluster: ClusterView) -> Callable[[], Any]:
