@@ -128,19 +128,32 @@ class ShapeCounter:
 def _pick(cluster: ClusterView, cell: int, n: int) -> list[int]:
     """Pick `n` whole free GPUs under `cell`: best fit among sub-cells, else fullest first.
 
-    Strict best fit at every level (unlike `take_gpus`, no first-free-GPU shortcut).
+    Strict best fit at every level (unlike `take_gpus`, no first-free-GPU shortcut): the
+    sub-cell with the fewest free GPUs that still holds n, ties to the lowest id. The
+    descent is a loop (it runs on every placement); only a spread over sub-cells recurses.
     """
-    topo = cluster.topo
-    c = topo.cells[cell]
-    if c.level == Level.GPU:
-        return [c.gpu_lo]
+    cells = cluster.topo.cells
     free = cluster.cell_free
-    kids = [k for k in c.children if free[k] > 0]
-    fit = [k for k in kids if free[k] >= n]
-    if fit:
-        return _pick(cluster, min(fit, key=lambda k: (free[k], k)), n)
+    c = cells[cell]
+    while c.level != Level.GPU:
+        best = -1
+        best_free = 0
+        for k in c.children:
+            f = free[k]
+            if f >= n and f > 0 and (best < 0 or f < best_free
+                                     or (f == best_free and k < best)):
+                best, best_free = k, f
+        if best < 0:
+            return _spread(cluster, c.children, n)
+        c = cells[best]
+    return [c.gpu_lo]
+
+
+def _spread(cluster: ClusterView, kids: Iterable[int], n: int) -> list[int]:
+    """`n` whole free GPUs over sibling cells none of which holds them all, fullest first."""
+    free = cluster.cell_free
     out: list[int] = []
-    for k in sorted(kids, key=lambda k: (-free[k], k)):
+    for k in sorted((k for k in kids if free[k] > 0), key=lambda k: (-free[k], k)):
         out.extend(_pick(cluster, k, min(free[k], n - len(out))))
         if len(out) == n:
             break
