@@ -45,11 +45,9 @@ from __future__ import annotations
 
 import math
 import weakref
-from bisect import bisect_left
+from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable
 from typing import Any
-
-from sortedcontainers import SortedList
 
 from policies.placement.base import (
     candidate_types,
@@ -130,19 +128,32 @@ class ShapeCounter:
 def _pick(cluster: ClusterView, cell: int, n: int) -> list[int]:
     """Pick `n` whole free GPUs under `cell`: best fit among sub-cells, else fullest first.
 
-    Strict best fit at every level (unlike `take_gpus`, no first-free-GPU shortcut).
+    Strict best fit at every level (unlike `take_gpus`, no first-free-GPU shortcut): the
+    sub-cell with the fewest free GPUs that still holds n, ties to the lowest id. The
+    descent is a loop (it runs on every placement); only a spread over sub-cells recurses.
     """
-    topo = cluster.topo
-    c = topo.cells[cell]
-    if c.level == Level.GPU:
-        return [c.gpu_lo]
+    cells = cluster.topo.cells
     free = cluster.cell_free
-    kids = [k for k in c.children if free[k] > 0]
-    fit = [k for k in kids if free[k] >= n]
-    if fit:
-        return _pick(cluster, min(fit, key=lambda k: (free[k], k)), n)
+    c = cells[cell]
+    while c.level != Level.GPU:
+        best = -1
+        best_free = 0
+        for k in c.children:
+            f = free[k]
+            if f >= n and f > 0 and (best < 0 or f < best_free
+                                     or (f == best_free and k < best)):
+                best, best_free = k, f
+        if best < 0:
+            return _spread(cluster, c.children, n)
+        c = cells[best]
+    return [c.gpu_lo]
+
+
+def _spread(cluster: ClusterView, kids: Iterable[int], n: int) -> list[int]:
+    """`n` whole free GPUs over sibling cells none of which holds them all, fullest first."""
+    free = cluster.cell_free
     out: list[int] = []
-    for k in sorted(kids, key=lambda k: (-free[k], k)):
+    for k in sorted((k for k in kids if free[k] > 0), key=lambda k: (-free[k], k)):
         out.extend(_pick(cluster, k, min(free[k], n - len(out))))
         if len(out) == n:
             break
@@ -162,7 +173,9 @@ class NodeGroups:
         n = len(cluster.topo.nodes)
         self.raw: list[tuple | None] = [None] * n  # per node: (GPU frees, CPUs, up) seen
         self.state: list[State | None] = [None] * n
-        self.groups: dict[State, SortedList] = {}
+        # per state: its nodes, sorted (plain lists: bisect moves a node in a few us,
+        # a SortedList costs several times that and groups hold at most every node)
+        self.groups: dict[State, list[int]] = {}
         self.changed = cluster.watch()  # starts with every node
 
     def sync(self, cluster: ClusterView) -> None:
@@ -175,6 +188,7 @@ class NodeGroups:
         """Recompute the state of these nodes and move them between groups."""
         topo = cluster.topo
         gf = cluster.gpu_free
+        groups = self.groups
         for i in nodes:
             spec = topo.nodes[i]
             cell = topo.cells[spec.cell]
@@ -186,20 +200,30 @@ class NodeGroups:
             self.raw[i] = raw
             old = self.state[i]
             if old is not None:
-                grp = self.groups[old]
-                grp.remove(i)
+                grp = groups[old]
+                del grp[bisect_left(grp, i)]
                 if not grp:
-                    del self.groups[old]
+                    del groups[old]
             new: State | None = None
             if cluster.node_up[i]:
-                whole = sum(1 for f in frees if f == MILLI)
-                partial = tuple(sorted(f for f in frees if 0 < f < MILLI))
-                new = (spec.gpu_type, spec.num_gpus, whole, partial, cpu)
-                grp = self.groups.get(new)
-                if grp is None:
-                    grp = self.groups[new] = SortedList()
-                grp.add(i)
+                new = (spec.gpu_type, spec.num_gpus, *_split(frees), cpu)
+                into = groups.get(new)
+                if into is None:
+                    groups[new] = [i]
+                else:
+                    insort(into, i)
             self.state[i] = new
+
+
+def _split(frees: tuple[int, ...]) -> tuple[int, tuple[int, ...]]:
+    """(whole free GPUs, free milli of the shared ones, sorted) of a node's GPU frees.
+
+    Counted in C (`tuple.count`); the shared ones are sorted only when there are some.
+    """
+    whole = frees.count(MILLI)
+    if whole + frees.count(0) == len(frees):
+        return whole, ()
+    return whole, tuple(sorted(f for f in frees if 0 < f < MILLI))
 
 
 def _hold(cluster: ClusterView) -> Callable[[], Any]:
@@ -379,30 +403,20 @@ class FgdPlacer:
                 taken.extend(got)
         return taken
 
-    def _candidates(self, cluster: ClusterView, groups: NodeGroups, types: list[str],
-                    n: int, milli: int) -> dict[State, None]:
-        """Distinct states of the nodes that may hold the task, from the cluster's indexes.
+    @staticmethod
+    def _candidates(groups: NodeGroups, types: list[str], n: int, milli: int
+                    ) -> list[State]:
+        """Distinct states of the nodes that may hold the task, read off the node groups.
 
         Nodes with k >= n whole free GPUs, or for a share a whole free GPU or a shared
-        one with room.
+        one with room (the nodes the cluster's `node_buckets` and `partial` indexes
+        give). The groups are few (equal nodes share one), so this reads far fewer
+        entries than a walk over those indexes' nodes.
         """
-        states: dict[State, None] = {}
-        node_state = groups.state
-        gnode = cluster.topo.gpu_node
-        for t in types:
-            buckets = cluster.node_buckets[t]
-            for k in range(n if milli == MILLI else 1, len(buckets)):
-                for node in buckets[k]:
-                    st = node_state[node]
-                    if st is not None:
-                        states[st] = None
-            if milli < MILLI:
-                plist = cluster.partial[t]
-                for i in range(bisect_left(plist, (milli, -1)), len(plist)):
-                    st = node_state[gnode[plist[i][1]]]
-                    if st is not None:
-                        states[st] = None
-        return states
+        if milli == MILLI:
+            return [st for st in groups.groups if st[2] >= n and st[0] in types]
+        return [st for st in groups.groups
+                if (st[2] > 0 or (st[3] and st[3][-1] >= milli)) and st[0] in types]
 
     def _task(self, job: JobSpec, cluster: ClusterView, types: list[str], n: int,
               milli: int) -> list[int] | None:
@@ -411,7 +425,7 @@ class FgdPlacer:
         cpus = job.num_cpus / job.num_tasks
         _, mem, disk = host_need(job, n)
         scored = []
-        for state in self._candidates(cluster, groups, types, n, milli):
+        for state in self._candidates(groups, types, n, milli):
             opt = self.option(state, n, milli, cpus)
             if opt is not None:
                 scored.append((opt[0], opt[1], groups.groups[state][0], opt[2], state))
