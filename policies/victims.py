@@ -11,13 +11,13 @@ enough whole nodes for a large job) are checked before any what-if.
 from __future__ import annotations
 
 import math
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import islice
 from operator import itemgetter
 from typing import Any
 
 import numpy as np
-from sortedcontainers import SortedList
 
 from sim.context import SchedContext
 from sim.jobstate import JobState
@@ -36,35 +36,40 @@ def free_milli(ctx: SchedContext) -> int:
 
 Spans = tuple[tuple[int, int], ...]  # (node, GPUs held there) of a running job
 _FIRST = itemgetter(0)
+_SECOND = itemgetter(1)
 
 
 class VictimPool:
     """Running jobs that may be preempted, ordered by priority key (largest = lowest).
 
-    `spans` caches each candidate's (node, GPUs held) pairs for the victim searches; a
-    policy that rebuilds its pool each pass may hand in one dict that outlives the pools
-    (an entry is used only while the job holds the same GPUs tuple).
+    The entries ((key, idx)) are a plain sorted list moved by C `bisect`: a pool holds
+    at most the running jobs (a few thousand), where an insert's move of the list's tail
+    costs less than a `SortedList`'s Python (a policy with fixed running keys adds and
+    removes a job at each start and stop). `spans` caches each candidate's (node, GPUs
+    held) pairs for the victim searches; a policy that rebuilds its pool each pass may
+    hand in one dict that outlives the pools (an entry is used only while the job holds
+    the same GPUs tuple).
     """
 
     def __init__(self, entries: list[tuple[Key, int]],
                  spans: dict[int, tuple[tuple[int, ...], Spans]] | None = None) -> None:
         self.keys = {idx: key for key, idx in entries}
-        self.order = SortedList(entries)
+        self.order: list[tuple[Key, int]] = sorted(entries)
         self.spans = {} if spans is None else spans
 
     def below(self, key: Key) -> list[tuple[Key, int]]:
         """Entries of strictly lower priority than `key`, highest priority first."""
-        return list(self.order.islice(self.order.bisect_right((key, math.inf))))
+        return self.order[bisect_right(self.order, (key, math.inf)):]
 
     def count_below(self, key: Key) -> int:
         """How many entries `below(key)` has."""
-        return len(self.order) - self.order.bisect_right((key, math.inf))
+        return len(self.order) - bisect_right(self.order, (key, math.inf))
 
     def lowest_first(self, key: Key) -> Iterator[int]:
         """Indexes of the entries of `below(key)`, lowest priority first (lazily)."""
-        start = self.order.bisect_right((key, math.inf))
-        for _, idx in self.order.islice(start, reverse=True):
-            yield idx
+        order = self.order
+        return map(_SECOND, islice(reversed(order),
+                                   len(order) - bisect_right(order, (key, math.inf))))
 
     def lowest_jobs(self, ctx: SchedContext, key: Key) -> Iterator[JobState]:
         """The jobs of `lowest_first(key)`, in that order (lazily)."""
@@ -85,13 +90,14 @@ class VictimPool:
         """Add (or re-key) a running job."""
         self.remove(idx)
         self.keys[idx] = key
-        self.order.add((key, idx))
+        insort(self.order, (key, idx))
 
     def remove(self, idx: int) -> None:
         """Forget a job (it stopped or was preempted)."""
         key = self.keys.pop(idx, None)
         if key is not None:
-            self.order.remove((key, idx))
+            order = self.order
+            del order[bisect_left(order, (key, idx))]
 
 
 class ArrayPool(VictimPool):
