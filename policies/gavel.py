@@ -48,7 +48,7 @@ import functools
 import math
 from collections.abc import Generator, Iterable, Iterator
 from operator import attrgetter
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 import numpy as np
 from scipy.sparse import csc_matrix, csr_matrix
@@ -145,30 +145,69 @@ def _max_min_classes(tput: np.ndarray, scale: np.ndarray, mult: np.ndarray,
                      capacity: np.ndarray) -> np.ndarray:
     """The max-min LP over classes of `mult` identical jobs each (one X row per class)."""
     n, k = tput.shape
-    usable = tput > 0
-    share = capacity / capacity.sum() if capacity.sum() > 0 else np.zeros(k)
-    prop = tput @ share
-    prop[prop <= 0] = 1.0
-    coef = tput * scale[:, None] / prop[:, None]  # normalized throughput per unit of X
-    live = usable.any(axis=1).astype(float)
-    a = lp_columns(coef, scale * mult, live)  # HiGHS takes columns
-    b = np.concatenate([np.zeros(n), np.ones(n), capacity.astype(float)])
+    fam = _lp_family(tput.dtype.str, tput.tobytes(), scale.dtype.str, scale.tobytes(),
+                     capacity.dtype.str, capacity.tobytes(), n, k)
+    coef = fam.coef
+    weight = scale * mult
+    data = fam.data.copy()
+    data[2:3 * n * k:3] = np.repeat(weight, k)  # each x[j, t] column's capacity entry
+    a = gavel_lp.ColMatrix((2 * n + k, n * k + 1), fam.indptr, fam.indices, data)
     lb = np.zeros(n * k + 1)
-    ub = np.append(usable.ravel().astype(float), np.inf)
-    c1 = np.zeros(n * k + 1)
-    c1[-1] = -1.0
-    status, x1 = gavel_lp.solve(c1, a, b, lb, ub)
+    status, x1 = gavel_lp.solve(fam.c1, a, fam.b, lb, fam.ub)
     if status != 0 or x1 is None:
-        return np.outer(np.ones(n), share) * usable
+        return np.outer(np.ones(n), fam.share) * fam.usable
     z = float(x1[-1])
     # keep everyone at >= z (a hair less, for the solver's tolerance), maximize the total
     lb[-1] = max(0.0, z * (1 - 1e-7) - 1e-9)
     c2 = np.concatenate([-(coef * mult[:, None]).ravel(), [0.0]])
     # the same right-hand side: its first n rows (z - coef x <= 0) are 0 already
-    status, x2 = gavel_lp.solve(c2, a, b, lb, ub)
+    status, x2 = gavel_lp.solve(c2, a, fam.b, lb, fam.ub)
     x = x2 if status == 0 and x2 is not None else x1
     # rounded so that solver noise does not decide ties between equal jobs
     return x[:-1].reshape(n, k).clip(0.0, 1.0).round(6)  # np.clip, np.round's methods
+
+
+class _LpFamily(NamedTuple):
+    """The parts of the max-min LP that the class sizes (`mult`) do not change.
+
+    Made once per (class throughputs, scales, capacities) by `_lp_family`; read-only.
+    An allocation's LPs differ mostly in how many jobs each class has, so only the
+    matrix's capacity entries (scale x mult) and the second objective are made per LP.
+    """
+
+    coef: np.ndarray  # normalized throughput per unit of X (classes x types)
+    usable: np.ndarray  # throughput > 0
+    share: np.ndarray  # each type's share of the GPUs
+    indptr: np.ndarray  # the constraint matrix's CSC pattern (`lp_columns`)
+    indices: np.ndarray
+    data: np.ndarray  # its values with 0 for the capacity entries (set per LP)
+    b: np.ndarray  # right-hand side: 0 (fairness rows), 1 (time), the capacities
+    ub: np.ndarray  # upper bounds: 1 where usable, else 0; z unbounded
+    c1: np.ndarray  # the first objective: maximize z
+
+
+@functools.lru_cache(maxsize=1024)
+def _lp_family(tput_dtype: str, tput: bytes, scale_dtype: str, scale: bytes,
+               cap_dtype: str, capacity: bytes, n: int, k: int) -> _LpFamily:
+    """The `_LpFamily` of these classes and capacities (arrays given by their bytes)."""
+    t = np.frombuffer(tput, dtype=tput_dtype).reshape(n, k)
+    s = np.frombuffer(scale, dtype=scale_dtype)
+    cap = np.frombuffer(capacity, dtype=cap_dtype)
+    usable = t > 0
+    share = cap / cap.sum() if cap.sum() > 0 else np.zeros(k)
+    prop = t @ share
+    prop[prop <= 0] = 1.0
+    coef = t * s[:, None] / prop[:, None]  # normalized throughput per unit of X
+    live = usable.any(axis=1).astype(float)
+    a = lp_columns(coef, np.zeros(n), live)  # HiGHS takes columns
+    b = np.concatenate([np.zeros(n), np.ones(n), cap.astype(float)])
+    ub = np.append(usable.ravel().astype(float), np.inf)
+    c1 = np.zeros(n * k + 1)
+    c1[-1] = -1.0
+    fam = _LpFamily(coef, usable, share, a.indptr, a.indices, a.data, b, ub, c1)
+    for arr in fam:
+        arr.flags.writeable = False
+    return fam
 
 
 def lp_matrix(coef: np.ndarray, weight: np.ndarray, live: np.ndarray) -> csr_matrix:
@@ -332,6 +371,9 @@ class GavelPolicy(Policy):
         self._typed: dict[int, dict[int, tuple[JobSpec, JobSpec]]] = {}
         self._fits: dict[tuple, float] = {}
         self._rows: dict[tuple, list[float]] = {}  # throughput rows by `_fits` key, all types
+        # kinds of jobs: (throughput row, GPU demand in milli) -> id, and back by id
+        self._kinds: dict[tuple[tuple[float, ...], int], int] = {}
+        self._kind_list: list[tuple[tuple[float, ...], int]] = []
         self._idle: ClusterState | None = None
         # (cluster version, type order) after a round the next one would repeat (`_round`)
         self._quiet: tuple[int, list[int]] | None = None
@@ -369,7 +411,16 @@ class GavelPolicy(Policy):
                     1.0 if v > 0 else 0.0 for v in speeds]
             t.tput[job.idx] = row
             t.tput_ok[job.idx] = True
+            t.kind[job.idx] = self._kind(tuple(row), int(t.need[job.idx]))
         return t.tput[job.idx]
+
+    def _kind(self, row: tuple[float, ...], need: int) -> int:
+        """The id of the jobs of this throughput row and GPU demand (made on first use)."""
+        kind = self._kinds.get((row, need))
+        if kind is None:
+            kind = self._kinds[(row, need)] = len(self._kind_list)
+            self._kind_list.append((row, need))
+        return kind
 
     def _tputs(self, ctx: SchedContext, ids: np.ndarray) -> np.ndarray:
         """Throughput rows of these jobs (computed once per job, on first need)."""
@@ -417,9 +468,11 @@ class GavelPolicy(Policy):
     def _reallocate(self, ctx: SchedContext, ids: np.ndarray) -> None:
         """Solve the allocation for these jobs (by index order); time received restarts."""
         tput = self._tputs(ctx, ids)
-        scale = self.jobs.need[ids] / MILLI
         capacity = self._capacity(ctx)
-        x = max_min_allocation(tput, scale, capacity)
+        x = self._by_class(ids, capacity)
+        scale = self.jobs.need[ids] / MILLI
+        if x is None:
+            x = max_min_allocation(tput, scale, capacity)
         if not self.aware:
             x = spread_by_capacity(x, (tput > 0) & (scale[:, None] <= capacity[None, :]),
                                    capacity)
@@ -439,6 +492,41 @@ class GavelPolicy(Policy):
             self.recv[rows] = 0.0
         self._recv_rows = []
         self.type_time = np.zeros(len(self.types))
+
+    def _by_class(self, ids: np.ndarray, capacity: np.ndarray) -> np.ndarray | None:
+        """`max_min_allocation` of these jobs, its classes found from the jobs' kinds.
+
+        The same classes in the same (lexicographic) order as `unique_rows` finds in the
+        jobs' masked throughput rows and scales, but from the few kinds present (a
+        count per kind and a Python sort of their rows) instead of sorting every job's
+        row. None where `max_min_allocation` would not solve by classes (one type, or
+        no two jobs alike): the caller calls it then.
+        """
+        k = len(capacity)
+        if k <= 1:
+            return None
+        kinds = self.jobs.kind[ids]
+        counts = np.bincount(kinds).tolist()
+        cap = capacity.tolist()
+        classes: dict[tuple[float, ...], list[int]] = {}  # class row -> its kinds
+        for kind, count in enumerate(counts):
+            if count:
+                row, need = self._kind_list[kind]
+                scale = need / MILLI  # as numpy divides: both exact in float64
+                key = tuple(v if v > 0 and scale <= c else 0.0
+                            for v, c in zip(row, cap, strict=True)) + (scale,)
+                classes.setdefault(key, []).append(kind)
+        if len(classes) >= len(ids):
+            return None  # solved per job, in the jobs' order
+        rows = sorted(classes)
+        lut = np.zeros(len(counts), dtype=np.int64)  # kind -> class
+        mult = []
+        for c, key in enumerate(rows):
+            lut[classes[key]] = c
+            mult.append(float(sum(counts[kind] for kind in classes[key])))
+        uniq = np.array(rows)
+        x = _max_min_classes(uniq[:, :k], uniq[:, k], np.array(mult), capacity)
+        return x[lut[kinds]]
 
     def _credit(self, ctx: SchedContext, hs: np.ndarray, held_ids: np.ndarray,
                 held_type: np.ndarray) -> None:
@@ -755,6 +843,8 @@ class _JobArrays:
         self.submit = np.array([s.submit_time for s in specs], dtype=float)
         self.tput = np.zeros((len(specs), k))
         self.tput_ok = np.zeros(len(specs), dtype=bool)
+        # the job's kind (`GavelPolicy._kind`): throughput row and demand, set with tput
+        self.kind = np.zeros(len(specs), dtype=np.int64)
 
 
 class GavelAgnosticPolicy(GavelPolicy):
