@@ -370,7 +370,8 @@ class GavelPolicy(Policy):
         # job -> type -> (its spec, that spec restricted to the type)
         self._typed: dict[int, dict[int, tuple[JobSpec, JobSpec]]] = {}
         self._fits: dict[tuple, float] = {}
-        self._rows: dict[tuple, list[float]] = {}  # throughput rows by `_fits` key, all types
+        # throughput rows (all types) and kinds by request class, speeds and locality
+        self._rows: dict[tuple, tuple[list[float], int]] = {}
         # kinds of jobs: (throughput row, GPU demand in milli) -> id, and back by id
         self._kinds: dict[tuple[tuple[float, ...], int], int] = {}
         self._kind_list: list[tuple[tuple[float, ...], int]] = []
@@ -401,18 +402,27 @@ class GavelPolicy(Policy):
         """
         t = self.jobs
         if not t.tput_ok[job.idx]:
-            spec = job.spec
-            # what `_idle_speed` depends on, for every type at once
-            key = (request_class(spec), spec.gpu_speeds, spec.locality_sensitivity)
-            row = self._rows.get(key)
-            if row is None:
-                speeds = [self._idle_speed(ctx, spec, ty) for ty in self.types]
-                row = self._rows[key] = speeds if self.aware else [
-                    1.0 if v > 0 else 0.0 for v in speeds]
+            row, kind = self._row(ctx, job.spec)
             t.tput[job.idx] = row
             t.tput_ok[job.idx] = True
-            t.kind[job.idx] = self._kind(tuple(row), int(t.need[job.idx]))
+            t.kind[job.idx] = kind
         return t.tput[job.idx]
+
+    def _row(self, ctx: SchedContext, spec: JobSpec) -> tuple[list[float], int]:
+        """A job's throughput row (`throughput`) and kind, made once per request class.
+
+        The kind (`_kind`) is the row with the GPU demand, which the key also fixes (its
+        request class holds the job's GPUs and share).
+        """
+        # what `_idle_speed` depends on, for every type at once
+        key = (request_class(spec), spec.gpu_speeds, spec.locality_sensitivity)
+        got = self._rows.get(key)
+        if got is None:
+            speeds = [self._idle_speed(ctx, spec, ty) for ty in self.types]
+            row = speeds if self.aware else [1.0 if v > 0 else 0.0 for v in speeds]
+            got = self._rows[key] = (row, self._kind(tuple(row),
+                                                     spec.num_gpus * job_milli(spec)))
+        return got
 
     def _kind(self, row: tuple[float, ...], need: int) -> int:
         """The id of the jobs of this throughput row and GPU demand (made on first use)."""
@@ -423,12 +433,19 @@ class GavelPolicy(Policy):
         return kind
 
     def _tputs(self, ctx: SchedContext, ids: np.ndarray) -> np.ndarray:
-        """Throughput rows of these jobs (computed once per job, on first need)."""
+        """Throughput rows of these jobs (computed once per job, on first need).
+
+        The new jobs' rows and kinds are stored at once (one numpy call per array, not
+        per job: every job is new once, most rounds have a few).
+        """
         t = self.jobs
-        missing = ~t.tput_ok[ids]
-        if missing.any():
-            for i in ids[missing].tolist():
-                self.throughput(ctx, ctx.job_at(i))
+        if not t.tput_ok[ids].all():
+            miss = ids[~t.tput_ok[ids]]
+            job_at = ctx.job_at
+            got = [self._row(ctx, job_at(i).spec) for i in miss.tolist()]
+            t.tput[miss] = [row for row, _ in got]
+            t.kind[miss] = [kind for _, kind in got]
+            t.tput_ok[miss] = True
         return t.tput[ids]
 
     def _idle_speed(self, ctx: SchedContext, spec: JobSpec, gpu_type: str) -> float:
@@ -683,6 +700,9 @@ class GavelPolicy(Policy):
         that does not fit, and stops once no later one could. Same choice as taking them
         one at a time.
         """
+        by_kind = self._choose_all_fit(ids, order, left)
+        if by_kind is not None:
+            return by_kind
         t = self.jobs
         alloc = prio = None  # ranks, computed once a type cannot take all its candidates
         need = t.need[ids]
@@ -740,6 +760,39 @@ class GavelPolicy(Policy):
                             break
             taken |= choice == ti
         return choice
+
+    def _choose_all_fit(self, ids: np.ndarray, order: list[int], left: list[int]
+                        ) -> np.ndarray | None:
+        """`_choose` when every type can take all of its candidates, else None.
+
+        Then no candidate is ranked: each job goes to the first type in `order` it can
+        use (that has GPUs left), which depends only on its kind (throughput row and
+        demand). So the types are filled by kind, from a count of each kind's jobs,
+        instead of by numpy calls on every job's row (the common round: the cluster has
+        room for every job). The same integer totals; `left` is updated only when this
+        succeeds. Not for `unallocated=wait` (which excludes jobs by allocation).
+        """
+        if self.p["unallocated"] == "wait":
+            return None
+        kinds = self.jobs.kind[ids]
+        counts = np.bincount(kinds).tolist()
+        kind_list = self._kind_list
+        present = [kind for kind, count in enumerate(counts) if count]
+        room = list(left)
+        kind_type = [-1] * len(counts)
+        for ti in order:
+            cand = [kind for kind in present
+                    if kind_type[kind] < 0 and kind_list[kind][0][ti] > 0]
+            if not cand or room[ti] <= 0:
+                continue
+            total = sum(counts[kind] * kind_list[kind][1] for kind in cand)
+            if total > room[ti]:
+                return None  # this type must rank its candidates
+            for kind in cand:
+                kind_type[kind] = ti
+            room[ti] -= total
+        left[:] = room
+        return np.array(kind_type, dtype=np.int64)[kinds]
 
     def _round(self, ctx: SchedContext, ids: np.ndarray, held_ids: np.ndarray,
                held_type: np.ndarray, order: list[int] | None = None
