@@ -143,28 +143,44 @@ def unique_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def _max_min_classes(tput: np.ndarray, scale: np.ndarray, mult: np.ndarray,
                      capacity: np.ndarray) -> np.ndarray:
-    """The max-min LP over classes of `mult` identical jobs each (one X row per class)."""
+    """The max-min LP over classes of `mult` identical jobs each (one X row per class).
+
+    Solved once per distinct LP (`_solved`: the same inputs give the same HiGHS
+    solution, which depends on nothing but the LP); a copy, which the caller may change.
+    """
     n, k = tput.shape
-    fam = _lp_family(tput.dtype.str, tput.tobytes(), scale.dtype.str, scale.tobytes(),
-                     capacity.dtype.str, capacity.tobytes(), n, k)
-    coef = fam.coef
-    weight = scale * mult
+    family = (tput.dtype.str, tput.tobytes(), scale.dtype.str, scale.tobytes(),
+              capacity.dtype.str, capacity.tobytes(), n, k)
+    return _solved(family, mult.dtype.str, mult.tobytes()).copy()
+
+
+@functools.lru_cache(maxsize=4096)
+def _solved(family: tuple, mult_dtype: str, mult_bytes: bytes) -> np.ndarray:
+    """`_max_min_classes` of the LP of `_lp_family(*family)` and these class sizes."""
+    fam = _lp_family(*family)
+    n, k = fam.coef.shape
+    mult = np.frombuffer(mult_bytes, dtype=mult_dtype)
+    weight = fam.scale * mult
     data = fam.data.copy()
     data[2:3 * n * k:3] = np.repeat(weight, k)  # each x[j, t] column's capacity entry
     a = gavel_lp.ColMatrix((2 * n + k, n * k + 1), fam.indptr, fam.indices, data)
     lb = np.zeros(n * k + 1)
     status, x1 = gavel_lp.solve(fam.c1, a, fam.b, lb, fam.ub)
     if status != 0 or x1 is None:
-        return np.outer(np.ones(n), fam.share) * fam.usable
-    z = float(x1[-1])
-    # keep everyone at >= z (a hair less, for the solver's tolerance), maximize the total
-    lb[-1] = max(0.0, z * (1 - 1e-7) - 1e-9)
-    c2 = np.concatenate([-(coef * mult[:, None]).ravel(), [0.0]])
-    # the same right-hand side: its first n rows (z - coef x <= 0) are 0 already
-    status, x2 = gavel_lp.solve(c2, a, fam.b, lb, fam.ub)
-    x = x2 if status == 0 and x2 is not None else x1
-    # rounded so that solver noise does not decide ties between equal jobs
-    return x[:-1].reshape(n, k).clip(0.0, 1.0).round(6)  # np.clip, np.round's methods
+        x = np.outer(np.ones(n), fam.share) * fam.usable
+    else:
+        z = float(x1[-1])
+        # keep everyone at >= z (a hair less, for the solver's tolerance), maximize the
+        # total
+        lb[-1] = max(0.0, z * (1 - 1e-7) - 1e-9)
+        c2 = np.concatenate([-(fam.coef * mult[:, None]).ravel(), [0.0]])
+        # the same right-hand side: its first n rows (z - coef x <= 0) are 0 already
+        status, x2 = gavel_lp.solve(c2, a, fam.b, lb, fam.ub)
+        x = x2 if status == 0 and x2 is not None else x1
+        # rounded so that solver noise does not decide ties between equal jobs
+        x = x[:-1].reshape(n, k).clip(0.0, 1.0).round(6)  # np.clip, np.round's methods
+    x.flags.writeable = False
+    return x
 
 
 class _LpFamily(NamedTuple):
@@ -176,6 +192,7 @@ class _LpFamily(NamedTuple):
     """
 
     coef: np.ndarray  # normalized throughput per unit of X (classes x types)
+    scale: np.ndarray  # GPUs of each class's jobs
     usable: np.ndarray  # throughput > 0
     share: np.ndarray  # each type's share of the GPUs
     indptr: np.ndarray  # the constraint matrix's CSC pattern (`lp_columns`)
@@ -204,7 +221,7 @@ def _lp_family(tput_dtype: str, tput: bytes, scale_dtype: str, scale: bytes,
     ub = np.append(usable.ravel().astype(float), np.inf)
     c1 = np.zeros(n * k + 1)
     c1[-1] = -1.0
-    fam = _LpFamily(coef, usable, share, a.indptr, a.indices, a.data, b, ub, c1)
+    fam = _LpFamily(coef, s, usable, share, a.indptr, a.indices, a.data, b, ub, c1)
     for arr in fam:
         arr.flags.writeable = False
     return fam
@@ -382,6 +399,7 @@ class GavelPolicy(Policy):
         self._placer: Placer | None = None
         self.counts = {"rounds": 0, "allocations": 0}
         self._full_cap: np.ndarray | None = None  # GPUs per type, every node up
+        self._caps: dict[tuple[bool, ...], np.ndarray] = {}  # the same, by nodes up
         # whether any job asks for no GPU (else the per-pass scan for them is skipped)
         self._cpu_only = not bool(self.jobs.gpu.all())
         self._one_type = k == 1  # typed specs are the jobs' own then
@@ -468,7 +486,7 @@ class GavelPolicy(Policy):
         return v
 
     def _capacity(self, ctx: SchedContext) -> np.ndarray:
-        """GPUs of each type on healthy nodes."""
+        """GPUs of each type on healthy nodes (read-only; made once per set of nodes up)."""
         topo = ctx.topology
         if ctx.cluster.healthy_gpus == topo.num_gpus:
             if self._full_cap is None:  # read-only: shared by every round
@@ -476,11 +494,20 @@ class GavelPolicy(Policy):
                                           dtype=float)
                 self._full_cap.flags.writeable = False
             return self._full_cap
-        cap = dict.fromkeys(self.types, 0)
-        for node in topo.nodes:
-            if node.num_gpus and ctx.cluster.node_up[node.index]:
-                cap[node.gpu_type] += node.num_gpus
-        return np.array([cap[t] for t in self.types], dtype=float)
+        up = ctx.cluster.node_up
+        key = tuple(up)  # which nodes are up: a few failure states recur for many rounds
+        got = self._caps.get(key)
+        if got is None:
+            cap = dict.fromkeys(self.types, 0)
+            for node in topo.nodes:
+                if node.num_gpus and up[node.index]:
+                    cap[node.gpu_type] += node.num_gpus
+            got = np.array([cap[t] for t in self.types], dtype=float)
+            got.flags.writeable = False  # read-only: shared by the rounds of this state
+            if len(self._caps) >= 256:
+                self._caps.clear()
+            self._caps[key] = got
+        return got
 
     def _reallocate(self, ctx: SchedContext, ids: np.ndarray) -> None:
         """Solve the allocation for these jobs (by index order); time received restarts."""
@@ -814,7 +841,7 @@ class GavelPolicy(Policy):
         when agnostic), so it would choose the same and keep every job where it is:
         `_pass` skips it.
         """
-        left = [int(c) * MILLI for c in self._capacity(ctx)]
+        left = [int(c) * MILLI for c in self._capacity(ctx).tolist()]
         tp = self._tputs(ctx, ids)
         if order is None:
             order = self.type_order(ctx, tp)

@@ -13,6 +13,7 @@ sequence of solves against linprog); linprog's check of the optimum is `feasible
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from typing import Any, NamedTuple
@@ -78,7 +79,7 @@ def solve(c: np.ndarray, a: csc_matrix | ColMatrix, b: np.ndarray, lb: np.ndarra
     lp.col_cost_ = np.asarray(c, dtype=float)
     lp.col_lower_ = np.asarray(lb, dtype=float)
     lp.col_upper_ = np.asarray(ub, dtype=float)
-    lp.row_lower_ = np.full(m, -np.inf)
+    lp.row_lower_ = _no_lower(m)
     lp.row_upper_ = np.asarray(b, dtype=float)
     lp.a_matrix_.start_ = a.indptr
     lp.a_matrix_.index_ = a.indices
@@ -99,6 +100,14 @@ def solve(c: np.ndarray, a: csc_matrix | ColMatrix, b: np.ndarray, lb: np.ndarra
     slack = [bi - ri for bi, ri in zip(b.tolist(), sol.row_value, strict=True)]
     ok = _feasible(x, highs.getObjectiveValue(), slack, lb.tolist(), ub.tolist())
     return (0 if ok else 4), np.array(x)
+
+
+@functools.lru_cache(maxsize=64)
+def _no_lower(m: int) -> np.ndarray:
+    """The lower bounds of m rows, all -inf (read-only: HiGHS copies what it is given)."""
+    lower = np.full(m, -np.inf)
+    lower.flags.writeable = False
+    return lower
 
 
 def feasible(x: np.ndarray, fun: float, slack: np.ndarray, lb: np.ndarray, ub: np.ndarray
