@@ -685,11 +685,13 @@ class GavelPolicy(Policy):
         self.last_round = now
         self.next_round = now + self.p["round"]
         ids = np.concatenate([pend, held_ids])
+        split: np.ndarray | None = pend  # ids are these, then held_ids (unless re-sorted)
         same = len(ids) == len(self.alloc_ids) and bool(self.in_alloc[ids].all())
         quiet, self._quiet = self._quiet, None
         if not same and (not len(self.alloc_ids)
                          or now - self.alloc_time >= self.p["reset_interval"]):
             ids = np.sort(ids)
+            split = None
             by_idx = np.argsort(held_ids, kind="stable")  # stops go by job index then
             held_ids, held_type = held_ids[by_idx], held_type[by_idx]
             self._reallocate(ctx, ids)
@@ -705,7 +707,7 @@ class GavelPolicy(Policy):
             made = 0  # the same round as the last quiet one: every job keeps its GPUs
             self._quiet = quiet
         else:
-            made = yield from self._round(ctx, ids, held_ids, held_type, order)
+            made = yield from self._round(ctx, ids, held_ids, held_type, order, split)
         waiting = made or ctx.running() or ctx.cluster.healthy_gpus < ctx.topology.num_gpus
         if not waiting and self.p["unallocated"] == "wait":
             waiting = not self.in_alloc[ids].all()  # for the next allocation
@@ -822,13 +824,14 @@ class GavelPolicy(Policy):
         return np.array(kind_type, dtype=np.int64)[kinds]
 
     def _round(self, ctx: SchedContext, ids: np.ndarray, held_ids: np.ndarray,
-               held_type: np.ndarray, order: list[int] | None = None
-               ) -> Generator[Decision, None, int]:
+               held_type: np.ndarray, order: list[int] | None = None,
+               pend: np.ndarray | None = None) -> Generator[Decision, None, int]:
         """Pick this round's (job, type) pairs greedily, then stop, keep and place.
 
         `held_ids` are the running jobs with GPUs (in the order their stops are issued)
         and `held_type` the type index each runs on; `order` the types in the order they
-        fill (`type_order`, when already drawn). Only jobs
+        fill (`type_order`, when already drawn); `pend`, when given, the jobs of `ids`
+        before `held_ids` (ids = pend then held_ids: `_starts_after`). Only jobs
         that lose or change their GPUs get a decision: a job chosen for the type it runs
         on keeps running untouched.
 
@@ -847,23 +850,26 @@ class GavelPolicy(Policy):
             order = self.type_order(ctx, tp)
         self._ranked = False
         choice = self._choose(ctx, ids, tp, order, left)
-        chosen_type = self._chosen
-        chosen_type[ids] = choice
         stop = Suspend if self.p["stop"] == "suspend" else Preempt
         made = 0
-        moved = chosen_type[held_ids] != held_type
         why = f"{self.name}: round"
         job_at = ctx.job_at
-        for i in held_ids[moved].tolist():
+        need, tput = self.jobs.need, self.jobs.tput
+        if pend is not None:
+            moved_ids, starts, firsts = self._starts_after(pend, held_ids, held_type, choice)
+        else:
+            chosen_type = self._chosen
+            chosen_type[ids] = choice
+            moved = chosen_type[held_ids] != held_type
+            moved_ids = held_ids[moved].tolist()
+            chosen_type[held_ids[~moved]] = -1  # kept: no start either
+            new = ids[chosen_type[ids] >= 0]
+            starts = new[np.lexsort((new, -need[new]))].tolist()
+            firsts = chosen_type[starts].tolist()
+            chosen_type[ids] = -1
+        for i in moved_ids:
             yield stop(job_at(i).job_id, why)
             made += 1
-        kept = held_ids[~moved]
-        chosen_type[kept] = -1  # kept: no start either
-        new = ids[chosen_type[ids] >= 0]
-        need, tput = self.jobs.need, self.jobs.tput
-        starts = new[np.lexsort((new, -need[new]))].tolist()
-        firsts = chosen_type[starts].tolist()
-        chosen_type[ids] = -1
         place, typed, started = ctx.place, self._typed_spec, self._started
         for i, first in zip(starts, firsts, strict=True):
             j = job_at(i)
@@ -893,6 +899,31 @@ class GavelPolicy(Policy):
                 and bool((self._on_type[ids] == choice).all())):
             self._quiet = (ctx.cluster.version, order)
         return made
+
+    def _starts_after(self, pend: np.ndarray, held_ids: np.ndarray, held_type: np.ndarray,
+                      choice: np.ndarray) -> tuple[list[int], list[int], list[int]]:
+        """The round's stops, starts and starts' types when ids = pend then held_ids.
+
+        Stops: the held jobs whose chosen type is not theirs (in `held_ids` order).
+        Starts: the chosen pending jobs and chosen stopped ones, largest demand first
+        (then by job index), with their chosen types. The choices of the two groups
+        are slices of `choice`, so no per-job scatter is needed (the same lists as
+        `_round`'s general path).
+        """
+        p = len(pend)
+        moved = choice[p:] != held_type
+        if moved.any():
+            moved_ids = held_ids[moved]
+            cand = np.concatenate([pend, moved_ids])
+            cand_type = np.concatenate([choice[:p], choice[p:][moved]])
+            stops = moved_ids.tolist()
+        else:
+            cand, cand_type, stops = pend, choice[:p], []
+        go = cand_type >= 0
+        new = cand[go]
+        ranked = sorted(zip((-self.jobs.need[new]).tolist(), new.tolist(),
+                            cand_type[go].tolist(), strict=True))
+        return stops, [i for _, i, _ in ranked], [ti for _, _, ti in ranked]
 
     def _started(self, job: JobState) -> None:
         """Note the type of the GPUs a job just got (they stay its own until it stops)."""
