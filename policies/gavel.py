@@ -451,20 +451,28 @@ class GavelPolicy(Policy):
         return kind
 
     def _tputs(self, ctx: SchedContext, ids: np.ndarray) -> np.ndarray:
-        """Throughput rows of these jobs (computed once per job, on first need).
+        """Throughput rows of these jobs (computed once per job, on first need)."""
+        return self._rows_kinds(ctx, ids)[0]
 
-        The new jobs' rows and kinds are stored at once (one numpy call per array, not
-        per job: every job is new once, most rounds have a few).
+    def _rows_kinds(self, ctx: SchedContext, ids: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+        """Throughput rows and kinds of these jobs (computed once per job, on first need).
+
+        A job without a kind yet (-1) has no row either: the new jobs' rows and kinds
+        are stored at once (one numpy call per array, not per job: every job is new
+        once, most rounds have a few).
         """
         t = self.jobs
-        if not t.tput_ok[ids].all():
-            miss = ids[~t.tput_ok[ids]]
+        kinds = t.kind[ids]
+        if len(kinds) and kinds.min() < 0:
+            miss = ids[kinds < 0]
             job_at = ctx.job_at
             got = [self._row(ctx, job_at(i).spec) for i in miss.tolist()]
             t.tput[miss] = [row for row, _ in got]
             t.kind[miss] = [kind for _, kind in got]
             t.tput_ok[miss] = True
-        return t.tput[ids]
+            kinds = t.kind[ids]
+        return t.tput[ids], kinds
 
     def _idle_speed(self, ctx: SchedContext, spec: JobSpec, gpu_type: str) -> float:
         """The job's speed on `gpu_type` placed by the engine's placer in an idle cluster.
@@ -645,8 +653,9 @@ class GavelPolicy(Policy):
             return [0]
         # np.mean's own steps (sum along axis 0, then divide by the count), without its
         # dispatch: the same floats
-        speed = (np.add.reduce(tput, axis=0) / len(tput) if len(tput)
-                 else np.mean(tput, axis=0)).tolist()  # Python floats: cheaper to compare
+        n = len(tput)  # Python floats (the same division): cheaper to compare
+        speed = ([v / n for v in np.add.reduce(tput, axis=0).tolist()] if n
+                 else np.mean(tput, axis=0).tolist())
         return sorted(range(len(self.types)), key=lambda i: (-speed[i], self.types[i]))
 
     # --- rounds ---
@@ -716,7 +725,8 @@ class GavelPolicy(Policy):
             ctx.wake_at(self.next_round)
 
     def _choose(self, ctx: SchedContext, ids: np.ndarray, tp: np.ndarray,
-                order: list[int], left: list[int]) -> np.ndarray:
+                order: list[int], left: list[int], kinds: np.ndarray | None = None
+                ) -> np.ndarray:
         """This round's type index for each of `ids` (-1: not chosen), greedily per type.
 
         Per type, candidates in decreasing priority (then larger allocation, earlier
@@ -729,7 +739,8 @@ class GavelPolicy(Policy):
         that does not fit, and stops once no later one could. Same choice as taking them
         one at a time.
         """
-        by_kind = self._choose_all_fit(ids, order, left)
+        by_kind = self._choose_all_fit(self.jobs.kind[ids] if kinds is None else kinds,
+                                       order, left)
         if by_kind is not None:
             return by_kind
         t = self.jobs
@@ -790,7 +801,7 @@ class GavelPolicy(Policy):
             taken |= choice == ti
         return choice
 
-    def _choose_all_fit(self, ids: np.ndarray, order: list[int], left: list[int]
+    def _choose_all_fit(self, kinds: np.ndarray, order: list[int], left: list[int]
                         ) -> np.ndarray | None:
         """`_choose` when every type can take all of its candidates, else None.
 
@@ -803,7 +814,6 @@ class GavelPolicy(Policy):
         """
         if self.p["unallocated"] == "wait":
             return None
-        kinds = self.jobs.kind[ids]
         counts = np.bincount(kinds).tolist()
         kind_list = self._kind_list
         present = [kind for kind, count in enumerate(counts) if count]
@@ -845,11 +855,11 @@ class GavelPolicy(Policy):
         `_pass` skips it.
         """
         left = [int(c) * MILLI for c in self._capacity(ctx).tolist()]
-        tp = self._tputs(ctx, ids)
+        tp, kinds = self._rows_kinds(ctx, ids)
         if order is None:
             order = self.type_order(ctx, tp)
         self._ranked = False
-        choice = self._choose(ctx, ids, tp, order, left)
+        choice = self._choose(ctx, ids, tp, order, left, kinds)
         stop = Suspend if self.p["stop"] == "suspend" else Preempt
         made = 0
         why = f"{self.name}: round"
@@ -955,7 +965,7 @@ class _JobArrays:
         self.tput = np.zeros((len(specs), k))
         self.tput_ok = np.zeros(len(specs), dtype=bool)
         # the job's kind (`GavelPolicy._kind`): throughput row and demand, set with tput
-        self.kind = np.zeros(len(specs), dtype=np.int64)
+        self.kind = np.full(len(specs), -1, dtype=np.int64)  # -1: no row yet
 
 
 class GavelAgnosticPolicy(GavelPolicy):
