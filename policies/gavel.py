@@ -378,6 +378,9 @@ class GavelPolicy(Policy):
         self.alloc = np.zeros((n, k))  # X rows by job index (zeros: no allocation)
         self.in_alloc = np.zeros(n, dtype=bool)
         self.alloc_ids = np.zeros(0, dtype=np.int64)
+        # the allocation not solved yet (jobs, capacity) and the rows of the solved one
+        self._due: tuple[np.ndarray, np.ndarray] | None = None
+        self._alloc_rows = np.zeros(0, dtype=np.int64)
         self.recv = np.zeros((n, k))  # seconds held per type since the allocation
         self._chosen = np.full(n, -1, dtype=np.int64)  # this round's type per job
         self._on_type = np.zeros(n, dtype=np.int64)  # type of a running job's GPUs
@@ -518,19 +521,16 @@ class GavelPolicy(Policy):
         return got
 
     def _reallocate(self, ctx: SchedContext, ids: np.ndarray) -> None:
-        """Solve the allocation for these jobs (by index order); time received restarts."""
-        tput = self._tputs(ctx, ids)
-        capacity = self._capacity(ctx)
-        x = self._by_class(ids, capacity)
-        scale = self.jobs.need[ids] / MILLI
-        if x is None:
-            x = max_min_allocation(tput, scale, capacity)
-        if not self.aware:
-            x = spread_by_capacity(x, (tput > 0) & (scale[:, None] <= capacity[None, :]),
-                                   capacity)
-        self.alloc[self.alloc_ids] = 0.0
+        """A new allocation for these jobs (by index order); time received restarts.
+
+        Its LP is solved when a round first reads it (`_allocation`): only a round that
+        must rank a type's candidates does, so an allocation that no round reads before
+        the next one (on full Philly, every one) is never solved. Its inputs (the jobs'
+        rows and demands, the capacity now) do not change, so it is the same X.
+        """
+        self._tputs(ctx, ids)  # every job's row and kind, as of now
+        self._due = (ids, self._capacity(ctx))
         self.in_alloc[self.alloc_ids] = False
-        self.alloc[ids] = x
         self.in_alloc[ids] = True
         if self._typed:  # forget the typed specs of jobs not in the allocation
             typed = np.fromiter(self._typed, np.int64, len(self._typed))
@@ -544,6 +544,31 @@ class GavelPolicy(Policy):
             self.recv[rows] = 0.0
         self._recv_rows = []
         self.type_time = np.zeros(len(self.types))
+
+    def _allocation(self) -> np.ndarray:
+        """X rows by job index (zeros: no allocation), the latest allocation solved."""
+        due = self._due
+        if due is not None:
+            self._due = None
+            ids, capacity = due
+            x = self._solve(ids, capacity)
+            self.alloc[self._alloc_rows] = 0.0
+            self.alloc[ids] = x
+            self._alloc_rows = ids
+        return self.alloc
+
+    def _solve(self, ids: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+        """The allocation X of these jobs (rows in `ids` order) on this capacity."""
+        t = self.jobs
+        x = self._by_class(ids, capacity)
+        scale = t.need[ids] / MILLI
+        tput = t.tput[ids]
+        if x is None:
+            x = max_min_allocation(tput, scale, capacity)
+        if not self.aware:
+            x = spread_by_capacity(x, (tput > 0) & (scale[:, None] <= capacity[None, :]),
+                                   capacity)
+        return x
 
     def _by_class(self, ids: np.ndarray, capacity: np.ndarray) -> np.ndarray | None:
         """`max_min_allocation` of these jobs, its classes found from the jobs' kinds.
@@ -765,7 +790,7 @@ class GavelPolicy(Policy):
                 self._ranked = True
                 self._settle()
                 submit = t.submit[ids]
-                alloc = self.alloc[ids]
+                alloc = self._allocation()[ids]
                 prio = self.priorities(self.recv[ids], alloc)
             key = -prio[cand, ti]
             head = cand
