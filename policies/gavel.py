@@ -48,7 +48,7 @@ import functools
 import math
 from collections.abc import Generator, Iterable, Iterator
 from operator import attrgetter
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 import numpy as np
 from scipy.sparse import csc_matrix, csr_matrix
@@ -143,32 +143,88 @@ def unique_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def _max_min_classes(tput: np.ndarray, scale: np.ndarray, mult: np.ndarray,
                      capacity: np.ndarray) -> np.ndarray:
-    """The max-min LP over classes of `mult` identical jobs each (one X row per class)."""
+    """The max-min LP over classes of `mult` identical jobs each (one X row per class).
+
+    Solved once per distinct LP (`_solved`: the same inputs give the same HiGHS
+    solution, which depends on nothing but the LP); a copy, which the caller may change.
+    """
     n, k = tput.shape
-    usable = tput > 0
-    share = capacity / capacity.sum() if capacity.sum() > 0 else np.zeros(k)
-    prop = tput @ share
-    prop[prop <= 0] = 1.0
-    coef = tput * scale[:, None] / prop[:, None]  # normalized throughput per unit of X
-    live = usable.any(axis=1).astype(float)
-    a = lp_columns(coef, scale * mult, live)  # HiGHS takes columns
-    b = np.concatenate([np.zeros(n), np.ones(n), capacity.astype(float)])
+    family = (tput.dtype.str, tput.tobytes(), scale.dtype.str, scale.tobytes(),
+              capacity.dtype.str, capacity.tobytes(), n, k)
+    return _solved(family, mult.dtype.str, mult.tobytes()).copy()
+
+
+@functools.lru_cache(maxsize=4096)
+def _solved(family: tuple, mult_dtype: str, mult_bytes: bytes) -> np.ndarray:
+    """`_max_min_classes` of the LP of `_lp_family(*family)` and these class sizes."""
+    fam = _lp_family(*family)
+    n, k = fam.coef.shape
+    mult = np.frombuffer(mult_bytes, dtype=mult_dtype)
+    weight = fam.scale * mult
+    data = fam.data.copy()
+    data[2:3 * n * k:3] = np.repeat(weight, k)  # each x[j, t] column's capacity entry
+    a = gavel_lp.ColMatrix((2 * n + k, n * k + 1), fam.indptr, fam.indices, data)
     lb = np.zeros(n * k + 1)
+    status, x1 = gavel_lp.solve(fam.c1, a, fam.b, lb, fam.ub)
+    if status != 0 or x1 is None:
+        x = np.outer(np.ones(n), fam.share) * fam.usable
+    else:
+        z = float(x1[-1])
+        # keep everyone at >= z (a hair less, for the solver's tolerance), maximize the
+        # total
+        lb[-1] = max(0.0, z * (1 - 1e-7) - 1e-9)
+        c2 = np.concatenate([-(fam.coef * mult[:, None]).ravel(), [0.0]])
+        # the same right-hand side: its first n rows (z - coef x <= 0) are 0 already
+        status, x2 = gavel_lp.solve(c2, a, fam.b, lb, fam.ub)
+        x = x2 if status == 0 and x2 is not None else x1
+        # rounded so that solver noise does not decide ties between equal jobs
+        x = x[:-1].reshape(n, k).clip(0.0, 1.0).round(6)  # np.clip, np.round's methods
+    x.flags.writeable = False
+    return x
+
+
+class _LpFamily(NamedTuple):
+    """The parts of the max-min LP that the class sizes (`mult`) do not change.
+
+    Made once per (class throughputs, scales, capacities) by `_lp_family`; read-only.
+    An allocation's LPs differ mostly in how many jobs each class has, so only the
+    matrix's capacity entries (scale x mult) and the second objective are made per LP.
+    """
+
+    coef: np.ndarray  # normalized throughput per unit of X (classes x types)
+    scale: np.ndarray  # GPUs of each class's jobs
+    usable: np.ndarray  # throughput > 0
+    share: np.ndarray  # each type's share of the GPUs
+    indptr: np.ndarray  # the constraint matrix's CSC pattern (`lp_columns`)
+    indices: np.ndarray
+    data: np.ndarray  # its values with 0 for the capacity entries (set per LP)
+    b: np.ndarray  # right-hand side: 0 (fairness rows), 1 (time), the capacities
+    ub: np.ndarray  # upper bounds: 1 where usable, else 0; z unbounded
+    c1: np.ndarray  # the first objective: maximize z
+
+
+@functools.lru_cache(maxsize=1024)
+def _lp_family(tput_dtype: str, tput: bytes, scale_dtype: str, scale: bytes,
+               cap_dtype: str, capacity: bytes, n: int, k: int) -> _LpFamily:
+    """The `_LpFamily` of these classes and capacities (arrays given by their bytes)."""
+    t = np.frombuffer(tput, dtype=tput_dtype).reshape(n, k)
+    s = np.frombuffer(scale, dtype=scale_dtype)
+    cap = np.frombuffer(capacity, dtype=cap_dtype)
+    usable = t > 0
+    share = cap / cap.sum() if cap.sum() > 0 else np.zeros(k)
+    prop = t @ share
+    prop[prop <= 0] = 1.0
+    coef = t * s[:, None] / prop[:, None]  # normalized throughput per unit of X
+    live = usable.any(axis=1).astype(float)
+    a = lp_columns(coef, np.zeros(n), live)  # HiGHS takes columns
+    b = np.concatenate([np.zeros(n), np.ones(n), cap.astype(float)])
     ub = np.append(usable.ravel().astype(float), np.inf)
     c1 = np.zeros(n * k + 1)
     c1[-1] = -1.0
-    status, x1 = gavel_lp.solve(c1, a, b, lb, ub)
-    if status != 0 or x1 is None:
-        return np.outer(np.ones(n), share) * usable
-    z = float(x1[-1])
-    # keep everyone at >= z (a hair less, for the solver's tolerance), maximize the total
-    lb[-1] = max(0.0, z * (1 - 1e-7) - 1e-9)
-    c2 = np.concatenate([-(coef * mult[:, None]).ravel(), [0.0]])
-    # the same right-hand side: its first n rows (z - coef x <= 0) are 0 already
-    status, x2 = gavel_lp.solve(c2, a, b, lb, ub)
-    x = x2 if status == 0 and x2 is not None else x1
-    # rounded so that solver noise does not decide ties between equal jobs
-    return x[:-1].reshape(n, k).clip(0.0, 1.0).round(6)  # np.clip, np.round's methods
+    fam = _LpFamily(coef, s, usable, share, a.indptr, a.indices, a.data, b, ub, c1)
+    for arr in fam:
+        arr.flags.writeable = False
+    return fam
 
 
 def lp_matrix(coef: np.ndarray, weight: np.ndarray, live: np.ndarray) -> csr_matrix:
@@ -322,6 +378,9 @@ class GavelPolicy(Policy):
         self.alloc = np.zeros((n, k))  # X rows by job index (zeros: no allocation)
         self.in_alloc = np.zeros(n, dtype=bool)
         self.alloc_ids = np.zeros(0, dtype=np.int64)
+        # the allocation not solved yet (jobs, capacity) and the rows of the solved one
+        self._due: tuple[np.ndarray, np.ndarray] | None = None
+        self._alloc_rows = np.zeros(0, dtype=np.int64)
         self.recv = np.zeros((n, k))  # seconds held per type since the allocation
         self._chosen = np.full(n, -1, dtype=np.int64)  # this round's type per job
         self._on_type = np.zeros(n, dtype=np.int64)  # type of a running job's GPUs
@@ -331,7 +390,11 @@ class GavelPolicy(Policy):
         # job -> type -> (its spec, that spec restricted to the type)
         self._typed: dict[int, dict[int, tuple[JobSpec, JobSpec]]] = {}
         self._fits: dict[tuple, float] = {}
-        self._rows: dict[tuple, list[float]] = {}  # throughput rows by `_fits` key, all types
+        # throughput rows (all types) and kinds by request class, speeds and locality
+        self._rows: dict[tuple, tuple[list[float], int]] = {}
+        # kinds of jobs: (throughput row, GPU demand in milli) -> id, and back by id
+        self._kinds: dict[tuple[tuple[float, ...], int], int] = {}
+        self._kind_list: list[tuple[tuple[float, ...], int]] = []
         self._idle: ClusterState | None = None
         # (cluster version, type order) after a round the next one would repeat (`_round`)
         self._quiet: tuple[int, list[int]] | None = None
@@ -339,6 +402,7 @@ class GavelPolicy(Policy):
         self._placer: Placer | None = None
         self.counts = {"rounds": 0, "allocations": 0}
         self._full_cap: np.ndarray | None = None  # GPUs per type, every node up
+        self._caps: dict[tuple[bool, ...], np.ndarray] = {}  # the same, by nodes up
         # whether any job asks for no GPU (else the per-pass scan for them is skipped)
         self._cpu_only = not bool(self.jobs.gpu.all())
         self._one_type = k == 1  # typed specs are the jobs' own then
@@ -359,26 +423,59 @@ class GavelPolicy(Policy):
         """
         t = self.jobs
         if not t.tput_ok[job.idx]:
-            spec = job.spec
-            # what `_idle_speed` depends on, for every type at once
-            key = (request_class(spec), spec.gpu_speeds, spec.locality_sensitivity)
-            row = self._rows.get(key)
-            if row is None:
-                speeds = [self._idle_speed(ctx, spec, ty) for ty in self.types]
-                row = self._rows[key] = speeds if self.aware else [
-                    1.0 if v > 0 else 0.0 for v in speeds]
+            row, kind = self._row(ctx, job.spec)
             t.tput[job.idx] = row
             t.tput_ok[job.idx] = True
+            t.kind[job.idx] = kind
         return t.tput[job.idx]
+
+    def _row(self, ctx: SchedContext, spec: JobSpec) -> tuple[list[float], int]:
+        """A job's throughput row (`throughput`) and kind, made once per request class.
+
+        The kind (`_kind`) is the row with the GPU demand, which the key also fixes (its
+        request class holds the job's GPUs and share).
+        """
+        # what `_idle_speed` depends on, for every type at once
+        key = (request_class(spec), spec.gpu_speeds, spec.locality_sensitivity)
+        got = self._rows.get(key)
+        if got is None:
+            speeds = [self._idle_speed(ctx, spec, ty) for ty in self.types]
+            row = speeds if self.aware else [1.0 if v > 0 else 0.0 for v in speeds]
+            got = self._rows[key] = (row, self._kind(tuple(row),
+                                                     spec.num_gpus * job_milli(spec)))
+        return got
+
+    def _kind(self, row: tuple[float, ...], need: int) -> int:
+        """The id of the jobs of this throughput row and GPU demand (made on first use)."""
+        kind = self._kinds.get((row, need))
+        if kind is None:
+            kind = self._kinds[(row, need)] = len(self._kind_list)
+            self._kind_list.append((row, need))
+        return kind
 
     def _tputs(self, ctx: SchedContext, ids: np.ndarray) -> np.ndarray:
         """Throughput rows of these jobs (computed once per job, on first need)."""
+        return self._rows_kinds(ctx, ids)[0]
+
+    def _rows_kinds(self, ctx: SchedContext, ids: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+        """Throughput rows and kinds of these jobs (computed once per job, on first need).
+
+        A job without a kind yet (-1) has no row either: the new jobs' rows and kinds
+        are stored at once (one numpy call per array, not per job: every job is new
+        once, most rounds have a few).
+        """
         t = self.jobs
-        missing = ~t.tput_ok[ids]
-        if missing.any():
-            for i in ids[missing].tolist():
-                self.throughput(ctx, ctx.job_at(i))
-        return t.tput[ids]
+        kinds = t.kind[ids]
+        if len(kinds) and kinds.min() < 0:
+            miss = ids[kinds < 0]
+            job_at = ctx.job_at
+            got = [self._row(ctx, job_at(i).spec) for i in miss.tolist()]
+            t.tput[miss] = [row for row, _ in got]
+            t.kind[miss] = [kind for _, kind in got]
+            t.tput_ok[miss] = True
+            kinds = t.kind[ids]
+        return t.tput[ids], kinds
 
     def _idle_speed(self, ctx: SchedContext, spec: JobSpec, gpu_type: str) -> float:
         """The job's speed on `gpu_type` placed by the engine's placer in an idle cluster.
@@ -400,7 +497,7 @@ class GavelPolicy(Policy):
         return v
 
     def _capacity(self, ctx: SchedContext) -> np.ndarray:
-        """GPUs of each type on healthy nodes."""
+        """GPUs of each type on healthy nodes (read-only; made once per set of nodes up)."""
         topo = ctx.topology
         if ctx.cluster.healthy_gpus == topo.num_gpus:
             if self._full_cap is None:  # read-only: shared by every round
@@ -408,24 +505,32 @@ class GavelPolicy(Policy):
                                           dtype=float)
                 self._full_cap.flags.writeable = False
             return self._full_cap
-        cap = dict.fromkeys(self.types, 0)
-        for node in topo.nodes:
-            if node.num_gpus and ctx.cluster.node_up[node.index]:
-                cap[node.gpu_type] += node.num_gpus
-        return np.array([cap[t] for t in self.types], dtype=float)
+        up = ctx.cluster.node_up
+        key = tuple(up)  # which nodes are up: a few failure states recur for many rounds
+        got = self._caps.get(key)
+        if got is None:
+            cap = dict.fromkeys(self.types, 0)
+            for node in topo.nodes:
+                if node.num_gpus and up[node.index]:
+                    cap[node.gpu_type] += node.num_gpus
+            got = np.array([cap[t] for t in self.types], dtype=float)
+            got.flags.writeable = False  # read-only: shared by the rounds of this state
+            if len(self._caps) >= 256:
+                self._caps.clear()
+            self._caps[key] = got
+        return got
 
     def _reallocate(self, ctx: SchedContext, ids: np.ndarray) -> None:
-        """Solve the allocation for these jobs (by index order); time received restarts."""
-        tput = self._tputs(ctx, ids)
-        scale = self.jobs.need[ids] / MILLI
-        capacity = self._capacity(ctx)
-        x = max_min_allocation(tput, scale, capacity)
-        if not self.aware:
-            x = spread_by_capacity(x, (tput > 0) & (scale[:, None] <= capacity[None, :]),
-                                   capacity)
-        self.alloc[self.alloc_ids] = 0.0
+        """A new allocation for these jobs (by index order); time received restarts.
+
+        Its LP is solved when a round first reads it (`_allocation`): only a round that
+        must rank a type's candidates does, so an allocation that no round reads before
+        the next one (on full Philly, every one) is never solved. Its inputs (the jobs'
+        rows and demands, the capacity now) do not change, so it is the same X.
+        """
+        self._tputs(ctx, ids)  # every job's row and kind, as of now
+        self._due = (ids, self._capacity(ctx))
         self.in_alloc[self.alloc_ids] = False
-        self.alloc[ids] = x
         self.in_alloc[ids] = True
         if self._typed:  # forget the typed specs of jobs not in the allocation
             typed = np.fromiter(self._typed, np.int64, len(self._typed))
@@ -439,6 +544,66 @@ class GavelPolicy(Policy):
             self.recv[rows] = 0.0
         self._recv_rows = []
         self.type_time = np.zeros(len(self.types))
+
+    def _allocation(self) -> np.ndarray:
+        """X rows by job index (zeros: no allocation), the latest allocation solved."""
+        due = self._due
+        if due is not None:
+            self._due = None
+            ids, capacity = due
+            x = self._solve(ids, capacity)
+            self.alloc[self._alloc_rows] = 0.0
+            self.alloc[ids] = x
+            self._alloc_rows = ids
+        return self.alloc
+
+    def _solve(self, ids: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+        """The allocation X of these jobs (rows in `ids` order) on this capacity."""
+        t = self.jobs
+        x = self._by_class(ids, capacity)
+        scale = t.need[ids] / MILLI
+        tput = t.tput[ids]
+        if x is None:
+            x = max_min_allocation(tput, scale, capacity)
+        if not self.aware:
+            x = spread_by_capacity(x, (tput > 0) & (scale[:, None] <= capacity[None, :]),
+                                   capacity)
+        return x
+
+    def _by_class(self, ids: np.ndarray, capacity: np.ndarray) -> np.ndarray | None:
+        """`max_min_allocation` of these jobs, its classes found from the jobs' kinds.
+
+        The same classes in the same (lexicographic) order as `unique_rows` finds in the
+        jobs' masked throughput rows and scales, but from the few kinds present (a
+        count per kind and a Python sort of their rows) instead of sorting every job's
+        row. None where `max_min_allocation` would not solve by classes (one type, or
+        no two jobs alike): the caller calls it then.
+        """
+        k = len(capacity)
+        if k <= 1:
+            return None
+        kinds = self.jobs.kind[ids]
+        counts = np.bincount(kinds).tolist()
+        cap = capacity.tolist()
+        classes: dict[tuple[float, ...], list[int]] = {}  # class row -> its kinds
+        for kind, count in enumerate(counts):
+            if count:
+                row, need = self._kind_list[kind]
+                scale = need / MILLI  # as numpy divides: both exact in float64
+                key = tuple(v if v > 0 and scale <= c else 0.0
+                            for v, c in zip(row, cap, strict=True)) + (scale,)
+                classes.setdefault(key, []).append(kind)
+        if len(classes) >= len(ids):
+            return None  # solved per job, in the jobs' order
+        rows = sorted(classes)
+        lut = np.zeros(len(counts), dtype=np.int64)  # kind -> class
+        mult = []
+        for c, key in enumerate(rows):
+            lut[classes[key]] = c
+            mult.append(float(sum(counts[kind] for kind in classes[key])))
+        uniq = np.array(rows)
+        x = _max_min_classes(uniq[:, :k], uniq[:, k], np.array(mult), capacity)
+        return x[lut[kinds]]
 
     def _credit(self, ctx: SchedContext, hs: np.ndarray, held_ids: np.ndarray,
                 held_type: np.ndarray) -> None:
@@ -513,8 +678,9 @@ class GavelPolicy(Policy):
             return [0]
         # np.mean's own steps (sum along axis 0, then divide by the count), without its
         # dispatch: the same floats
-        speed = (np.add.reduce(tput, axis=0) / len(tput) if len(tput)
-                 else np.mean(tput, axis=0)).tolist()  # Python floats: cheaper to compare
+        n = len(tput)  # Python floats (the same division): cheaper to compare
+        speed = ([v / n for v in np.add.reduce(tput, axis=0).tolist()] if n
+                 else np.mean(tput, axis=0).tolist())
         return sorted(range(len(self.types)), key=lambda i: (-speed[i], self.types[i]))
 
     # --- rounds ---
@@ -553,11 +719,13 @@ class GavelPolicy(Policy):
         self.last_round = now
         self.next_round = now + self.p["round"]
         ids = np.concatenate([pend, held_ids])
+        split: np.ndarray | None = pend  # ids are these, then held_ids (unless re-sorted)
         same = len(ids) == len(self.alloc_ids) and bool(self.in_alloc[ids].all())
         quiet, self._quiet = self._quiet, None
         if not same and (not len(self.alloc_ids)
                          or now - self.alloc_time >= self.p["reset_interval"]):
             ids = np.sort(ids)
+            split = None
             by_idx = np.argsort(held_ids, kind="stable")  # stops go by job index then
             held_ids, held_type = held_ids[by_idx], held_type[by_idx]
             self._reallocate(ctx, ids)
@@ -573,7 +741,7 @@ class GavelPolicy(Policy):
             made = 0  # the same round as the last quiet one: every job keeps its GPUs
             self._quiet = quiet
         else:
-            made = yield from self._round(ctx, ids, held_ids, held_type, order)
+            made = yield from self._round(ctx, ids, held_ids, held_type, order, split)
         waiting = made or ctx.running() or ctx.cluster.healthy_gpus < ctx.topology.num_gpus
         if not waiting and self.p["unallocated"] == "wait":
             waiting = not self.in_alloc[ids].all()  # for the next allocation
@@ -582,7 +750,8 @@ class GavelPolicy(Policy):
             ctx.wake_at(self.next_round)
 
     def _choose(self, ctx: SchedContext, ids: np.ndarray, tp: np.ndarray,
-                order: list[int], left: list[int]) -> np.ndarray:
+                order: list[int], left: list[int], kinds: np.ndarray | None = None
+                ) -> np.ndarray:
         """This round's type index for each of `ids` (-1: not chosen), greedily per type.
 
         Per type, candidates in decreasing priority (then larger allocation, earlier
@@ -595,6 +764,10 @@ class GavelPolicy(Policy):
         that does not fit, and stops once no later one could. Same choice as taking them
         one at a time.
         """
+        by_kind = self._choose_all_fit(self.jobs.kind[ids] if kinds is None else kinds,
+                                       order, left)
+        if by_kind is not None:
+            return by_kind
         t = self.jobs
         alloc = prio = None  # ranks, computed once a type cannot take all its candidates
         need = t.need[ids]
@@ -617,7 +790,7 @@ class GavelPolicy(Policy):
                 self._ranked = True
                 self._settle()
                 submit = t.submit[ids]
-                alloc = self.alloc[ids]
+                alloc = self._allocation()[ids]
                 prio = self.priorities(self.recv[ids], alloc)
             key = -prio[cand, ti]
             head = cand
@@ -653,14 +826,47 @@ class GavelPolicy(Policy):
             taken |= choice == ti
         return choice
 
+    def _choose_all_fit(self, kinds: np.ndarray, order: list[int], left: list[int]
+                        ) -> np.ndarray | None:
+        """`_choose` when every type can take all of its candidates, else None.
+
+        Then no candidate is ranked: each job goes to the first type in `order` it can
+        use (that has GPUs left), which depends only on its kind (throughput row and
+        demand). So the types are filled by kind, from a count of each kind's jobs,
+        instead of by numpy calls on every job's row (the common round: the cluster has
+        room for every job). The same integer totals; `left` is updated only when this
+        succeeds. Not for `unallocated=wait` (which excludes jobs by allocation).
+        """
+        if self.p["unallocated"] == "wait":
+            return None
+        counts = np.bincount(kinds).tolist()
+        kind_list = self._kind_list
+        present = [kind for kind, count in enumerate(counts) if count]
+        room = list(left)
+        kind_type = [-1] * len(counts)
+        for ti in order:
+            cand = [kind for kind in present
+                    if kind_type[kind] < 0 and kind_list[kind][0][ti] > 0]
+            if not cand or room[ti] <= 0:
+                continue
+            total = sum(counts[kind] * kind_list[kind][1] for kind in cand)
+            if total > room[ti]:
+                return None  # this type must rank its candidates
+            for kind in cand:
+                kind_type[kind] = ti
+            room[ti] -= total
+        left[:] = room
+        return np.array(kind_type, dtype=np.int64)[kinds]
+
     def _round(self, ctx: SchedContext, ids: np.ndarray, held_ids: np.ndarray,
-               held_type: np.ndarray, order: list[int] | None = None
-               ) -> Generator[Decision, None, int]:
+               held_type: np.ndarray, order: list[int] | None = None,
+               pend: np.ndarray | None = None) -> Generator[Decision, None, int]:
         """Pick this round's (job, type) pairs greedily, then stop, keep and place.
 
         `held_ids` are the running jobs with GPUs (in the order their stops are issued)
         and `held_type` the type index each runs on; `order` the types in the order they
-        fill (`type_order`, when already drawn). Only jobs
+        fill (`type_order`, when already drawn); `pend`, when given, the jobs of `ids`
+        before `held_ids` (ids = pend then held_ids: `_starts_after`). Only jobs
         that lose or change their GPUs get a decision: a job chosen for the type it runs
         on keeps running untouched.
 
@@ -673,29 +879,32 @@ class GavelPolicy(Policy):
         when agnostic), so it would choose the same and keep every job where it is:
         `_pass` skips it.
         """
-        left = [int(c) * MILLI for c in self._capacity(ctx)]
-        tp = self._tputs(ctx, ids)
+        left = [int(c) * MILLI for c in self._capacity(ctx).tolist()]
+        tp, kinds = self._rows_kinds(ctx, ids)
         if order is None:
             order = self.type_order(ctx, tp)
         self._ranked = False
-        choice = self._choose(ctx, ids, tp, order, left)
-        chosen_type = self._chosen
-        chosen_type[ids] = choice
+        choice = self._choose(ctx, ids, tp, order, left, kinds)
         stop = Suspend if self.p["stop"] == "suspend" else Preempt
         made = 0
-        moved = chosen_type[held_ids] != held_type
         why = f"{self.name}: round"
         job_at = ctx.job_at
-        for i in held_ids[moved].tolist():
+        need, tput = self.jobs.need, self.jobs.tput
+        if pend is not None:
+            moved_ids, starts, firsts = self._starts_after(pend, held_ids, held_type, choice)
+        else:
+            chosen_type = self._chosen
+            chosen_type[ids] = choice
+            moved = chosen_type[held_ids] != held_type
+            moved_ids = held_ids[moved].tolist()
+            chosen_type[held_ids[~moved]] = -1  # kept: no start either
+            new = ids[chosen_type[ids] >= 0]
+            starts = new[np.lexsort((new, -need[new]))].tolist()
+            firsts = chosen_type[starts].tolist()
+            chosen_type[ids] = -1
+        for i in moved_ids:
             yield stop(job_at(i).job_id, why)
             made += 1
-        kept = held_ids[~moved]
-        chosen_type[kept] = -1  # kept: no start either
-        new = ids[chosen_type[ids] >= 0]
-        need, tput = self.jobs.need, self.jobs.tput
-        starts = new[np.lexsort((new, -need[new]))].tolist()
-        firsts = chosen_type[starts].tolist()
-        chosen_type[ids] = -1
         place, typed, started = ctx.place, self._typed_spec, self._started
         for i, first in zip(starts, firsts, strict=True):
             j = job_at(i)
@@ -726,6 +935,31 @@ class GavelPolicy(Policy):
             self._quiet = (ctx.cluster.version, order)
         return made
 
+    def _starts_after(self, pend: np.ndarray, held_ids: np.ndarray, held_type: np.ndarray,
+                      choice: np.ndarray) -> tuple[list[int], list[int], list[int]]:
+        """The round's stops, starts and starts' types when ids = pend then held_ids.
+
+        Stops: the held jobs whose chosen type is not theirs (in `held_ids` order).
+        Starts: the chosen pending jobs and chosen stopped ones, largest demand first
+        (then by job index), with their chosen types. The choices of the two groups
+        are slices of `choice`, so no per-job scatter is needed (the same lists as
+        `_round`'s general path).
+        """
+        p = len(pend)
+        moved = choice[p:] != held_type
+        if moved.any():
+            moved_ids = held_ids[moved]
+            cand = np.concatenate([pend, moved_ids])
+            cand_type = np.concatenate([choice[:p], choice[p:][moved]])
+            stops = moved_ids.tolist()
+        else:
+            cand, cand_type, stops = pend, choice[:p], []
+        go = cand_type >= 0
+        new = cand[go]
+        ranked = sorted(zip((-self.jobs.need[new]).tolist(), new.tolist(),
+                            cand_type[go].tolist(), strict=True))
+        return stops, [i for _, i, _ in ranked], [ti for _, _, ti in ranked]
+
     def _started(self, job: JobState) -> None:
         """Note the type of the GPUs a job just got (they stay its own until it stops)."""
         if job.gpus:
@@ -755,6 +989,8 @@ class _JobArrays:
         self.submit = np.array([s.submit_time for s in specs], dtype=float)
         self.tput = np.zeros((len(specs), k))
         self.tput_ok = np.zeros(len(specs), dtype=bool)
+        # the job's kind (`GavelPolicy._kind`): throughput row and demand, set with tput
+        self.kind = np.full(len(specs), -1, dtype=np.int64)  # -1: no row yet
 
 
 class GavelAgnosticPolicy(GavelPolicy):

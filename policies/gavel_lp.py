@@ -13,6 +13,7 @@ sequence of solves against linprog); linprog's check of the optimum is `feasible
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from typing import Any, NamedTuple
@@ -78,7 +79,7 @@ def solve(c: np.ndarray, a: csc_matrix | ColMatrix, b: np.ndarray, lb: np.ndarra
     lp.col_cost_ = np.asarray(c, dtype=float)
     lp.col_lower_ = np.asarray(lb, dtype=float)
     lp.col_upper_ = np.asarray(ub, dtype=float)
-    lp.row_lower_ = np.full(m, -np.inf)
+    lp.row_lower_ = _no_lower(m)
     lp.row_upper_ = np.asarray(b, dtype=float)
     lp.a_matrix_.start_ = a.indptr
     lp.a_matrix_.index_ = a.indices
@@ -95,9 +96,18 @@ def solve(c: np.ndarray, a: csc_matrix | ColMatrix, b: np.ndarray, lb: np.ndarra
     if highs.getModelStatus() != _h.HighsModelStatus.kOptimal:
         return 2, None  # linprog: infeasible, unbounded or another failure (all != 0)
     sol = highs.getSolution()
-    x = np.array(sol.col_value)
-    slack = b - np.asarray(sol.row_value)
-    return (0 if feasible(x, highs.getObjectiveValue(), slack, lb, ub) else 4), x
+    x = sol.col_value  # Python lists: the checks below run on a few dozen floats
+    slack = [bi - ri for bi, ri in zip(b.tolist(), sol.row_value, strict=True)]
+    ok = _feasible(x, highs.getObjectiveValue(), slack, lb.tolist(), ub.tolist())
+    return (0 if ok else 4), np.array(x)
+
+
+@functools.lru_cache(maxsize=64)
+def _no_lower(m: int) -> np.ndarray:
+    """The lower bounds of m rows, all -inf (read-only: HiGHS copies what it is given)."""
+    lower = np.full(m, -np.inf)
+    lower.flags.writeable = False
+    return lower
 
 
 def feasible(x: np.ndarray, fun: float, slack: np.ndarray, lb: np.ndarray, ub: np.ndarray
@@ -108,6 +118,19 @@ def feasible(x: np.ndarray, fun: float, slack: np.ndarray, lb: np.ndarray, ub: n
     least -tol, with linprog's tol (sqrt(1e-9) x 10): the same verdict without building
     the bounds array and `np.isclose` terms that are moot without integrality.
     """
-    if math.isnan(fun) or np.isnan(x).any() or np.isnan(slack).any():
+    return _feasible(x.tolist(), fun, slack.tolist(), lb.tolist(), ub.tolist())
+
+
+def _feasible(x: list[float], fun: float, slack: list[float], lb: list[float],
+              ub: list[float]) -> bool:
+    """`feasible` on Python floats: cheaper than numpy's calls on the LPs' few values.
+
+    The same float comparisons (lb - tol and ub + tol rounded as numpy rounds them); a
+    NaN fails every comparison, so it fails the check as `feasible`'s NaN test does.
+    """
+    if math.isnan(fun):
         return False
-    return bool(((x >= lb - _TOL) & (x <= ub + _TOL)).all()) and not (slack < -_TOL).any()
+    for xi, lo, hi in zip(x, lb, ub, strict=True):
+        if not lo - _TOL <= xi <= hi + _TOL:
+            return False
+    return all(s >= -_TOL for s in slack)
