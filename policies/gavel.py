@@ -18,7 +18,9 @@ of the LP's optima (Gavel's water-filling variant) and costs no solver call.
 `gavel-mmf-agnostic` solves the same LP with every usable throughput set to 1, as
 Gavel's heterogeneity-agnostic baseline does, and spreads each job's time over its usable
 types in proportion to their sizes (the symmetric optimum: time on "a GPU", whatever its
-type); jobs still run at their real speeds.
+type); jobs still run at their real speeds. An allocation is solved when a round first
+reads it: only a round in which some type cannot take all its candidates ranks them by
+priority, so on a cluster with room for every job no LP is solved at all.
 
 Rounds (`round`, Gavel's 360 s): at each round every job's priority on type t is
 X[j, t] / (its share of the time type t ran jobs since the allocation was computed),
