@@ -186,13 +186,14 @@ class EstimateIndex:
                 if not len(lane):
                     del self.lanes[old[0]]
 
-    def first_within(self, ctx: SchedContext, lst: SortedList, since: tuple, limit: float
+    def first_within(self, ctx: SchedContext, ck: tuple, since: tuple, limit: float
                      ) -> tuple | None:
-        """The earliest waiting job of class list `lst` after `since` within `limit`.
+        """The earliest waiting job of request class `ck` after `since` within `limit`.
 
-        Returns its queue key, or None (`limit` is finite).
+        Returns its queue key, or None (`limit` is finite). `ck` is the queue's class
+        key, the request_class its jobs had when queued, as the lanes' keys are.
         """
-        lane = self.lanes.get(request_class(ctx.job_at(lst[0][1]).spec))
+        lane = self.lanes.get(ck)
         return None if lane is None else lane.first(ctx, since, limit)
 
 
@@ -226,7 +227,7 @@ def class_backfill(
             i = lst.bisect_right(since)
             key = lst[i] if i < len(lst) else None
         else:
-            key = index.first_within(ctx, lst, since, bound)
+            key = index.first_within(ctx, ck, since, bound)
         if key is not None:
             heapq.heappush(heap, (key, ck))
 
