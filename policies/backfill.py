@@ -556,9 +556,9 @@ class _Profile:
             if z is not None and k <= z:
                 z += 1
         free[i:k] = map(operator.sub, free[i:k], itertools.repeat(need))
-        if z is not None and need > 0 and i < z:
+        if z is not None:
             top = min(k, z)
-            if i < top and min(free[i:top]) <= 0:
+            if need > 0 and i < top and min(free[i:top]) <= 0:
                 z = i
                 while free[z] > 0:
                     z += 1
