@@ -186,13 +186,14 @@ class EstimateIndex:
                 if not len(lane):
                     del self.lanes[old[0]]
 
-    def first_within(self, ctx: SchedContext, lst: SortedList, since: tuple, limit: float
+    def first_within(self, ctx: SchedContext, ck: tuple, since: tuple, limit: float
                      ) -> tuple | None:
-        """The earliest waiting job of class list `lst` after `since` within `limit`.
+        """The earliest waiting job of request class `ck` after `since` within `limit`.
 
-        Returns its queue key, or None (`limit` is finite).
+        Returns its queue key, or None (`limit` is finite). `ck` is the queue's class
+        key, the request_class its jobs had when queued, as the lanes' keys are.
         """
-        lane = self.lanes.get(request_class(ctx.job_at(lst[0][1]).spec))
+        lane = self.lanes.get(ck)
         return None if lane is None else lane.first(ctx, since, limit)
 
 
@@ -226,7 +227,7 @@ def class_backfill(
             i = lst.bisect_right(since)
             key = lst[i] if i < len(lst) else None
         else:
-            key = index.first_within(ctx, lst, since, bound)
+            key = index.first_within(ctx, ck, since, bound)
         if key is not None:
             heapq.heappush(heap, (key, ck))
 
@@ -430,28 +431,56 @@ class EasyBackfillPolicy(_Backfill):
 
 
 class _Profile:
-    """Future free capacity: free[i] milli-GPUs from times[i] until times[i + 1]."""
+    """Future free capacity: free[i] milli-GPUs from times[i] until times[i + 1].
+
+    Past its first zero a profile with no negative capacity decides nothing more for a
+    job that needs GPUs: a start before it may not span it, `horizon` stops at it. So a
+    conservative pass defers (`defer`) the reservations that would begin there, and
+    replays them (`settle`) only before a question whose answer could depend on them:
+    a horizon for no GPUs, or a reservation that spans the zero. Capacity is a sum, and
+    `earliest` gives a start in time independent of which breakpoints split equal
+    capacity, so the replay gives exactly the profile the reservations in order would.
+    """
 
     def __init__(self, now: float, free: int, releases: list[tuple[float, int]],
                  steps: tuple[list[float], list[int]] | None = None) -> None:
         self.version = 0
         if steps is not None:  # built already (EndIndex.steps): the same lists
             self.times, self.free = steps
-            return
-        self.times = [now]
-        self.free = [free]
-        for t, m in sorted(releases):
-            if t > self.times[-1]:
-                self.times.append(t)
-                self.free.append(self.free[-1])
-            self.free[-1] += m
+        else:
+            self.times = [now]
+            self.free = [free]
+            for t, m in sorted(releases):
+                if t > self.times[-1]:
+                    self.times.append(t)
+                    self.free.append(self.free[-1])
+                self.free[-1] += m
+        low = min(self.free)
+        # index of the first zero (len(times): none), or None: some capacity is negative
+        self.zero: int | None = None if low < 0 else \
+            self.free.index(0) if low == 0 else len(self.times)
+        self.deferred: list[tuple[int, float, float]] = []  # (need, length, from), in order
 
-    def earliest(self, need: int, length: float, first: int = 0) -> int:
-        """Index of the earliest breakpoint from `first` where `need` fits for `length`."""
+    def bound(self, need: int) -> int:
+        """Where to stop looking for a start of `need` that this pass could act on.
+
+        The first zero for a job that needs capacity (while zeros are tracked), else the
+        profile's end.
+        """
+        z = self.zero
+        return z if need > 0 and z is not None else len(self.times)
+
+    def earliest(self, need: int, length: float, first: int = 0, last: int = -1) -> int:
+        """Index of the earliest breakpoint from `first` where `need` fits for `length`.
+
+        Only breakpoints before `last` are candidates (-1: all); len(times) if none is.
+        """
         times, free = self.times, self.free
         i = first
         n = len(times)
-        while i < n:
+        if last < 0:
+            last = n
+        while i < last:
             if free[i] < need:
                 i += 1
                 continue
@@ -473,11 +502,36 @@ class _Profile:
             i = j + 1
         return n  # never (capacity below the request)
 
+    def book(self, need: int, length: float, first: int = 0) -> None:
+        """Reserve `need` for `length` at its earliest start from `first`, or defer it.
+
+        Deferred when that start lies at or past the first zero (see the class), with
+        the time of `first`: breakpoints a later reservation adds before it must not
+        become candidates (one inside the first span could, the profile's start not).
+        """
+        last = self.bound(need)
+        i = self.earliest(need, length, first, last)
+        if i < last:
+            self.reserve(i, need, length)
+        elif last < len(self.times):
+            self.deferred.append((need, length, self.times[first]))
+
+    def settle(self) -> None:
+        """Make the deferred reservations, in order; zeros are no longer tracked."""
+        self.zero = None
+        todo, self.deferred = self.deferred, []
+        for need, length, since in todo:
+            i = self.earliest(need, length, bisect_left(self.times, since))
+            if i < len(self.times):
+                self.reserve(i, need, length)
+
     def horizon(self, need: int, since: float | None = None) -> float:
         """How long from `since` (default: the profile's start) `need` stays free.
 
         0: not free at the start; inf: free for ever.
         """
+        if need <= 0 and self.deferred:
+            self.settle()
         times, free = self.times, self.free
         for j in range(len(times)):
             if free[j] < need:
@@ -489,11 +543,26 @@ class _Profile:
         times, free = self.times, self.free
         start = times[i]
         end = start + length
+        z = self.zero
+        if self.deferred and z is not None and z < len(times) and times[z] < end \
+                and need > 0:
+            self.settle()  # it spans the zero: the deferred ones may sit under it
+            i = bisect_left(times, start)
+            z = None
         k = bisect_left(times, end)
         if k == len(times) or times[k] != end:
             times.insert(k, end)
             free.insert(k, free[k - 1])
+            if z is not None and k <= z:
+                z += 1
         free[i:k] = map(operator.sub, free[i:k], itertools.repeat(need))
+        if z is not None:
+            top = min(k, z)
+            if need > 0 and i < top and min(free[i:top]) <= 0:
+                z = i
+                while free[z] > 0:
+                    z += 1
+            self.zero = z
         self.version += 1
 
 
@@ -626,8 +695,7 @@ class ConservativeBackfillPolicy(_Backfill):
             if need > 0 and (full or prof.free[0] <= 0 and min(prof.free) >= 0):
                 full = True  # its reservation could change no decision of this pass
                 continue
-            i = prof.earliest(need, length)
-            if i == 0:
+            if prof.earliest(need, length, 0, 1) == 0:
                 ck = request_class(spec)
                 placed = ctx.place(job) if ck not in failed else None
                 if placed is not None and not isinstance(placed, Unschedulable):
@@ -636,9 +704,9 @@ class ConservativeBackfillPolicy(_Backfill):
                     yield Start(job.job_id, placed)
                     continue
                 failed.add(ck)
-                i = prof.earliest(need, length, 1)
-            if i < len(prof.times):
-                prof.reserve(i, need, length)
+                prof.book(need, length, 1)
+            else:
+                prof.book(need, length)
         assert last is not None  # the head at least
         after = (last.spec.submit_time, last.idx)  # the last reserved job's queue key
         quiet = not started and steps is not None and ctx.pending_count >= cap
