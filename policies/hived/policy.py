@@ -361,17 +361,25 @@ class HivedPolicy(Policy):
         done = -1
         dirty = self.dirty
         timed = self.timed
+        by_pos = self.by_pos
         while True:
             if self.algo.touched_vcs:
                 self._touch_doomed()
-            todo = [i for i in (dirty | timed if timed else dirty) if i > done]
-            if not todo:
+            # the changed queues after the last one run, in order; empty ones are passed
+            # over at once (nothing changes until an ordering runs)
+            ran = False
+            for i in sorted(dirty | timed if timed else dirty):
+                if i <= done:
+                    continue
+                done = i
+                dirty.discard(i)
+                q = by_pos[i]
+                if q.keys:
+                    yield from self._run(ctx, q)
+                    ran = True
+                    break
+            if not ran:
                 return
-            done = min(todo)
-            dirty.discard(done)
-            q = self.by_pos[done]
-            if q.keys:
-                yield from self._run(ctx, q)
 
     def _mark(self, q: _Queue) -> None:
         self.dirty.add(q.pos)
@@ -550,7 +558,8 @@ class HivedPolicy(Policy):
         q = self.jobs.running.pop(idx)
         q.running.pop(idx, None)
         self._released(self.algo.release(idx), idx)
-        self._drop_side(idx)
+        if self.side_held:
+            self._drop_side(idx)
         self._drain_cancelled(ctx)
         self._mark(self.queues[self._known_request(victim).vc])
         self._mark(self.opp)
@@ -623,7 +632,7 @@ class HivedPolicy(Policy):
         """
         if self.side_owner and any(v in self.side_owner for v in plan.victims):
             return None  # the engine cannot stop another job's evaluator alone: wait
-        pods = [tuple(c.gpu for c in pod) for pod in plan.pods]
+        pods = [tuple([c.gpu for c in pod]) for pod in plan.pods]
         return self._start_on(ctx, job, pods, plan.victims)
 
     def _start_on(self, ctx: SchedContext, job: JobState, pods: list[tuple[int, ...]],
@@ -633,12 +642,18 @@ class HivedPolicy(Policy):
         None when a GPU is held by other than `victims` or the nodes lack the host asks.
         """
         holders = ctx.cluster.gpu_holders
-        if any(h not in victims for pod in pods for g in pod for h in holders[g]):
-            return None
+        for pod in pods:
+            for g in pod:
+                held = holders[g]  # job index -> its share of the GPU
+                if held and (not victims or any(h not in victims for h in held)):
+                    return None
         if self._known_request(job).members:
             return self._roles_on(ctx, job, pods, victims)
-        gpus = tuple(sorted(g for pod in pods for g in pod))
-        return gpus if self._host_fits_on(ctx, job, gpus, victims) else None
+        gpus = (tuple(sorted(pods[0])) if len(pods) == 1
+                else tuple(sorted([g for pod in pods for g in pod])))
+        if _asks_host(job.spec) and not self._host_fits_on(ctx, job, gpus, victims):
+            return None
+        return gpus
 
     def _roles_on(self, ctx: SchedContext, job: JobState, pods: list[tuple[int, ...]],
                   victims: Sequence[int]) -> RolePlacement | None:
@@ -832,7 +847,8 @@ class HivedPolicy(Policy):
         """A job of ours stopped running (finished, failed, killed): free its cells."""
         q.running.pop(idx, None)
         self._released(self.algo.release(idx), idx)
-        self._drop_side(idx)
+        if self.side_held:
+            self._drop_side(idx)
 
     def _released(self, g: Any, idx: int) -> None:
         """A gang gave its cells back: its VC and the opportunistic queue may move."""
@@ -907,7 +923,7 @@ class HivedPolicy(Policy):
         q = self.jobs.pending.pop(job.idx, None)
         if q is None:
             return
-        if self.preempting.pop(job.idx, None) is not None:  # gone while preempting
+        if self.preempting and self.preempting.pop(job.idx, None) is not None:  # preempting
             self._released(self.algo.cancel(job.idx), job.idx)
             self.algo.cancelled.clear()
         self._unlist(job, q)
