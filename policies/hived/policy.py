@@ -314,6 +314,7 @@ class HivedPolicy(Policy):
         self._empty_algo: HivedAlgorithm | None = None  # built on first need
         self._ever_fits: dict[tuple, str] = {}
         self._refusals: dict[tuple, str] = {}  # see _make_request
+        self._plain: dict[tuple, tuple[str, str]] = {}  # shape -> (refusal, VC): ditto
         order = self.p["order"]
         self.queues: dict[str, _Queue] = {
             vc: _Queue(vc, make_policy(order), i) for i, vc in enumerate(vcs)}
@@ -715,6 +716,27 @@ class HivedPolicy(Policy):
         return req
 
     def _make_request(self, idx: int, s: JobSpec) -> Request | str:
+        """The request of a job or why it is refused (`_request` caches it per job).
+
+        A job with no pass-through columns and no roles is judged by a few fields alone:
+        the verdict (VC, refusal) is memoized per such shape; others take the full path.
+        """
+        if s.extra or s.tasks:
+            return self._make_full_request(idx, s)
+        shape = (s.vc, s.priority, s.gpu_type, bool(s.num_gpus), s.task_gpus, s.num_tasks)
+        got = self._plain.get(shape)
+        if got is None:
+            full = self._make_full_request(idx, s)
+            self._plain[shape] = (full, "") if isinstance(full, str) else ("", full.vc)
+            return full
+        why, vc = got
+        if why:
+            return why
+        return Request(idx, vc, s.priority, s.gpu_type, s.task_gpus, s.num_tasks, "",
+                       s.lazy_preemption, ())
+
+    def _make_full_request(self, idx: int, s: JobSpec) -> Request | str:
+        """`_make_request` reading every field (pinned cell column, roles)."""
         vc = self._vc_of(s)
         pinned = ""
         if s.extra:
@@ -852,9 +874,9 @@ class HivedPolicy(Policy):
 
     def _released(self, g: Any, idx: int) -> None:
         """A gang gave its cells back: its VC and the opportunistic queue may move."""
-        self._mark(self.opp)
+        self.dirty.add(self.opp.pos)
         if g is not None and g.orig_prio >= MIN_GUARANTEED and g.vc in self.queues:
-            self._mark(self.queues[g.vc])
+            self.dirty.add(self.queues[g.vc].pos)
 
     def _sync_side(self, ctx: SchedContext) -> None:
         """Book the GPUs of running jobs' non-gang tasks in HiveD's cells, free ended ones.
