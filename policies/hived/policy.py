@@ -116,9 +116,23 @@ class _Queue:
     running: dict[int, JobState] = field(default_factory=dict)
     ctx: SchedContext | None = None  # a _QueueContext standing in for one (set in attach)
     listens: bool = False  # the ordering keeps indexes from job events (overrides `notify`)
+    by_class: bool = True  # the ordering may read `classes` (else they are not kept)
 
     def __post_init__(self) -> None:
         self.listens = not getattr(type(self.policy).notify, "__schedlab_noop__", False)
+        self.by_class = _reads_classes(self.policy)
+
+
+def _reads_classes(policy: Policy) -> bool:
+    """Whether an ordering may ask for its queue's pending classes.
+
+    Strict `fifo` (its pass, not overridden) walks `pending()` only, so a queue it orders
+    keeps no class index: that saves two sorted-list updates per job. Any other ordering
+    gets the index kept as jobs come and go (its dict order is their arrival order).
+    """
+    from policies.fifo import FifoPolicy
+
+    return type(policy).schedule is not FifoPolicy.schedule
 
 
 def _asks_host(s: JobSpec) -> bool:
@@ -128,6 +142,19 @@ def _asks_host(s: JobSpec) -> bool:
 def _class_key(s: JobSpec, pinned: str) -> tuple:
     return (s.num_gpus, s.task_gpus, s.gpu_type, s.gpu_share, s.num_cpus, s.mem_gb,
             s.priority, pinned, s.tasks)
+
+
+def _same_start(d: Decision, kind: type, job_id: str, gpus: Any, node: int,
+                tasks: tuple) -> bool:
+    """Whether decision `d` equals `kind(job_id, gpus, node=node, tasks=tasks)`.
+
+    The ordering's Start usually carries the very GPUs hived starts the job on; passing
+    it on saves building an equal (frozen) one per start. Plain GPU tuples only: a
+    placement of another type is converted by the decision's constructor.
+    """
+    return (isinstance(d, Start | Resume) and type(d) is kind and type(gpus) is tuple
+            and type(d.gpus) is tuple and d.job_id == job_id and d.gpus == gpus
+            and d.node == node and d.tasks == tasks and not d.share)
 
 
 def _pod_gpus(leaves: Sequence[Any], req: Request) -> list[tuple[int, ...]]:
@@ -287,6 +314,7 @@ class HivedPolicy(Policy):
         self._empty_algo: HivedAlgorithm | None = None  # built on first need
         self._ever_fits: dict[tuple, str] = {}
         self._refusals: dict[tuple, str] = {}  # see _make_request
+        self._plain: dict[tuple, tuple[str, str]] = {}  # shape -> (refusal, VC): ditto
         order = self.p["order"]
         self.queues: dict[str, _Queue] = {
             vc: _Queue(vc, make_policy(order), i) for i, vc in enumerate(vcs)}
@@ -334,17 +362,25 @@ class HivedPolicy(Policy):
         done = -1
         dirty = self.dirty
         timed = self.timed
+        by_pos = self.by_pos
         while True:
             if self.algo.touched_vcs:
                 self._touch_doomed()
-            todo = [i for i in (dirty | timed if timed else dirty) if i > done]
-            if not todo:
+            # the changed queues after the last one run, in order; empty ones are passed
+            # over at once (nothing changes until an ordering runs)
+            ran = False
+            for i in sorted(dirty | timed if timed else dirty):
+                if i <= done:
+                    continue
+                done = i
+                dirty.discard(i)
+                q = by_pos[i]
+                if q.keys:
+                    yield from self._run(ctx, q)
+                    ran = True
+                    break
+            if not ran:
                 return
-            done = min(todo)
-            dirty.discard(done)
-            q = self.by_pos[done]
-            if q.keys:
-                yield from self._run(ctx, q)
 
     def _mark(self, q: _Queue) -> None:
         self.dirty.add(q.pos)
@@ -406,9 +442,11 @@ class HivedPolicy(Policy):
                         self._drain_cancelled(ctx)
                         self.refused.add(job.job_id)
                         return
-                self.lazy_preemptions += len(plan.lazy)
-                self.downgraded.update(ctx.job_at(i).job_id for i in plan.lazy)
-                self._drain_cancelled(ctx)
+                if plan.lazy:
+                    self.lazy_preemptions += len(plan.lazy)
+                    self.downgraded.update(ctx.job_at(i).job_id for i in plan.lazy)
+                if self.algo.cancelled:
+                    self._drain_cancelled(ctx)
                 if plan.victims:
                     delay = self.p["preemption_delay"]
                     if delay > 0:  # its cells are reserved; the victims stop later
@@ -424,7 +462,7 @@ class HivedPolicy(Policy):
             assert plan is None or start is not None  # set with the plan
             yield from self._started(ctx, q, job, type(d), start or (),
                                      d.node if plan is None else -1,
-                                     d.tasks if plan is None else ())
+                                     d.tasks if plan is None else (), d)
         elif isinstance(d, Preempt | Suspend):
             if self.jobs.running.get(job.idx) is not q:
                 raise InvalidDecision(f"hived: order policy {q.policy.name!r} stopped "
@@ -444,20 +482,27 @@ class HivedPolicy(Policy):
                 "supports orderings that start, preempt, suspend or reject jobs")
 
     def _started(self, ctx: SchedContext, q: _Queue, job: JobState, kind: type,
-                 gpus: tuple[int, ...], node: int, tasks: tuple = ()) -> Iterator[Decision]:
+                 gpus: tuple[int, ...], node: int, tasks: tuple = (),
+                 asked: Decision | None = None) -> Iterator[Decision]:
         """Book a job as running in its queue and start it.
 
         `gpus` may be a `RolePlacement` (a job with roles), which carries its tasks;
         `tasks` places the CPU-only gang of a job with roles (the placer's answer).
+        `asked`, the ordering's own decision, is passed on as it is when it says the same.
         """
         self._dequeue(job)
         self.jobs.running[job.idx] = q
         q.running[job.idx] = job
         if not self.all_up:  # else every node is up this pass (checked in `_sync`)
             self._check_healthy(ctx, job, gpus)
-        if any(not r.gang and r.gpus > 0 for r in job.spec.tasks) and has_roles(job.spec):
+        spec = job.spec
+        if (spec.tasks and any(not r.gang and r.gpus > 0 for r in spec.tasks)
+                and has_roles(spec)):
             self.side_held[job.idx] = {}  # its evaluators are booked once the engine places them
-        yield kind(job.job_id, gpus, node=node, tasks=tasks)
+        if asked is not None and _same_start(asked, kind, job.job_id, gpus, node, tasks):
+            yield asked
+        else:
+            yield kind(job.job_id, gpus, node=node, tasks=tasks)
 
     def _advance(self, ctx: SchedContext) -> Iterator[Decision]:
         """Preemptions under way: stop victims whose delay ended, start ready preemptors.
@@ -514,7 +559,8 @@ class HivedPolicy(Policy):
         q = self.jobs.running.pop(idx)
         q.running.pop(idx, None)
         self._released(self.algo.release(idx), idx)
-        self._drop_side(idx)
+        if self.side_held:
+            self._drop_side(idx)
         self._drain_cancelled(ctx)
         self._mark(self.queues[self._known_request(victim).vc])
         self._mark(self.opp)
@@ -542,7 +588,7 @@ class HivedPolicy(Policy):
     # --- placement for the orderings ---
 
     def _place(self, job: JobState, ctx: SchedContext) -> Placement:
-        req = self._request(job)
+        req = self.requests.get(job.idx) or self._request(job)
         if isinstance(req, str):
             return Unschedulable(req, False)
         if not job.spec.num_gpus:
@@ -587,7 +633,7 @@ class HivedPolicy(Policy):
         """
         if self.side_owner and any(v in self.side_owner for v in plan.victims):
             return None  # the engine cannot stop another job's evaluator alone: wait
-        pods = [tuple(c.gpu for c in pod) for pod in plan.pods]
+        pods = [tuple([c.gpu for c in pod]) for pod in plan.pods]
         return self._start_on(ctx, job, pods, plan.victims)
 
     def _start_on(self, ctx: SchedContext, job: JobState, pods: list[tuple[int, ...]],
@@ -597,12 +643,18 @@ class HivedPolicy(Policy):
         None when a GPU is held by other than `victims` or the nodes lack the host asks.
         """
         holders = ctx.cluster.gpu_holders
-        if any(h not in victims for pod in pods for g in pod for h in holders[g]):
-            return None
+        for pod in pods:
+            for g in pod:
+                held = holders[g]  # job index -> its share of the GPU
+                if held and (not victims or any(h not in victims for h in held)):
+                    return None
         if self._known_request(job).members:
             return self._roles_on(ctx, job, pods, victims)
-        gpus = tuple(sorted(g for pod in pods for g in pod))
-        return gpus if self._host_fits_on(ctx, job, gpus, victims) else None
+        gpus = (tuple(sorted(pods[0])) if len(pods) == 1
+                else tuple(sorted([g for pod in pods for g in pod])))
+        if _asks_host(job.spec) and not self._host_fits_on(ctx, job, gpus, victims):
+            return None
+        return gpus
 
     def _roles_on(self, ctx: SchedContext, job: JobState, pods: list[tuple[int, ...]],
                   victims: Sequence[int]) -> RolePlacement | None:
@@ -657,11 +709,34 @@ class HivedPolicy(Policy):
 
     def _known_request(self, job: JobState) -> Request:
         """The request of a job hived queued or started: never a refusal."""
-        req = self._request(job)
+        req = self.requests.get(job.idx)  # cached once queued (looked up on hot paths)
+        if req is None:
+            req = self._request(job)
         assert isinstance(req, Request)  # refused jobs are neither queued nor started
         return req
 
     def _make_request(self, idx: int, s: JobSpec) -> Request | str:
+        """The request of a job or why it is refused (`_request` caches it per job).
+
+        A job with no pass-through columns and no roles is judged by a few fields alone:
+        the verdict (VC, refusal) is memoized per such shape; others take the full path.
+        """
+        if s.extra or s.tasks:
+            return self._make_full_request(idx, s)
+        shape = (s.vc, s.priority, s.gpu_type, bool(s.num_gpus), s.task_gpus, s.num_tasks)
+        got = self._plain.get(shape)
+        if got is None:
+            full = self._make_full_request(idx, s)
+            self._plain[shape] = (full, "") if isinstance(full, str) else ("", full.vc)
+            return full
+        why, vc = got
+        if why:
+            return why
+        return Request(idx, vc, s.priority, s.gpu_type, s.task_gpus, s.num_tasks, "",
+                       s.lazy_preemption, ())
+
+    def _make_full_request(self, idx: int, s: JobSpec) -> Request | str:
+        """`_make_request` reading every field (pinned cell column, roles)."""
         vc = self._vc_of(s)
         pinned = ""
         if s.extra:
@@ -794,13 +869,14 @@ class HivedPolicy(Policy):
         """A job of ours stopped running (finished, failed, killed): free its cells."""
         q.running.pop(idx, None)
         self._released(self.algo.release(idx), idx)
-        self._drop_side(idx)
+        if self.side_held:
+            self._drop_side(idx)
 
     def _released(self, g: Any, idx: int) -> None:
         """A gang gave its cells back: its VC and the opportunistic queue may move."""
-        self._mark(self.opp)
+        self.dirty.add(self.opp.pos)
         if g is not None and g.orig_prio >= MIN_GUARANTEED and g.vc in self.queues:
-            self._mark(self.queues[g.vc])
+            self.dirty.add(self.queues[g.vc].pos)
 
     def _sync_side(self, ctx: SchedContext) -> None:
         """Book the GPUs of running jobs' non-gang tasks in HiveD's cells, free ended ones.
@@ -847,14 +923,18 @@ class HivedPolicy(Policy):
         q = self.opp if req.prio == OPP else self.queues[req.vc]
         self._list(job, q)
         self.jobs.pending[job.idx] = q
-        self._mark(q)
-        self._forward(q, job, EventKind.SUBMIT)  # the ordering sees it join its queue
+        self.dirty.add(q.pos)
+        if q.listens:
+            self._forward(q, job, EventKind.SUBMIT)  # the ordering sees it join its queue
         return ""
 
     def _list(self, job: JobState, q: _Queue) -> None:
         """Put a pending job in its queue's indexes (what the ordering sees)."""
         s = job.spec
         q.keys.add((-s.priority, s.submit_time, job.idx))
+        if not q.by_class:
+            self.listed[job.idx] = ()  # listed, no class index to keep
+            return
         ck = self.listed[job.idx] = _class_key(s, self._known_request(job).pinned)
         lst = q.classes.get(ck)
         if lst is None:
@@ -865,7 +945,7 @@ class HivedPolicy(Policy):
         q = self.jobs.pending.pop(job.idx, None)
         if q is None:
             return
-        if self.preempting.pop(job.idx, None) is not None:  # gone while preempting
+        if self.preempting and self.preempting.pop(job.idx, None) is not None:  # preempting
             self._released(self.algo.cancel(job.idx), job.idx)
             self.algo.cancelled.clear()
         self._unlist(job, q)
@@ -877,6 +957,8 @@ class HivedPolicy(Policy):
             return  # not listed (a preemptor waiting for its victims)
         s = job.spec
         q.keys.discard((-s.priority, s.submit_time, job.idx))
+        if not q.by_class:
+            return
         lst = q.classes.get(ck)
         if lst is not None:
             lst.discard((s.submit_time, job.idx))

@@ -119,7 +119,14 @@ class NodeIndex(Generic[N]):
         nodes = self.nodes
         by_rank = self.by_rank
         for rank in self.ranks:
-            lists = [lst for free, lst in by_rank[rank].items() if free >= smallest]
+            by_free = by_rank[rank]
+            if len(by_free) == 1:  # usual when nodes are alike: free leaves follow rank
+                ((free, lst),) = by_free.items()
+                if free >= smallest:
+                    for i in lst:
+                        yield nodes[i]
+                continue
+            lists = [lst for free, lst in by_free.items() if free >= smallest]
             if len(lists) == 1:
                 for i in lists[0]:
                     yield nodes[i]

@@ -35,6 +35,7 @@ class JobTracker:
         self.next_arrival = 0
         self._owns: Callable[[JobState], bool] | None = None
         self._ctx: Any = None  # the context `_owns` was read from
+        self._next_time = float("-inf")  # submit time of job `next_arrival` (-inf: look)
 
     def notify(self, job: JobState, kind: str) -> None:
         """Remember a job an event touched (checked at the next pass)."""
@@ -78,22 +79,34 @@ class JobTracker:
             for idx in sorted(self.running.keys() - running.keys()):
                 self._gone(ctx, idx, gone, enqueue, rejects)
         now = ctx.now
-        job_at = ctx.job_at
-        while True:
-            try:
-                job = job_at(self.next_arrival)
-            except IndexError:
-                break
-            if job.spec.submit_time > now:
-                break
-            self.next_arrival += 1
-            self._found(job, enqueue, rejects)
+        if now >= self._next_time:
+            self._arrivals(ctx, now, enqueue, rejects)
         if len(self.pending) + len(rejects) != ctx.pending_count:
             for idx in sorted(self.watch):
                 self._found(ctx.job_at(idx), enqueue, rejects)
             if len(self.pending) + len(rejects) != ctx.pending_count:
                 self._resync(ctx, enqueue, drop, rejects)
         return rejects
+
+    def _arrivals(self, ctx: SchedContext, now: float, enqueue: Callable[[JobState], str],
+                  rejects: list[Reject]) -> None:
+        """Take the jobs submitted by `now`, in index order (jobs arrive in that order).
+
+        Remembers the next job's submit time (a job at an index never changes), so a
+        pass before it asks nothing; past the last job it looks again at every pass.
+        """
+        job_at = ctx.job_at
+        while True:
+            try:
+                job = job_at(self.next_arrival)
+            except IndexError:  # none yet (the run may add jobs later, e.g. task runs)
+                self._next_time = float("-inf")
+                return
+            if job.spec.submit_time > now:
+                self._next_time = job.spec.submit_time
+                return
+            self.next_arrival += 1
+            self._found(job, enqueue, rejects)
 
     def requeued(self, job: JobState) -> None:
         """A job we stopped went back to the engine's queue (or waits to retry)."""
