@@ -204,8 +204,15 @@ class _QueueContext:
             yield job
 
     def pending_classes(self) -> dict[tuple, SortedList]:
-        """This queue's pending jobs grouped by identical request, keys (submit, idx)."""
-        return self._q.classes
+        """This queue's pending jobs grouped by identical request, keys (submit, idx).
+
+        A queue whose ordering never asks (strict fifo, `_reads_classes`) keeps no index;
+        asked all the same, it builds it now from its jobs and keeps it from then on.
+        """
+        q = self._q
+        if not q.by_class:
+            self._owner._index_classes(q, self._ctx)
+        return q.classes
 
     def running(self) -> Mapping[int, JobState]:
         """This queue's running jobs by index."""
@@ -927,6 +934,17 @@ class HivedPolicy(Policy):
         if q.listens:
             self._forward(q, job, EventKind.SUBMIT)  # the ordering sees it join its queue
         return ""
+
+    def _index_classes(self, q: _Queue, ctx: SchedContext) -> None:
+        """Start keeping `q`'s class index (see `_reads_classes`), from its pending jobs."""
+        q.by_class = True
+        for _, submit, idx in list(q.keys):
+            job = ctx.job_at(idx)
+            ck = self.listed[idx] = _class_key(job.spec, self._known_request(job).pinned)
+            lst = q.classes.get(ck)
+            if lst is None:
+                lst = q.classes[ck] = SortedList()
+            lst.add((submit, idx))
 
     def _list(self, job: JobState, q: _Queue) -> None:
         """Put a pending job in its queue's indexes (what the ordering sees)."""
