@@ -1,89 +1,66 @@
-"""Conservative backfilling's profile defers reservations past its first zero exactly.
-
-`_Profile.book` defers a reservation whose earliest start lies at or past the first
-breakpoint with no free capacity, and `settle` replays the deferred ones in order when a
-question could depend on them (a horizon for no GPUs, a reservation spanning the zero).
-On random profiles (zeros, negative capacity, breakpoints close together) and random
-sequences of reservations, starts at the profile's start and horizon questions, the
-profile must answer and end as a plain one that makes every reservation at once.
-"""
+"""Conservative backfilling's kept release steps equal the profile rebuilt from every job."""
 
 from __future__ import annotations
 
-import itertools
-import math
-import operator
-import random
-from bisect import bisect_left
+from collections.abc import Iterator
 
-from policies.backfill import _Profile
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from policies.backfill import ConservativeBackfillPolicy, EndIndex, _Profile
+from policies.victims import free_milli
+from sim.context import SchedContext
+from sim.engine import Simulation
+from sim.model import Decision
+from topologies.build import uniform_topology
+from traces import load_trace
 
-class _Plain:
-    """The profile without deferral: every reservation made at its earliest start."""
-
-    def __init__(self, times: list[float], free: list[int]) -> None:
-        self.times, self.free = times, free
-
-    def earliest(self, need: int, length: float, first: int = 0) -> int:
-        times, free = self.times, self.free
-        for i in range(first, len(times)):
-            end = times[i] + length
-            k = bisect_left(times, end)
-            if all(f >= need for f in free[i:max(k, i + 1)]):
-                return i
-        return len(times)
-
-    def horizon(self, need: int, since: float | None = None) -> float:
-        times, free = self.times, self.free
-        for j in range(len(times)):
-            if free[j] < need:
-                return times[j] - (times[0] if since is None else since) if j else 0.0
-        return math.inf
-
-    def reserve(self, i: int, need: int, length: float) -> None:
-        times, free = self.times, self.free
-        end = times[i] + length
-        k = bisect_left(times, end)
-        if k == len(times) or times[k] != end:
-            times.insert(k, end)
-            free.insert(k, free[k - 1])
-        free[i:k] = map(operator.sub, free[i:k], itertools.repeat(need))
+TIMES = st.sampled_from([0.0, 5.0, 10.0, 10.0, 12.5, 40.0])  # repeats: shared ends
+OPS = st.lists(st.tuples(TIMES, st.sampled_from([250, 1000, 2000, 8000])), max_size=30)
 
 
-def test_deferred_reservations_settle_to_the_plain_profile() -> None:
-    rng = random.Random(7)
-    points = [0.1, 0.2, 1.0, 2.0, 2.5, 3.0, 4.0, 5.5, 7.0, 9.0, 10.0, 12.0]
-    settles = 0
-    for trial in range(3000):
-        times = sorted({0.0, *rng.choices(points, k=rng.randint(1, 12))})
-        free = [rng.randint(-1 if rng.random() < 0.1 else 0, 6) * 1000 for _ in times]
-        if rng.random() < 0.3:
-            free.sort()
-        got = _Profile(0.0, 0, [], (list(times), list(free)))
-        want = _Plain(list(times), list(free))
-        for step in range(rng.randint(1, 15)):
-            r = rng.random()
-            need = rng.choice([0, 1000, 1000, 2000, 3000, 500])
-            length = rng.choice([0.5, 1.0, 2.0, 3.0, 6.0, 20.0, 1e-9])
-            if r < 0.6:  # the next queued job's reservation (from the second breakpoint)
-                first = rng.choice([0, 1]) if len(want.times) > 1 else 0
-                i = want.earliest(need, length, first)
-                if i < len(want.times):
-                    want.reserve(i, need, length)
-                got.book(need, length, first)
-            elif r < 0.8:  # a job that starts now, maybe spanning the zero
-                got.reserve(0, need, length)
-                want.reserve(0, need, length)
-            else:
-                since = rng.choice([None, 0.0, 0.05])
-                settles += need == 0 and bool(got.deferred)
-                assert got.horizon(need, since) == want.horizon(need, since), (trial, step)
-            done = _Profile(0.0, 0, [], (list(got.times), list(got.free)))
-            done.deferred = list(got.deferred)
-            done.settle()
-            assert (done.times, done.free) == (want.times, want.free), (trial, step)
-            if got.zero is not None:  # the first breakpoint with no free capacity
-                z = next((j for j, f in enumerate(got.free) if f <= 0), len(got.free))
-                assert got.zero == z, (trial, step)
-    assert settles > 0  # the horizon for no GPUs settled deferred reservations
+@settings(max_examples=200, deadline=None)
+@given(OPS, st.lists(st.integers(0, 29), max_size=10), st.sampled_from([0.0, 7.0, 10.0, 50.0]),
+       st.integers(0, 4000))
+def test_steps_equal_the_profile_of_the_releases(adds, drops, now, free):
+    index = EndIndex()
+    for t, m in adds:
+        index._release(t, m, 1)
+    kept = list(adds)
+    for i in sorted(set(drops), reverse=True):
+        if i < len(kept):
+            t, m = kept.pop(i)
+            index._release(t, -m, -1)
+    steps = index.steps(now, free)
+    assert steps is not None
+    prof = _Profile(now, free, [(t if t > now else now, m) for t, m in kept])
+    assert steps == (prof.times, prof.free)
+    assert index._at == sorted({t for t, _ in kept})
+
+
+class _Checked(ConservativeBackfillPolicy):
+    """Conservative backfilling that checks its kept steps against a rebuild each pass."""
+
+    name = "conservative-backfill-checked"
+    checked = 0
+
+    def schedule(self, ctx: SchedContext) -> Iterator[Decision]:
+        self.running.sync(ctx, self.estimate)
+        steps = self.running.steps(ctx.now, free_milli(ctx))
+        if steps is not None:
+            prof = _Profile(ctx.now, free_milli(ctx), [
+                (t, len(r.gpus) * r.milli) for t, r in self.running.ends(ctx)])
+            assert steps == (prof.times, prof.free)
+            type(self).checked += 1
+        yield from super().schedule(ctx)
+
+
+def test_steps_equal_the_rebuilt_profile_through_a_contended_run():
+    topo = uniform_topology(4)
+    trace = load_trace("philly-like:600", topology=topo, load=1.5)
+    _Checked.checked = 0
+    checked = Simulation(trace, topo, _Checked(max_reservations=5)).run()
+    plain = Simulation(trace, topo, ConservativeBackfillPolicy(max_reservations=5)).run()
+    assert _Checked.checked > 100
+    cols = ["time", "job_id", "kind"]
+    assert checked.events[cols].equals(plain.events[cols])
