@@ -10,45 +10,31 @@ profile must answer and end as a plain one that makes every reservation at once.
 
 from __future__ import annotations
 
-import itertools
-import math
-import operator
 import random
 from bisect import bisect_left
 
 from policies.backfill import _Profile
 
 
-class _Plain:
-    """The profile without deferral: every reservation made at its earliest start."""
+class _Plain(_Profile):
+    """The profile without deferral: every reservation made at its earliest start.
+
+    A `_Profile` that tracks no zero never defers; its `earliest` is the definition
+    (every breakpoint the span covers has room), not the production search.
+    """
 
     def __init__(self, times: list[float], free: list[int]) -> None:
-        self.times, self.free = times, free
+        super().__init__(0.0, 0, [], (times, free))
+        self.zero = None
 
-    def earliest(self, need: int, length: float, first: int = 0) -> int:
+    def earliest(self, need: int, length: float, first: int = 0, last: int = -1) -> int:
         times, free = self.times, self.free
-        for i in range(first, len(times)):
+        for i in range(first, len(times) if last < 0 else last):
             end = times[i] + length
             k = bisect_left(times, end)
             if all(f >= need for f in free[i:max(k, i + 1)]):
                 return i
         return len(times)
-
-    def horizon(self, need: int, since: float | None = None) -> float:
-        times, free = self.times, self.free
-        for j in range(len(times)):
-            if free[j] < need:
-                return times[j] - (times[0] if since is None else since) if j else 0.0
-        return math.inf
-
-    def reserve(self, i: int, need: int, length: float) -> None:
-        times, free = self.times, self.free
-        end = times[i] + length
-        k = bisect_left(times, end)
-        if k == len(times) or times[k] != end:
-            times.insert(k, end)
-            free.insert(k, free[k - 1])
-        free[i:k] = map(operator.sub, free[i:k], itertools.repeat(need))
 
 
 def test_deferred_reservations_settle_to_the_plain_profile() -> None:
