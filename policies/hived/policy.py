@@ -938,13 +938,8 @@ class HivedPolicy(Policy):
     def _index_classes(self, q: _Queue, ctx: SchedContext) -> None:
         """Start keeping `q`'s class index (see `_reads_classes`), from its pending jobs."""
         q.by_class = True
-        for _, submit, idx in list(q.keys):
-            job = ctx.job_at(idx)
-            ck = self.listed[idx] = _class_key(job.spec, self._known_request(job).pinned)
-            lst = q.classes.get(ck)
-            if lst is None:
-                lst = q.classes[ck] = SortedList()
-            lst.add((submit, idx))
+        for _, _, idx in list(q.keys):
+            self._class_list(ctx.job_at(idx), q)
 
     def _list(self, job: JobState, q: _Queue) -> None:
         """Put a pending job in its queue's indexes (what the ordering sees)."""
@@ -953,6 +948,11 @@ class HivedPolicy(Policy):
         if not q.by_class:
             self.listed[job.idx] = ()  # listed, no class index to keep
             return
+        self._class_list(job, q)
+
+    def _class_list(self, job: JobState, q: _Queue) -> None:
+        """Put a pending job in its queue's class index (`pending_classes`)."""
+        s = job.spec
         ck = self.listed[job.idx] = _class_key(s, self._known_request(job).pinned)
         lst = q.classes.get(ck)
         if lst is None:
