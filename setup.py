@@ -40,6 +40,10 @@ COMPILED = [
     "sim/recorder.py",
     "sim/speed.py",
     "policies/placement/base.py",
+    # the priority walk and its victim searches (sjf, srtf, tiresias, themis, quota-priority
+    # and researchers' `PriorityPolicy` subclasses run their passes in them)
+    "policies/priority.py",
+    "policies/victims.py",
     # HiveD's cell algorithm (buddy allocation, cell binding, VC bookkeeping): pure
     # Python data structures walked per pass, with no extension point of its own
     "policies/hived/algorithm.py",

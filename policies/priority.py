@@ -15,18 +15,28 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
+from mypy_extensions import mypyc_attr
 from sortedcontainers import SortedList
 
 from policies.base import Policy
 from policies.victims import VictimPool, find_victims, free_milli
-from sim.context import SchedContext
+from sim.interfaces import PolicyContext
 from sim.jobstate import PENDING, RUNNING, JobState
 from sim.model import Decision, Preempt, Start, Suspend, Unschedulable, request_class
 from sim.params import Param, as_choice
 
 Key = tuple[Any, ...]
+Search = Callable[[Any, JobState, Key, VictimPool],
+                  tuple[list[JobState], tuple[int, ...]] | None]
+"""A victim search: (ctx, job, its key, pool) -> (victims, placement) or None."""
+Ctx = Any
+"""What `PriorityPolicy`'s methods receive: the run's `SchedContext`, or a context narrowed
+to part of the run that offers the same methods (hived's per-VC queues). Typed `Any` rather
+than `SchedContext`: this module is compiled, where a method checks a class-typed argument
+on entry (a narrowed context is no subclass), and subclasses annotate theirs as they like."""
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class JobFeed:
     """The jobs whose status may have changed since the last call, oldest change first.
 
@@ -46,7 +56,7 @@ class JobFeed:
             for d in job.dependents:
                 self._dirty[d] = None
 
-    def changed(self, ctx: SchedContext) -> list[JobState]:
+    def changed(self, ctx: PolicyContext) -> list[JobState]:
         """Jobs noted since the last call (each once, in the order first noted).
 
         A context narrowed to part of the run (hived's per-VC queues) offers
@@ -62,7 +72,7 @@ class JobFeed:
 
 
 
-def cpu_only_pending(ctx: SchedContext) -> list[JobState]:
+def cpu_only_pending(ctx: PolicyContext) -> list[JobState]:
     """Pending jobs that ask for no GPU, via the request classes, in arrival order."""
     out: list[JobState] = []
     for lst in ctx.pending_classes().values():
@@ -72,7 +82,7 @@ def cpu_only_pending(ctx: SchedContext) -> list[JobState]:
     return out
 
 
-def start_cpu_only(ctx: SchedContext, jobs: list[JobState]) -> Iterator[Start]:
+def start_cpu_only(ctx: PolicyContext, jobs: list[JobState]) -> Iterator[Start]:
     """Start each pending CPU-only job of `jobs` whose node the placer finds now.
 
     Those waiting for CPUs, memory or disk stay pending (no GPUs to preempt for them).
@@ -86,6 +96,7 @@ def start_cpu_only(ctx: SchedContext, jobs: list[JobState]) -> Iterator[Start]:
 
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class ClassHeads:
     """The queued (key, idx) entries of a priority queue, by request class, in key order.
 
@@ -122,7 +133,7 @@ class heads costs one step per class and pass, the plain walk one per job visite
 
 
 def priority_walk(
-    ctx: SchedContext,
+    ctx: PolicyContext,
     queue: SortedList,
     pool: Callable[[], VictimPool] | None,
     *,
@@ -132,6 +143,7 @@ def priority_walk(
     reason: str = "",
     classes: Mapping[tuple, int] | None = None,
     heads: ClassHeads | None = None,
+    search: Search = find_victims,
 ) -> Iterator[Decision]:
     """Start pending jobs of `queue` ((key, idx), smallest key first) in order.
 
@@ -143,9 +155,9 @@ def priority_walk(
     `classes`, when given) has failed. `on_start` / `on_stop` let the caller update its
     own index as decisions are applied (a stopped job usually re-enters `queue`, behind).
     `heads`, the same entries by request class, lets the walk skip failed classes whole
-    (same decisions).
+    (same decisions). `search` chooses the victims (`policies.victims.find_victims`).
     """
-    walk = _Walk(ctx, pool, classes)
+    walk = _Walk(ctx, pool, classes, search)
     if heads is not None and len(heads.lists) <= CLASS_WALK_MAX:
         yield from _class_walk(ctx, heads, walk, on_start, on_stop, stop, reason)
         return
@@ -191,7 +203,7 @@ def _stop_victims(job: JobState, victims: Sequence[JobState], walk: _Walk,
 
 
 def _class_walk(
-    ctx: SchedContext,
+    ctx: PolicyContext,
     heads: ClassHeads,
     walk: _Walk,
     on_start: Callable[[JobState], None],
@@ -261,11 +273,12 @@ def _class_walk(
 class _Walk:
     """The state of one priority walk: failed request classes and the victim pool."""
 
-    def __init__(self, ctx: SchedContext, pool: Callable[[], VictimPool] | None,
-                 classes: Mapping[tuple[Any, ...], int] | None) -> None:
+    def __init__(self, ctx: PolicyContext, pool: Callable[[], VictimPool] | None,
+                 classes: Mapping[tuple[Any, ...], int] | None, search: Search) -> None:
         self.ctx = ctx
         self.pool = pool
         self.classes = classes
+        self.search = search
         self.failed: set[tuple[Any, ...]] = set()
         self._victims: VictimPool | None = None
 
@@ -282,10 +295,10 @@ class _Walk:
         if self.pool is None or not got.resolvable:
             return None
         pool = self.victims()
-        low = pool.lowest()
+        low: Any = pool.lowest()  # keys may hold numpy numbers: no bool here
         if low is None or low <= key:  # no running job of lower priority (`pool.below`)
             return None
-        return find_victims(self.ctx, job, key, pool)
+        return self.search(self.ctx, job, key, pool)
 
     def give_up(self, ck: tuple[Any, ...], key: Key) -> bool:
         """Note a failed class; True when nothing later in the walk can start."""
@@ -296,8 +309,8 @@ class _Walk:
             return False
         if self.pool is None:
             return True
-        low = self.victims().lowest()
-        return low is None or low <= key
+        low: Any = self.victims().lowest()
+        return low is None or bool(low <= key)
 
 
 _UNUSED: SortedList = SortedList()  # the queue argument of a walk that merges class heads
@@ -311,6 +324,7 @@ STOP_PARAM = Param(
 
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class PriorityPolicy(Policy):
     """Runs pending jobs in the order of a key (smallest first), optionally preemptively.
 
@@ -333,6 +347,8 @@ class PriorityPolicy(Policy):
       the subclass's own state (attained service, queue levels, timers).
     * `before_walk(ctx)` / `after_walk(ctx)`: per-pass bookkeeping around the walk
       (e.g. promotions before, `ctx.wake_at` for the next demotion after).
+    * `choose_victims(ctx, job, key, pool)`: which running jobs to stop for a waiting
+      one, and where it then goes (default: `policies.victims.find_victims`).
 
     The index is fed by `notify`: a subclass that overrides `notify` must call
     `super().notify(ctx, job, kind)`. Jobs that ask for no GPU start as soon as the
@@ -349,7 +365,7 @@ class PriorityPolicy(Policy):
     fixed_running_keys: ClassVar[bool] = False  # keys change only via `rekey_running`
     skip_unchanged: ClassVar[bool] = True  # see the class docstring
 
-    def attach(self, ctx: SchedContext) -> None:
+    def attach(self, ctx: Ctx) -> None:
         """Fresh per-run index: the feed, the ordered queue, the last seen statuses."""
         self.feed = JobFeed()
         self._queue: SortedList | None = None  # the whole queue, built on first need
@@ -364,26 +380,35 @@ class PriorityPolicy(Policy):
 
     # --- what subclasses define ---
 
-    def notify(self, ctx: SchedContext, job: JobState, kind: str) -> None:
+    def notify(self, ctx: Ctx, job: JobState, kind: str) -> None:
         """Note the job for the next pass (see JobFeed)."""
         self.feed.note(job, kind)
 
-    def pending_key(self, ctx: SchedContext, job: JobState) -> Key:
+    def pending_key(self, ctx: Ctx, job: JobState) -> Key:
         """Priority of a waiting job (smaller first); must not change while it waits."""
         raise NotImplementedError
 
-    def running_key(self, ctx: SchedContext, job: JobState) -> Key:
+    def running_key(self, ctx: Ctx, job: JobState) -> Key:
         """Priority of a running job now, comparable with `pending_key`."""
         return self.pending_key(ctx, job)
 
-    def on_status(self, ctx: SchedContext, job: JobState, old: str | None) -> None:
+    def on_status(self, ctx: Ctx, job: JobState, old: str | None) -> None:
         """A job changed status (`old` None: first seen); `job.status` is the new one."""
 
-    def before_walk(self, ctx: SchedContext) -> None:
+    def before_walk(self, ctx: Ctx) -> None:
         """Per-pass bookkeeping before jobs are started (e.g. queue changes)."""
 
-    def after_walk(self, ctx: SchedContext) -> None:
+    def after_walk(self, ctx: Ctx) -> None:
         """Per-pass bookkeeping after the decisions (e.g. timers)."""
+
+    def choose_victims(self, ctx: Ctx, job: JobState, key: Key, pool: VictimPool
+                       ) -> tuple[list[JobState], tuple[int, ...]] | None:
+        """Running jobs of `pool` ranking below `key` to stop so `job` starts, and where.
+
+        `policies.victims.find_victims`: few, lowest priority first, each set tried on a
+        what-if of the cluster. Override it to choose victims another way (None: none).
+        """
+        return find_victims(ctx, job, key, pool)
 
     # --- index maintenance ---
 
@@ -405,7 +430,7 @@ class PriorityPolicy(Policy):
             return list(self._queue)
         return sorted(e for lst in self.heads.lists.values() for e in lst)
 
-    def _enqueue(self, ctx: SchedContext, job: JobState) -> None:
+    def _enqueue(self, ctx: Ctx, job: JobState) -> None:
         self._ver += 1
         key = self.pending_key(ctx, job)
         ck = request_class(job.spec)
@@ -429,19 +454,19 @@ class PriorityPolicy(Policy):
             else:
                 del self.class_count[ck]
 
-    def rekey(self, ctx: SchedContext, job: JobState) -> None:
+    def rekey(self, ctx: Ctx, job: JobState) -> None:
         """Recompute a pending job's key (after a change the subclass made)."""
         self._dequeue(job)
         if job.status == PENDING and job.spec.num_gpus > 0:
             self._enqueue(ctx, job)
 
-    def rekey_running(self, ctx: SchedContext, job: JobState) -> None:
+    def rekey_running(self, ctx: Ctx, job: JobState) -> None:
         """Recompute a running job's key (with fixed_running_keys, after a change)."""
         if self.fixed_running_keys and job.idx in self.running_pool.keys:
             self._ver += 1
             self.running_pool.add(job.idx, self.running_key(ctx, job))
 
-    def _observe(self, ctx: SchedContext, job: JobState) -> None:
+    def _observe(self, ctx: Ctx, job: JobState) -> None:
         old = self.known.get(job.idx)
         new = job.status
         if new == old:
@@ -464,7 +489,7 @@ class PriorityPolicy(Policy):
             else:
                 self._enqueue(ctx, job)
 
-    def _pool(self, ctx: SchedContext) -> Callable[[], VictimPool] | None:
+    def _pool(self, ctx: Ctx) -> Callable[[], VictimPool] | None:
         if not self.preemptive:
             return None
         if self.fixed_running_keys:
@@ -472,7 +497,7 @@ class PriorityPolicy(Policy):
         return lambda: VictimPool([(self.running_key(ctx, j), j.idx)
                                    for j in ctx.running().values() if j.spec.num_gpus])
 
-    def schedule(self, ctx: SchedContext) -> Iterator[Decision]:
+    def schedule(self, ctx: Ctx) -> Iterator[Decision]:
         """Sync the index with what changed, then start (and preempt) in key order."""
         for job in self.feed.changed(ctx):
             self._observe(ctx, job)
@@ -503,7 +528,7 @@ class PriorityPolicy(Policy):
             on_start=lambda j: self._observe(ctx, j),
             on_stop=lambda j: self._observe(ctx, j),
             stop=self.p.get("stop", "suspend"), reason=self.name, classes=self.class_count,
-            heads=self.heads,
+            heads=self.heads, search=self.choose_victims,
         ):
             decided = True
             stopped = stopped or not isinstance(d, Start)
@@ -524,7 +549,7 @@ class PriorityPolicy(Policy):
         """
         if not self.preemptive:
             return True
-        low = self.running_pool.lowest()
+        low: Any = self.running_pool.lowest()
         if low is None or not self.class_count:
             return True
         if self._queue is not None:
@@ -533,7 +558,7 @@ class PriorityPolicy(Policy):
             head = min(lst[0] for lst in self.heads.lists.values())[0]
         return bool(low <= head)
 
-    def _unchanged_ok(self, ctx: SchedContext) -> bool:
+    def _unchanged_ok(self, ctx: Ctx) -> bool:
         """Whether an idle walk is a function of the cluster, the queue and fixed keys.
 
         Not under a context narrowed to part of the run (hived's virtual clusters place

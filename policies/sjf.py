@@ -16,8 +16,9 @@ from operator import attrgetter
 
 import numpy as np
 
-from policies.priority import STOP_PARAM, Key, PriorityPolicy, SchedContext
+from policies.priority import STOP_PARAM, Key, PriorityPolicy
 from policies.victims import ArrayPool, Spans, VictimPool, gpu_spans
+from sim.context import SchedContext
 from sim.jobstate import RUNNING, JobState
 from sim.model import JobSpec
 from sim.params import Param, as_choice

@@ -18,8 +18,9 @@ from operator import itemgetter
 from typing import Any
 
 import numpy as np
+from mypy_extensions import mypyc_attr
 
-from sim.context import SchedContext
+from sim.interfaces import PolicyContext
 from sim.jobstate import JobState
 from sim.model import MILLI, Unschedulable, job_milli
 from sim.registry import PLACERS
@@ -27,7 +28,7 @@ from sim.registry import PLACERS
 Key = tuple[Any, ...]
 
 
-def free_milli(ctx: SchedContext) -> int:
+def free_milli(ctx: PolicyContext) -> int:
     """Milli-GPUs free on healthy nodes right now."""
     c = ctx.cluster
     return c.healthy_gpus * MILLI - c.busy_milli
@@ -39,6 +40,7 @@ _FIRST = itemgetter(0)
 _SECOND = itemgetter(1)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class VictimPool:
     """Running jobs that may be preempted, ordered by priority key (largest = lowest).
 
@@ -71,11 +73,11 @@ class VictimPool:
         return map(_SECOND, islice(reversed(order),
                                    len(order) - bisect_right(order, (key, math.inf))))
 
-    def lowest_jobs(self, ctx: SchedContext, key: Key) -> Iterator[JobState]:
+    def lowest_jobs(self, ctx: PolicyContext, key: Key) -> Iterator[JobState]:
         """The jobs of `lowest_first(key)`, in that order (lazily)."""
         return map(ctx.job_at, self.lowest_first(key))
 
-    def lowest_spans(self, ctx: SchedContext, key: Key) -> Iterator[tuple[JobState, Spans]]:
+    def lowest_spans(self, ctx: PolicyContext, key: Key) -> Iterator[tuple[JobState, Spans]]:
         """The jobs of `lowest_jobs(key)` with their spans (`_spans`), in that order."""
         cached = self.spans.get
         for v in self.lowest_jobs(ctx, key):
@@ -100,6 +102,7 @@ class VictimPool:
             del order[bisect_left(order, (key, idx))]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class ArrayPool(VictimPool):
     """A `VictimPool` of keys (rem, 0, sub), given as columns in any order.
 
@@ -178,7 +181,7 @@ class ArrayPool(VictimPool):
             return super().lowest_first(key)
         return reversed(self._idx[self._start(key):])
 
-    def lowest_jobs(self, ctx: SchedContext, key: Key) -> Iterator[JobState]:
+    def lowest_jobs(self, ctx: PolicyContext, key: Key) -> Iterator[JobState]:
         """The jobs of `lowest_first(key)`, in that order (lazily).
 
         From the entries handed in: a slice read backwards, with no Python step per job
@@ -188,7 +191,7 @@ class ArrayPool(VictimPool):
             return super().lowest_jobs(ctx, key)
         return map(_FIRST, reversed(self._pairs[self._start(key):]))
 
-    def lowest_spans(self, ctx: SchedContext, key: Key) -> Iterator[tuple[JobState, Spans]]:
+    def lowest_spans(self, ctx: PolicyContext, key: Key) -> Iterator[tuple[JobState, Spans]]:
         """The jobs of `lowest_jobs(key)` with their spans, in that order (lazily).
 
         The entries handed in: a slice read backwards.
@@ -248,7 +251,7 @@ def gpu_spans(gpu_node: Sequence[int], gpus: Iterable[int]) -> Spans:
     return tuple(held.items())
 
 
-def _spans(ctx: SchedContext, pool: VictimPool, v: JobState) -> Spans:
+def _spans(ctx: PolicyContext, pool: VictimPool, v: JobState) -> Spans:
     """(node, GPUs `v` holds there) in the order of `v.gpus`, cached in `pool.spans`."""
     got = pool.spans.get(v.idx)
     if got is not None and got[0] is v.gpus:
@@ -258,7 +261,7 @@ def _spans(ctx: SchedContext, pool: VictimPool, v: JobState) -> Spans:
     return out
 
 
-def _what_if(ctx: SchedContext, job: JobState, chosen: list[JobState]
+def _what_if(ctx: PolicyContext, job: JobState, chosen: list[JobState]
              ) -> tuple[list[JobState], tuple[int, ...]] | None:
     """Where `job` goes if `chosen` stop; only the victims holding a chosen GPU stop.
 
@@ -277,7 +280,7 @@ def _what_if(ctx: SchedContext, job: JobState, chosen: list[JobState]
     return [v for v in chosen if used.intersection(v.gpus)], got
 
 
-def _one_node_victims(ctx: SchedContext, job: JobState,
+def _one_node_victims(ctx: PolicyContext, job: JobState,
                       lowest: Callable[[], Iterable[tuple[JobState, Spans]]]
                       ) -> list[JobState] | None:
     """Lowest-priority victims that, with the free GPUs there, fill one node for `job`.
@@ -331,17 +334,17 @@ def _on_node(lowest: Iterable[tuple[JobState, Spans]], last: JobState, node: int
     return out
 
 
-def _fewest_nodes(ctx: SchedContext) -> bool:
+def _fewest_nodes(ctx: PolicyContext) -> bool:
     """Whether the engine's placer puts a job larger than a node on the fewest nodes."""
     return ctx.params.get("placer") in ("consolidated", "fgd")
 
 
-def _spreads(ctx: SchedContext) -> bool:
+def _spreads(ctx: PolicyContext) -> bool:
     """Whether the engine's placer may spread a job that fits a node over several."""
     return bool(getattr(PLACERS.get(ctx.params.get("placer", "consolidated")), "spread", True))
 
 
-def _nodes_could_hold(ctx: SchedContext, job: JobState,
+def _nodes_could_hold(ctx: PolicyContext, job: JobState,
                       victims: Iterable[tuple[JobState, Spans]]) -> bool:
     """Whether a big job could fit on the fewest nodes if every candidate victim stopped.
 
@@ -394,7 +397,7 @@ def _nodes_could_hold(ctx: SchedContext, job: JobState,
     return False
 
 
-def _by_count(ctx: SchedContext, job: JobState, lowest: Iterable[JobState]) -> list[JobState]:
+def _by_count(ctx: PolicyContext, job: JobState, lowest: Iterable[JobState]) -> list[JobState]:
     """Lowest-priority victims whose GPUs, with the free ones, cover the request by count.
 
     `lowest`: the candidates, lowest priority first; read only as far as needed.
@@ -412,7 +415,7 @@ def _by_count(ctx: SchedContext, job: JobState, lowest: Iterable[JobState]) -> l
     return []
 
 
-def find_victims(ctx: SchedContext, job: JobState, key: Key, pool: VictimPool
+def find_victims(ctx: PolicyContext, job: JobState, key: Key, pool: VictimPool
                  ) -> tuple[list[JobState], tuple[int, ...]] | None:
     """Few, lowest-priority running jobs whose GPUs would let `job` start, and where.
 

@@ -15,7 +15,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import policies.priority as priority
 import policies.victims as victims
 from policies.sjf import SrtfPolicy
 from sim.engine import Simulation
@@ -26,7 +25,7 @@ from traces.base import Trace
 
 
 def _checked(pol: SrtfPolicy, seen: list[int]) -> Any:
-    """A `find_victims` that checks the pool against `running_key` first."""
+    """A `choose_victims` that checks the pool against `running_key` first."""
     real = victims.find_victims
 
     def check(ctx: Any, job: JobState, key: Any, pool: victims.VictimPool) -> Any:
@@ -97,7 +96,7 @@ def test_kept_columns_match_fresh_reads(case: Any, weight: str, stop: str,
     seen: list[int] = []
     pol = SrtfPolicy(weight=weight, stop=stop)
     with monkeypatch.context() as m:
-        m.setattr(priority, "find_victims", _checked(pol, seen))
+        m.setattr(pol, "choose_victims", _checked(pol, seen))
         _check_builds(pol, m)
         Simulation(trace, topo, pol).run()
 
@@ -110,7 +109,7 @@ def test_contended_generated_run_checks_every_search(weight: str, monkeypatch: A
     trace = load_trace("philly-like:300", topology=topo, load=1.5)
     seen: list[int] = []
     pol = SrtfPolicy(weight=weight)
-    monkeypatch.setattr(priority, "find_victims", _checked(pol, seen))
+    monkeypatch.setattr(pol, "choose_victims", _checked(pol, seen))
     _check_builds(pol, monkeypatch)
     Simulation(trace, topo, pol).run()
     assert seen  # the run did search for victims
@@ -123,7 +122,7 @@ def test_many_running_jobs_grow_the_columns(monkeypatch: Any) -> None:
             for i in range(400)]
     seen: list[int] = []
     pol = SrtfPolicy()
-    monkeypatch.setattr(priority, "find_victims", _checked(pol, seen))
+    monkeypatch.setattr(pol, "choose_victims", _checked(pol, seen))
     _check_builds(pol, monkeypatch)
     r = Simulation(Trace("many", tuple(jobs)), topo, pol).run()
     assert seen and r.summary["preemptions"] > 0

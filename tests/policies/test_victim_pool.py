@@ -8,13 +8,14 @@ and spans it was given (srtf's) or the context's.
 from __future__ import annotations
 
 from types import SimpleNamespace
-from typing import Any
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from policies.victims import ArrayPool, VictimPool
+from sim.jobstate import JobState
+from sim.model import JobSpec
 
 REM = st.sampled_from([0.0, -0.0, 1.0, 2.5, 7.0, 100.0])  # few values: ties are common
 ROWS = st.lists(st.tuples(REM, st.sampled_from([0.0, 3.0, 9.0])), max_size=25)
@@ -26,8 +27,9 @@ KEYS = st.one_of(
 KINDS = st.sampled_from(["sorted", "shuffled", "ranked", "entries"])
 
 
-def _job(i: int, sub: float) -> Any:
-    return SimpleNamespace(idx=i, spec=SimpleNamespace(submit_time=sub))
+def _job(i: int, sub: float) -> JobState:
+    """A running job's state: index `i`, submitted at `sub` (a real one: the pool is compiled)."""
+    return JobState(i, JobSpec(f"j{i}", sub, 1, 10.0))
 
 
 CTX = SimpleNamespace(job_at=lambda i: ("job", i))  # the plain pool's jobs: by index

@@ -16,9 +16,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from policies.victims import Spans, _one_node_victims
+from sim.jobstate import JobState
 from sim.model import MILLI, JobSpec
 
 NODES = 5
+
+
+def _running(idx: int, milli: int, gpus: tuple[int, ...] = ()) -> JobState:
+    """A running job's state (a real one: the searches are compiled and check their types)."""
+    job = JobState(idx, JobSpec(f"r{idx}", 0.0, max(1, len(gpus)), 10.0))
+    job.milli, job.gpus = milli, gpus
+    return job
 
 
 def _picked_first(cell_free: list[int], need: int, whole: bool,
@@ -55,7 +63,7 @@ def cases(draw: Any) -> tuple[list[int], int, float, list[tuple[Any, Spans]]]:
         nodes = draw(st.lists(st.integers(0, NODES - 1), min_size=1, max_size=3, unique=True))
         spans = tuple((n, draw(st.integers(1, 4))) for n in nodes)
         milli = draw(st.sampled_from([MILLI, MILLI, 500, 250]))
-        victims.append((SimpleNamespace(idx=i, milli=milli), spans))
+        victims.append((_running(i, milli), spans))
     return cell_free, gpus, share, victims
 
 
@@ -64,8 +72,8 @@ def cases(draw: Any) -> tuple[list[int], int, float, list[tuple[Any, Spans]]]:
 def test_one_node_victims_matches_its_definition(case: Any) -> None:
     cell_free, gpus, share, victims = case
     ctx = SimpleNamespace(cluster=SimpleNamespace(cell_free=cell_free), topology=SimpleNamespace(
-        nodes=[SimpleNamespace(cell=n) for n in range(NODES)]))  # node n's cell: cell n
-    job = SimpleNamespace(spec=JobSpec("j", 0.0, gpus, 10.0, gpu_share=share))
+        nodes=tuple(SimpleNamespace(cell=n) for n in range(NODES))))  # node n's cell: cell n
+    job = JobState(0, JobSpec("j", 0.0, gpus, 10.0, gpu_share=share))
     whole = share == 1.0
     need = gpus * MILLI if whole else int(share * MILLI)
     got = _one_node_victims(ctx, job, lambda: iter(victims))  # type: ignore[arg-type]
@@ -98,9 +106,9 @@ def test_few_whole_nodes_means_the_what_if_fails(sizes: list[int], big: int,
         if isinstance(got, Unschedulable):
             continue
         cluster.allocate(i, got, MILLI)
-        running.append(SimpleNamespace(idx=i, gpus=tuple(got), milli=MILLI))
+        running.append(_running(i, MILLI, tuple(got)))
     chosen = [v for v in running if data.draw(st.booleans())]
-    job = SimpleNamespace(spec=JobSpec("big", 0.0, big, 10.0))
+    job = JobState(len(sizes), JobSpec("big", 0.0, big, 10.0))
     ctx = SimpleNamespace(cluster=cluster, topology=topo)
     spans = [(v, gpu_spans(topo.gpu_node, v.gpus)) for v in chosen]
     if _nodes_could_hold(ctx, job, spans):  # type: ignore[arg-type]
