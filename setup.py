@@ -44,6 +44,7 @@ COMPILED = [
     # and researchers' `PriorityPolicy` subclasses run their passes in them)
     "policies/priority.py",
     "policies/victims.py",
+    "policies/tiresias.py",
     # HiveD's cell algorithm (buddy allocation, cell binding, VC bookkeeping): pure
     # Python data structures walked per pass, with no extension point of its own
     "policies/hived/algorithm.py",

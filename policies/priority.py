@@ -48,6 +48,8 @@ class JobFeed:
 
     def __init__(self) -> None:
         self._dirty: dict[int, None] = {}
+        self._ctx: object = None  # the context `_owns` was looked up on
+        self._owns: Callable[[JobState], bool] | None = None
 
     def note(self, job: JobState, kind: str) -> None:
         """Remember a job that had an event (and its dependents, on a finish)."""
@@ -67,8 +69,19 @@ class JobFeed:
             return []
         out = [ctx.job_at(i) for i in self._dirty]
         self._dirty.clear()
-        owns = getattr(ctx, "owns", None)
+        owns = self.owner(ctx)
         return out if owns is None else [j for j in out if owns(j)]
+
+    def owner(self, ctx: PolicyContext) -> Callable[[JobState], bool] | None:
+        """`ctx.owns` of a context narrowed to part of the run, else None.
+
+        Looked up once per context: on a plain one the lookup raises and catches an
+        AttributeError, which cost more than the rest of a typical pass.
+        """
+        if ctx is not self._ctx:
+            self._ctx = ctx
+            self._owns = getattr(ctx, "owns", None)
+        return self._owns
 
 
 
@@ -202,6 +215,35 @@ def _stop_victims(job: JobState, victims: Sequence[JobState], walk: _Walk,
     walk.failed.clear()  # the victims may have freed more than the job takes
 
 
+class _Merge:
+    """The heads of one `_class_walk`: each live class's next entry, in a heap."""
+
+    def __init__(self, lists: dict[tuple[Any, ...], SortedList],
+                 failed: set[tuple[Any, ...]]) -> None:
+        self.lists = lists
+        self.failed = failed
+        # every class's first entry (the walk has no failed class yet; no list is empty)
+        self.head: dict[tuple[Any, ...], tuple[Key, int]] = {
+            ck: lst[0] for ck, lst in lists.items()}
+        self.heap: list[tuple[tuple[Key, int], tuple[Any, ...]]] = [
+            (e, ck) for ck, e in self.head.items()]
+        heapq.heapify(self.heap)
+
+    def refresh(self, ck: tuple[Any, ...], after: tuple[Key, int]) -> None:
+        """Class `ck`'s head becomes its first entry after `after` (none: it leaves)."""
+        lst = self.lists.get(ck)
+        if lst is None or ck in self.failed:
+            self.head.pop(ck, None)
+            return
+        i: int = lst.bisect_right(after)
+        if i < len(lst):
+            e: tuple[Key, int] = lst[i]
+            self.head[ck] = e
+            heapq.heappush(self.heap, (e, ck))
+        else:
+            self.head.pop(ck, None)
+
+
 def _class_walk(
     ctx: PolicyContext,
     heads: ClassHeads,
@@ -219,24 +261,8 @@ def _class_walk(
     the current one, as the plain walk resumes after it.
     """
     lists = heads.lists
-    failed = walk.failed
-    heap: list[tuple[tuple[Key, int], tuple[Any, ...]]] = []
-    head: dict[tuple[Any, ...], tuple[Key, int]] = {}
-
-    def refresh(ck: tuple[Any, ...], after: tuple[Key, int] | None) -> None:
-        lst = lists.get(ck)
-        if lst is None or ck in failed:
-            head.pop(ck, None)
-            return
-        i = 0 if after is None else lst.bisect_right(after)
-        if i < len(lst):
-            e = head[ck] = lst[i]
-            heapq.heappush(heap, (e, ck))
-        else:
-            head.pop(ck, None)
-
-    for ck in lists:
-        refresh(ck, None)
+    m = _Merge(lists, walk.failed)
+    heap, head = m.heap, m.head
     heads.touched.clear()
     while heap:
         entry, ck = heap[0]
@@ -247,7 +273,7 @@ def _class_walk(
         job = ctx.job_at(idx)
         if job.status != PENDING:
             heapq.heappop(heap)
-            refresh(ck, entry)
+            m.refresh(ck, entry)
             continue
         got = ctx.place(job)
         forget = False
@@ -267,7 +293,7 @@ def _class_walk(
         changed = list(lists) if forget else [*heads.touched, ck]
         heads.touched.clear()
         for c in changed:
-            refresh(c, entry)
+            m.refresh(c, entry)
 
 
 class _Walk:
@@ -565,6 +591,6 @@ class PriorityPolicy(Policy):
         by state of their own), nor with running keys that change with time.
         """
         return (self.skip_unchanged and (not self.preemptive or self.fixed_running_keys)
-                and getattr(ctx, "owns", None) is None)
+                and self.feed.owner(ctx) is None)
 
 

@@ -66,18 +66,17 @@ import heapq
 import math
 from bisect import bisect_left, bisect_right, insort
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
+from mypy_extensions import mypyc_attr
 
-from policies.priority import STOP_PARAM, Key, PriorityPolicy
+from policies.priority import STOP_PARAM, Ctx, Key, PriorityPolicy
 from sim.errors import InvalidParameter
+from sim.interfaces import PolicyContext
 from sim.jobstate import PENDING, RUNNING, JobState
 from sim.model import MILLI
 from sim.params import Param, as_choice, as_float, as_int
-
-if TYPE_CHECKING:
-    from sim.context import SchedContext
 
 EPS = 1e-6
 
@@ -157,6 +156,7 @@ class _State:
         self.seg = 0  # run/wait segment counter, invalidates old timers
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class TiresiasLasPolicy(PriorityPolicy):
     """Discretized 2D-LAS: K queues by attained GPU time, FIFO inside, preemptive."""
 
@@ -177,7 +177,7 @@ class TiresiasLasPolicy(PriorityPolicy):
             )
         self.limits: tuple[float, ...] = tuple(thr[: k - 1])
 
-    def attach(self, ctx: SchedContext) -> None:
+    def attach(self, ctx: Ctx) -> None:
         """Per-run state: job bookkeeping and the demotion / promotion timers."""
         super().attach(ctx)
         self.st: dict[int, _State] = {}
@@ -199,24 +199,24 @@ class TiresiasLasPolicy(PriorityPolicy):
 
     # --- service and queues ---
 
-    def service(self, ctx: SchedContext, job: JobState) -> float:
+    def service(self, ctx: PolicyContext, job: JobState) -> float:
         """GPU-seconds attained since the job last entered queue 0."""
         return ctx.attained_service(job) - self.st[job.idx].base
 
     def _queue_for(self, service: float) -> int:
         return bisect_right(self.limits, service + EPS * max(1.0, service))
 
-    def pending_key(self, ctx: SchedContext, job: JobState) -> Key:
+    def pending_key(self, ctx: Ctx, job: JobState) -> Key:
         """(queue, 1, entry time): behind the running jobs of the same queue."""
         s = self.st[job.idx]
         return (s.queue, 1, s.entered)
 
-    def running_key(self, ctx: SchedContext, job: JobState) -> Key:
+    def running_key(self, ctx: Ctx, job: JobState) -> Key:
         """(queue, 0, entry time); (queue, 1, entry time) in the pass of its demotion."""
         s = self.st[job.idx]
         return (s.queue, 1 if job.idx in self.demoted_now else 0, s.entered)
 
-    def after_walk(self, ctx: SchedContext) -> None:
+    def after_walk(self, ctx: Ctx) -> None:
         """A demoted job that kept its GPUs is ahead of the waiting jobs from now on."""
         if self.p["demotion_timer"] == "simulator" and self.sim_pass:
             self._simulator_jump(ctx)
@@ -231,7 +231,7 @@ class TiresiasLasPolicy(PriorityPolicy):
 
     # --- status changes ---
 
-    def on_status(self, ctx: SchedContext, job: JobState, old: str | None) -> None:
+    def on_status(self, ctx: Ctx, job: JobState, old: str | None) -> None:
         """Create, update or drop the job's bookkeeping; arm its timers."""
         now = ctx.now
         s = self.st.get(job.idx)
@@ -265,7 +265,7 @@ class TiresiasLasPolicy(PriorityPolicy):
         if new not in (PENDING, RUNNING) and new != "retrying":
             del self.st[job.idx]
 
-    def _arm_demotion(self, ctx: SchedContext, job: JobState, s: _State) -> None:
+    def _arm_demotion(self, ctx: PolicyContext, job: JobState, s: _State) -> None:
         if s.queue >= len(self.limits) or self.p["demotion_timer"] == "simulator":
             return
         rate = len(job.gpus) * job.milli / MILLI
@@ -282,7 +282,7 @@ class TiresiasLasPolicy(PriorityPolicy):
         heapq.heappush(self.timers, (t, 0, job.idx, s.seg))
         insort(self.due, max(t, ctx.now))
 
-    def _arm_promotion(self, ctx: SchedContext, job: JobState, s: _State) -> None:
+    def _arm_promotion(self, ctx: PolicyContext, job: JobState, s: _State) -> None:
         knob = self.p["promote_knob"]
         if knob <= 0 or s.queue == 0 or s.pend_since is None:
             return
@@ -296,7 +296,7 @@ class TiresiasLasPolicy(PriorityPolicy):
 
     # --- the simulator's demotion timing (demotion_timer=simulator) ---
 
-    def _demote(self, ctx: SchedContext, job: JobState, s: _State, q: int) -> None:
+    def _demote(self, ctx: PolicyContext, job: JobState, s: _State, q: int) -> None:
         s.queue = q
         s.entered = ctx.now
         self.counts["demotions"] += 1
@@ -304,7 +304,7 @@ class TiresiasLasPolicy(PriorityPolicy):
             self.demoted_now.add(job.idx)
         self.rekey_running(ctx, job)
 
-    def _simulator_demotions(self, ctx: SchedContext) -> None:
+    def _simulator_demotions(self, ctx: PolicyContext) -> None:
         """At every pass, each running job past its queue's threshold drops one queue."""
         last = len(self.limits)
         for idx in sorted(ctx.running()):
@@ -315,7 +315,7 @@ class TiresiasLasPolicy(PriorityPolicy):
             if self.service(ctx, job) >= self.limits[s.queue] - EPS:
                 self._demote(ctx, job, s, s.queue + 1)
 
-    def _simulator_jump(self, ctx: SchedContext) -> None:
+    def _simulator_jump(self, ctx: PolicyContext) -> None:
         """Wake at the simulator's next queue jump: now + (threshold - run s) // GPUs."""
         now = ctx.now
         best = math.inf
@@ -333,7 +333,7 @@ class TiresiasLasPolicy(PriorityPolicy):
 
     # --- timers ---
 
-    def _settled(self, ctx: SchedContext) -> bool:
+    def _settled(self, ctx: PolicyContext) -> bool:
         """Whether a pass now, with nothing new, would change nothing but due timers.
 
         Its walk would be skipped as idle (or has no GPU job to start), no CPU-only job
@@ -344,7 +344,7 @@ class TiresiasLasPolicy(PriorityPolicy):
                 and (not self.class_count
                      or self._idle == (ctx.cluster.version, self._ver)))
 
-    def _wake(self, ctx: SchedContext) -> None:
+    def _wake(self, ctx: PolicyContext) -> None:
         """Ask the engine for the next pass that can change something (at a pass's end).
 
         `due` holds every wake-up the timers want (as each would have asked the engine
@@ -383,7 +383,7 @@ class TiresiasLasPolicy(PriorityPolicy):
         heapq.heappush(asked, target)
         ctx.wake_at(target)
 
-    def before_walk(self, ctx: SchedContext) -> None:
+    def before_walk(self, ctx: Ctx) -> None:
         """Apply due demotions (running jobs) and promotions (waiting jobs)."""
         now = ctx.now
         asked = self.asked
@@ -457,6 +457,7 @@ def read_samples(path: str) -> np.ndarray:
     return np.sort(np.asarray(out, dtype=float))
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class GittinsIndex:
     """Gittins index of attained service over an empirical sample of job sizes."""
 
@@ -481,6 +482,7 @@ class GittinsIndex:
         return (done / alive) / e if e > 0 else 0.0
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class TiresiasGittinsPolicy(TiresiasLasPolicy):
     """Discretized 2D-Gittins: Tiresias' queues, each ordered by the Gittins index."""
 
@@ -497,7 +499,7 @@ class TiresiasGittinsPolicy(TiresiasLasPolicy):
         ),
     }
 
-    def attach(self, ctx: SchedContext) -> None:
+    def attach(self, ctx: Ctx) -> None:
         """Load the sample file, or start an empty history."""
         super().attach(ctx)
         self.history: list[float] = []
@@ -511,19 +513,19 @@ class TiresiasGittinsPolicy(TiresiasLasPolicy):
         """The index of a service level (0 while no sample exists: FIFO order)."""
         return 0.0 if self.index is None else self.index(service)
 
-    def pending_key(self, ctx: SchedContext, job: JobState) -> Key:
+    def pending_key(self, ctx: Ctx, job: JobState) -> Key:
         """(queue, 1, -index, entry time): highest index first, behind running jobs."""
         s = self.st[job.idx]
         return (s.queue, 1, -self.gittins(self.service(ctx, job)), s.entered)
 
-    def on_status(self, ctx: SchedContext, job: JobState, old: str | None) -> None:
+    def on_status(self, ctx: Ctx, job: JobState, old: str | None) -> None:
         """Record the GPU time of completed jobs in the history."""
         if job.status == "completed" and self.p["gittins_samples"] == "history" \
                 and job.gpu_seconds > 0:
             self.history.append(job.gpu_seconds)
         super().on_status(ctx, job, old)
 
-    def before_walk(self, ctx: SchedContext) -> None:
+    def before_walk(self, ctx: Ctx) -> None:
         """Refresh the index when the history grew by 10%, then the LAS timers."""
         if self.p["gittins_samples"] == "history" and self.history \
                 and len(self.history) >= max(self.built_at + 1, 1.1 * self.built_at):
