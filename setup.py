@@ -45,6 +45,7 @@ COMPILED = [
     "policies/priority.py",
     "policies/victims.py",
     "policies/tiresias.py",
+    "policies/sjf.py",
     # HiveD's cell algorithm (buddy allocation, cell binding, VC bookkeeping): pure
     # Python data structures walked per pass, with no extension point of its own
     "policies/hived/algorithm.py",

@@ -15,10 +15,11 @@ from collections.abc import Callable, Mapping
 from operator import attrgetter
 
 import numpy as np
+from mypy_extensions import mypyc_attr
 
-from policies.priority import STOP_PARAM, Key, PriorityPolicy
+from policies.priority import STOP_PARAM, Ctx, Key, PriorityPolicy
 from policies.victims import ArrayPool, Spans, VictimPool, gpu_spans
-from sim.context import SchedContext
+from sim.interfaces import PolicyContext
 from sim.jobstate import RUNNING, JobState
 from sim.model import JobSpec
 from sim.params import Param, as_choice
@@ -37,6 +38,7 @@ WEIGHT_PARAM = Param("none", as_choice("none", "gpus"),
                      "job size: none = run time, gpus = GPU time (run time x GPUs)")
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class SjfPolicy(PriorityPolicy):
     """Shortest job first (oracle durations), non-preemptive, skipping jobs that do not fit."""
 
@@ -44,11 +46,12 @@ class SjfPolicy(PriorityPolicy):
     description = "shortest job first by trace duration (oracle); non-preemptive"
     params = {"weight": WEIGHT_PARAM}
 
-    def pending_key(self, ctx: SchedContext, job: JobState) -> Key:
+    def pending_key(self, ctx: Ctx, job: JobState) -> Key:
         """(size, submit time): ties go to the earlier arrival."""
         return (_size(job.spec, job.spec.duration, self.p["weight"]), job.spec.submit_time)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class SrtfPolicy(PriorityPolicy):
     """Shortest remaining time first (oracle), preempting jobs with more work left."""
 
@@ -57,12 +60,12 @@ class SrtfPolicy(PriorityPolicy):
     params = {"weight": WEIGHT_PARAM, "stop": STOP_PARAM}
     preemptive = True
 
-    def pending_key(self, ctx: SchedContext, job: JobState) -> Key:
+    def pending_key(self, ctx: Ctx, job: JobState) -> Key:
         """(remaining size, 1, submit): a running job wins a tie (its 0 sorts first)."""
         rem = job.spec.duration - job.work
         return (_size(job.spec, rem, self.p["weight"]), 1, job.spec.submit_time)
 
-    def running_key(self, ctx: SchedContext, job: JobState) -> Key:
+    def running_key(self, ctx: Ctx, job: JobState) -> Key:
         """(remaining size now, 0, submit)."""
         s = job.spec
         rem = s.duration - job.progress_at(ctx.now)
@@ -70,13 +73,13 @@ class SrtfPolicy(PriorityPolicy):
             rem *= s.num_gpus * s.gpu_share
         return (rem, 0, s.submit_time)
 
-    def attach(self, ctx: SchedContext) -> None:
+    def attach(self, ctx: Ctx) -> None:
         """The index of `PriorityPolicy`, and the running jobs' columns for their keys."""
         super().attach(ctx)
         self._cols = _Columns(ctx)
         self._spans: dict[int, tuple[tuple[int, ...], Spans]] = {}  # see VictimPool
 
-    def on_status(self, ctx: SchedContext, job: JobState, old: str | None) -> None:
+    def on_status(self, ctx: Ctx, job: JobState, old: str | None) -> None:
         """A job that starts or stops running is noted for the columns (`_Columns.note`).
 
         One that stopped leaves the spans cache (it holds running jobs only).
@@ -87,7 +90,7 @@ class SrtfPolicy(PriorityPolicy):
         elif job.status == RUNNING:
             self._cols.note(job)
 
-    def _pool(self, ctx: SchedContext) -> Callable[[], VictimPool] | None:
+    def _pool(self, ctx: Ctx) -> Callable[[], VictimPool] | None:
         """The running jobs keyed by `running_key`, computed for all of them at once.
 
         The same floats as `running_key` job by job (`JobState.progress_at` in numpy),
@@ -136,7 +139,7 @@ class _Columns:
     per running job and re-reads only the jobs that changed.
     """
 
-    def __init__(self, ctx: SchedContext) -> None:
+    def __init__(self, ctx: PolicyContext) -> None:
         self.n = 0
         self.slot: dict[int, int] = {}  # job idx -> slot
         self.members: list[JobState] = []  # the job of each slot
