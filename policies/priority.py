@@ -48,8 +48,7 @@ class JobFeed:
 
     def __init__(self) -> None:
         self._dirty: dict[int, None] = {}
-        self._ctx: object = None  # the context `_owns` was looked up on
-        self._owns: Callable[[JobState], bool] | None = None
+        self._plain: type | None = None  # a context class found to offer no `owns`
 
     def note(self, job: JobState, kind: str) -> None:
         """Remember a job that had an event (and its dependents, on a finish)."""
@@ -75,13 +74,17 @@ class JobFeed:
     def owner(self, ctx: PolicyContext) -> Callable[[JobState], bool] | None:
         """`ctx.owns` of a context narrowed to part of the run, else None.
 
-        Looked up once per context: on a plain one the lookup raises and catches an
-        AttributeError, which cost more than the rest of a typical pass.
+        A context class found without it is remembered: on a plain context the lookup
+        raises and catches an AttributeError, which cost more than the rest of a
+        typical pass. (The class, not the context: a feed outlives its run.)
         """
-        if ctx is not self._ctx:
-            self._ctx = ctx
-            self._owns = getattr(ctx, "owns", None)
-        return self._owns
+        cls = type(ctx)
+        if cls is self._plain:
+            return None
+        owns: Callable[[JobState], bool] | None = getattr(ctx, "owns", None)
+        if owns is None:
+            self._plain = cls
+        return owns
 
 
 
