@@ -8,6 +8,7 @@ and spans it was given (srtf's) or the context's.
 from __future__ import annotations
 
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 from hypothesis import given, settings
@@ -98,3 +99,15 @@ def test_array_pool_add_turns_plain(rows, kind, gone, key, rem):
     arr.add(0, (rem, 0, 1.0))
     same(plain, arr, key)
     assert arr.keys == plain.keys
+
+
+def test_a_stopped_job_leaves_the_spans_cache_and_a_rekeyed_one_keeps_it() -> None:
+    # a pool kept for a whole run (fixed running keys) must not keep the spans of every
+    # job it ever read as a candidate
+    spans: dict[int, Any] = {1: ((0, 1), ((0, 2),)), 2: ((4,), ((1, 1),))}
+    pool = VictimPool([((0, 0, 1.0), 1), ((0, 0, 2.0), 2)], spans)
+    pool.add(1, (1, 0, 1.0))  # re-keyed (a demotion): still running on the same GPUs
+    assert 1 in pool.spans and pool.lowest() == (1, 0, 1.0)
+    pool.remove(2)
+    pool.remove(1)
+    assert pool.spans == {} and pool.lowest() is None
