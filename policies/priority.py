@@ -20,6 +20,7 @@ from sortedcontainers import SortedList
 
 from policies.base import Policy
 from policies.victims import VictimPool, find_victims, free_milli
+from sim.context import SchedContext as SchedContext  # re-exported: policies import it here
 from sim.interfaces import PolicyContext
 from sim.jobstate import PENDING, RUNNING, JobState
 from sim.model import Decision, Preempt, Start, Suspend, Unschedulable, request_class
