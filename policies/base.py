@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from sim.model import Decision
@@ -11,6 +11,25 @@ from sim.params import Param, resolve
 if TYPE_CHECKING:
     from sim.context import SchedContext
     from sim.jobstate import JobState
+
+_PLAIN_CONTEXTS: set[type] = set()  # context classes found to offer no `owns`
+
+
+def owner(ctx: Any) -> Callable[[JobState], bool] | None:
+    """`ctx.owns` of a context narrowed to part of the run (hived's per-VC queues), else None.
+
+    Policies that read the run's changes filter them by it (a dependent released by a
+    finish, an arrival, may belong to another queue). A context class found without it is
+    remembered: on a plain `SchedContext` the lookup raises and catches an
+    AttributeError, which at every pass cost more than the rest of a typical pass.
+    """
+    cls = type(ctx)
+    if cls in _PLAIN_CONTEXTS:
+        return None
+    owns: Callable[[JobState], bool] | None = getattr(ctx, "owns", None)
+    if owns is None:
+        _PLAIN_CONTEXTS.add(cls)
+    return owns
 
 
 class Policy:

@@ -56,7 +56,7 @@ import numpy as np
 from scipy.sparse import csc_matrix, csr_matrix
 
 from policies import gavel_lp
-from policies.base import Policy
+from policies.base import Policy, owner
 from policies.priority import STOP_PARAM, cpu_only_pending, start_cpu_only
 from sim.cluster import ClusterState
 from sim.compact import hot_replacer
@@ -932,7 +932,7 @@ class GavelPolicy(Policy):
                     break
         # (the decisions are applied by now: the engine applies each before the next)
         if (not self._ranked and not self._cpu_only and not ctx.pending_count
-                and getattr(ctx, "owns", None) is None
+                and owner(ctx) is None
                 and bool((self._on_type[ids] == choice).all())):
             self._quiet = (ctx.cluster.version, order)
         return made

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 from mypy_extensions import mypyc_attr
 from sortedcontainers import SortedList
 
-from policies.base import Policy
+from policies.base import Policy, owner
 from policies.victims import VictimPool, find_victims, free_milli
 from sim.context import SchedContext as SchedContext  # re-exported: policies import it here
 from sim.interfaces import PolicyContext
@@ -49,7 +49,6 @@ class JobFeed:
 
     def __init__(self) -> None:
         self._dirty: dict[int, None] = {}
-        self._plain: type | None = None  # a context class found to offer no `owns`
 
     def note(self, job: JobState, kind: str) -> None:
         """Remember a job that had an event (and its dependents, on a finish)."""
@@ -69,23 +68,8 @@ class JobFeed:
             return []
         out = [ctx.job_at(i) for i in self._dirty]
         self._dirty.clear()
-        owns = self.owner(ctx)
+        owns = owner(ctx)
         return out if owns is None else [j for j in out if owns(j)]
-
-    def owner(self, ctx: PolicyContext) -> Callable[[JobState], bool] | None:
-        """`ctx.owns` of a context narrowed to part of the run, else None.
-
-        A context class found without it is remembered: on a plain context the lookup
-        raises and catches an AttributeError, which cost more than the rest of a
-        typical pass. (The class, not the context: a feed outlives its run.)
-        """
-        cls = type(ctx)
-        if cls is self._plain:
-            return None
-        owns: Callable[[JobState], bool] | None = getattr(ctx, "owns", None)
-        if owns is None:
-            self._plain = cls
-        return owns
 
 
 
@@ -595,6 +579,6 @@ class PriorityPolicy(Policy):
         by state of their own), nor with running keys that change with time.
         """
         return (self.skip_unchanged and (not self.preemptive or self.fixed_running_keys)
-                and self.feed.owner(ctx) is None)
+                and owner(ctx) is None)
 
 

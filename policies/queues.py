@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from policies.base import owner
 from sim.errors import InvalidParameter, InvalidTopology
 from sim.jobstate import PENDING, RETRYING, RUNNING, WAITING, JobState
 from sim.model import MILLI, JobSpec, job_milli
@@ -183,7 +184,7 @@ class EngineMirror:
                 back.append((t, idx))
         for t, idx in back:
             heapq.heappush(later, (max(t, now), idx))
-        owns = getattr(ctx, "owns", None)
+        owns = owner(ctx)
         if owns is not None:
             # a context narrowed to part of the run (hived's per-VC queues): arrivals and
             # released dependents of other queues are not ours (`policies.priority.JobFeed`)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from policies.base import owner
 from sim.jobstate import HELD, PENDING, RETRYING, JobState
 from sim.model import Reject
 
@@ -33,8 +34,7 @@ class JobTracker:
         self.left: list[int] = []
         self.watch: set[int] = set()  # held or retrying jobs, pending later
         self.next_arrival = 0
-        self._owns: Callable[[JobState], bool] | None = None
-        self._ctx: Any = None  # the context `_owns` was read from
+        self._owns: Callable[[JobState], bool] | None = None  # of the pass's context
         self._next_time = float("-inf")  # submit time of job `next_arrival` (-inf: look)
 
     def notify(self, job: JobState, kind: str) -> None:
@@ -60,9 +60,7 @@ class JobTracker:
         rejects: list[Reject] = []
         # a context narrowed to part of the run (an ordering inside hived) owns some jobs
         # only: arrivals and released dependents of other queues are not ours
-        if ctx is not self._ctx:
-            self._ctx = ctx
-            self._owns = getattr(ctx, "owns", None)
+        self._owns = owner(ctx)
         running = ctx.running()
         if self.left:
             left = self.left
