@@ -135,7 +135,8 @@ class Observer:
         self._places: dict[Any, Placement] = {}
         self._places_at = -1
         self._keys: dict[int, Any] = {}  # job -> (request class, fit size), the cache key
-        self._levels: list[list[tuple[list[tuple[int, ...]], int, frozenset[int]]]] = []
+        # per level: (GPU type, largest cell size, the cells when sizes are mixed)
+        self._levels: list[list[tuple[str, Level, int, frozenset[int]]]] = []
         self._level_cells = [0, 0, 0]
         self._gpu_nodes = 1
 
@@ -148,7 +149,7 @@ class Observer:
         self._keys.clear()
         topo = ctx.topology
         self._gpu_nodes = max(1, sum(1 for n in topo.nodes if n.num_gpus))
-        index: Any = getattr(ctx.cluster, "level_index", {})
+        codes: Any = getattr(ctx.cluster, "index_codes", None)
         self._levels = []
         self._level_cells = [0] * len(_LEVELS)
         for i, lv in enumerate(_LEVELS):
@@ -159,11 +160,10 @@ class Observer:
                 if not cells:
                     continue
                 sizes = {c.num_gpus for c in cells}
-                lst = index.get((t, lv))
-                if lst is None:
+                if codes is None or codes(t, lv) is None:
                     continue
                 mixed = frozenset(c.id for c in cells) if len(sizes) > 1 else frozenset()
-                groups.append((lst, max(sizes), mixed))
+                groups.append((t, lv, max(sizes), mixed))
                 self._level_cells[i] += len(cells)
             self._levels.append(groups)
 
@@ -268,16 +268,18 @@ class Observer:
                     hist[min(n_free, _HIST - 1)] += len(nodes)
         out: list[float] = [1.0, free / total]
         out.extend(h / self._gpu_nodes for h in hist)
-        if self._levels:  # the index lists held below are read as they are: update them
-            getattr(c, "level_index", None)
+        state: Any = c  # a ClusterState: `attach` kept levels only if it has the index
         for i, groups in enumerate(self._levels):
             whole = 0
-            for lst, size, mixed in groups:
+            for t, lv, size, mixed in groups:
+                lst = state.index_codes(t, lv)  # the live list, up to date
                 if mixed:  # cells of several sizes at this level: count them one by one
                     cf = c.cell_free
-                    whole += sum(1 for key in lst if cf[key[-1]] == _size(ctx, key[-1]))
+                    last = state.codec.last
+                    whole += sum(1 for code in lst
+                                 if cf[last(code)] == _size(ctx, last(code)))
                 else:
-                    whole += len(lst) - bisect_left(lst, (size,))
+                    whole += len(lst) - bisect_left(lst, state.codec.probe(size))
             out.append(whole / self._level_cells[i] if self._level_cells[i] else 0.0)
         q = ctx.pending_count
         beyond = max(0, q - k)

@@ -7,7 +7,9 @@ counts of the touched cells and their ancestors, and the indexes placers query:
 * `level_index[(gpu_type, level)]`: sorted keys of cells with at least one whole free
   GPU, key = (free of the cell, free of each ancestor up to its node, cell id), so the
   first key >= (n,) is the tightest cell that fits n GPUs, ties broken by the fullest
-  switch, socket, node. It is re-keyed lazily, list by list: a change marks its node in
+  switch, socket, node. The lists hold each key coded as one int that compares as the
+  key does (`index_codes`, `sim.cluster_layout.KeyCodec`): a bisect then compares ints,
+  not tuples element by element. It is re-keyed lazily, list by list: a change marks its node in
   each list holding cells of it (only when the node's whole free GPUs moved: otherwise no
   key of it changed) and a list re-keys its marked nodes when it is next read
   (`index_list`), so a node allocated and released several times between two placements
@@ -47,7 +49,9 @@ __all__ = ["MILLI", "ClusterState", "job_milli"]
 
 _DOWN = -2  # holder id of the GPUs of a failed node
 # an indexed cell, the getter of its chain's free counts (None: the cell alone) and (cell,)
-_Entry = tuple[int, Callable[[list[int]], tuple[int, ...]] | None, tuple[int]]
+# an indexed cell, the cells whose free counts key it (itself, then its ancestors up to
+# its node) and the digit of its id in its key's code (`ClusterLayout.code_tail`)
+_Entry = tuple[int, tuple[int, ...], int]
 _LOG_LIMIT = 20_000  # live changes kept for the scratch twin before it is dropped instead
 
 
@@ -84,7 +88,9 @@ class ClusterState:
         self._node_cell = lay.node_cell
         self._gpu_path = lay.gpu_path
         self._gpu_type = lay.gpu_type
-        self._level_index: dict[tuple[str, Level], list[tuple[int, ...]]] = {}
+        # the tightest-cell index, its keys coded as ints (`sim.cluster_layout.KeyCodec`)
+        self._level_index: dict[tuple[str, Level], list[int]] = {}
+        self.codec = lay.codec
         max_gpn = max((n.num_gpus for n in topo.nodes), default=0)
         self.node_buckets: dict[str, list[list[int]]] = {
             t: [[] for _ in range(max_gpn + 1)] for t in topo.gpu_types
@@ -93,13 +99,13 @@ class ClusterState:
         # per node: the buckets of its GPU type (a node without GPUs never moves in them)
         self._node_bucket: list[list[list[int]]] = [
             self.node_buckets.get(n.gpu_type, []) for n in topo.nodes]
-        self._keys: list[tuple[int, ...] | None] = [None] * len(cells)
+        self._keys: list[int] = [-1] * len(cells)  # each cell's code in the index, or -1
         # per index list: the nodes whose cells in it have stale keys, re-keyed when that
         # list is next read; so a node changed several times between two placements is
         # re-keyed once, and only in the lists placements read
         self._dirty: dict[tuple[str, Level], set[int]] = {}
-        # per index list and node: (cell, getter of the free counts of the chain of cells
-        # that key it, (cell,)): its key is (*those counts, cell)
+        # per index list and node: (cell, the chain of cells whose free counts key it,
+        # the digit of its id): its key is (*those counts, cell)
         self._list_entries: dict[tuple[str, Level], dict[int, list[_Entry]]] = {}
         self._node_dirty: list[tuple[set[int], ...]] = []  # per node: its lists' dirty sets
         for n in topo.nodes:
@@ -110,7 +116,7 @@ class ClusterState:
                 lk = (n.gpu_type, cells[c].level)
                 self._level_index.setdefault(lk, [])
                 self._list_entries.setdefault(lk, {}).setdefault(n.index, []).append(
-                    (c, lay.chain_free[c], (c,)))
+                    (c, lay.chain[c], lay.code_tail[c]))
                 if lk not in lists:
                     lists.append(lk)
             self._node_dirty.append(tuple(self._dirty.setdefault(lk, set()) for lk in lists))
@@ -153,12 +159,26 @@ class ClusterState:
 
     @property
     def level_index(self) -> dict[tuple[str, Level], list[tuple[int, ...]]]:
-        """The tightest-cell index (see the module doc), brought up to date."""
+        """The tightest-cell index (see the module doc), as keys, now (a copy)."""
         self._flush_keys()
-        return self._level_index
+        decode = self.codec.decode
+        return {lk: [decode(k) for k in lst] for lk, lst in self._level_index.items()}
 
     def index_list(self, gpu_type: str, level: Level) -> list[tuple[int, ...]] | None:
-        """One list of `level_index` (None when the type has no such cells), up to date."""
+        """One list of `level_index` (None when the type has no such cells), now (a copy)."""
+        lst = self.index_codes(gpu_type, level)
+        if lst is None:
+            return None
+        decode = self.codec.decode
+        return [decode(k) for k in lst]
+
+    def index_codes(self, gpu_type: str, level: Level) -> list[int] | None:
+        """One list of the index as it is kept: its keys' codes, sorted, up to date.
+
+        The live list (read it, never change it): `codec.probe(n)` bisects it to the
+        first cell with n free, `codec.last(code)` is a code's cell. None when the type
+        has no cells at that level.
+        """
         lk = (gpu_type, level)
         if self._dirty.get(lk):
             self._flush_list(lk)
@@ -173,20 +193,26 @@ class ClusterState:
         lst = self._level_index[lk]
         cf = self.cell_free
         keys = self._keys
+        bits = self.codec.bits
+        top = bits * (self.codec.width - 1)
         for node in dirty:
-            for c, chain_free, tail in entries[node]:
+            for c, chain, tail in entries[node]:
                 old = keys[c]
                 if cf[c] > 0:
-                    new = chain_free(cf) + tail if chain_free is not None else (cf[c], c)
+                    new = tail
+                    sh = top
+                    for a in chain:
+                        new += (cf[a] + 1) << sh
+                        sh -= bits
                     if new == old:
                         continue
-                    if old is not None:
+                    if old >= 0:
                         del lst[bisect_left(lst, old)]
                     insort(lst, new)
                     keys[c] = new
-                elif old is not None:
+                elif old >= 0:
                     del lst[bisect_left(lst, old)]
-                    keys[c] = None
+                    keys[c] = -1
         dirty.clear()
 
     def _flush_keys(self) -> None:
@@ -589,11 +615,11 @@ class ClusterState:
 
     def best_cell(self, gpu_type: str, level: Level, n: int) -> tuple[int, ...] | None:
         """Key of the tightest cell at `level` of `gpu_type` with >= n whole free GPUs."""
-        lst = self.index_list(gpu_type, level)
+        lst = self.index_codes(gpu_type, level)
         if not lst:
             return None
-        i = bisect_left(lst, (n,))
-        return lst[i] if i < len(lst) else None
+        i = bisect_left(lst, self.codec.probe(n))
+        return self.codec.decode(lst[i]) if i < len(lst) else None
 
     def cells_fitting(self, gpu_type: str, level: Level, n: int) -> Iterator[tuple[int, ...]]:
         """Keys of cells at `level` with >= n whole free GPUs, tightest first.
@@ -602,14 +628,15 @@ class ClusterState:
         the state while iterating sees it as it is at each step.
         """
         lk = (gpu_type, level)
-        lst = self.index_list(gpu_type, level)
+        lst = self.index_codes(gpu_type, level)
         if not lst:
             return
         dirty = self._dirty[lk]
-        for i in range(bisect_left(lst, (n,)), len(lst)):
+        decode = self.codec.decode
+        for i in range(bisect_left(lst, self.codec.probe(n)), len(lst)):
             if dirty:
                 self._flush_list(lk)
-            yield lst[i]
+            yield decode(lst[i])
 
     def free_gpus_in(self, cell: int) -> list[int]:
         """Whole free GPU indices under `cell`, in index order (bounded by the cell size)."""

@@ -10,11 +10,57 @@ whether any node could ever hold it: a pure function of the topology.)
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from operator import itemgetter
-
 from sim.model import Level
 from topologies.tree import Topology
+
+
+class KeyCodec:
+    """Tightest-cell index keys, tuples of small non-negative ints, coded as one int each.
+
+    Element i of a key becomes digit i (value + 1, `bits` bits each, the first element
+    the most significant) of `width` digits; the digits a shorter key lacks are 0. So
+    codes compare exactly as their keys do, keys of different lengths included (a key
+    that is a prefix of another is the smaller, as its missing digits are 0), and a
+    bisect compares one int instead of a tuple element by element.
+    """
+
+    def __init__(self, bits: int, width: int) -> None:
+        self.bits = bits
+        self.width = width
+        self.mask = (1 << bits) - 1
+
+    def digit(self, value: int, i: int) -> int:
+        """Element i of a key, at its place in the code."""
+        return (value + 1) << (self.bits * (self.width - 1 - i))
+
+    def probe(self, n: int) -> int:
+        """The code of the key (n,): the first code at least it is the first key >= (n,)."""
+        return self.digit(n, 0)
+
+    def encode(self, key: tuple[int, ...]) -> int:
+        """The code of a key."""
+        code = 0
+        for i, v in enumerate(key):
+            code += self.digit(v, i)
+        return code
+
+    def decode(self, code: int) -> tuple[int, ...]:
+        """The key of a code."""
+        out: list[int] = []
+        bits, mask = self.bits, self.mask
+        for i in range(self.width - 1, -1, -1):
+            d = (code >> (bits * i)) & mask
+            if not d:
+                break
+            out.append(d - 1)
+        return tuple(out)
+
+    def last(self, code: int) -> int:
+        """The last element of a code's key (the cell id in the index)."""
+        bits, mask = self.bits, self.mask
+        while not code & mask:
+            code >>= bits
+        return (code & mask) - 1
 
 
 class ClusterLayout:
@@ -41,10 +87,14 @@ class ClusterLayout:
             for inside in node_cells)
         self.chain: dict[int, tuple[int, ...]] = {
             c: (c, *anc_in_node[c]) for inside in self.indexed for c in inside}
-        # per indexed cell: its chain's free counts in one C call (`itemgetter` over the
-        # cells' free counts); None for a node cell, whose chain is itself alone
-        self.chain_free: dict[int, Callable[[list[int]], tuple[int, ...]] | None] = {
-            c: itemgetter(*ch) if len(ch) > 1 else None for c, ch in self.chain.items()}
+        # index keys as ints (`KeyCodec`): one digit per key element, wide enough for a
+        # cell id or a free count, as many digits as the longest key
+        longest = max((len(ch) + 1 for ch in self.chain.values()), default=1)
+        widest = max(len(cells), max((c.num_gpus for c in cells), default=0) + 1)
+        self.codec = KeyCodec(widest.bit_length(), longest)
+        # per indexed cell: the digit of its id, the constant part of its key's code
+        self.code_tail: dict[int, int] = {
+            c: self.codec.digit(c, len(ch)) for c, ch in self.chain.items()}
         self.gpu_parent_levels: dict[str, tuple[Level, ...]] = {}
         for t in topo.gpu_types:
             lv = {cells[cells[g].parent].level for g in topo.gpu_cells

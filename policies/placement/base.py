@@ -181,6 +181,19 @@ def _first_usable(keys: Iterable[tuple[int, ...]], cluster: ClusterView,
     return None
 
 
+def _first_usable_code(codes: list[int], i: int, cluster: ClusterState,
+                       avoid: frozenset[int], cpus: float, mem: float, disk: float) -> int:
+    """`_first_usable` over a list of `ClusterState.index_codes` from `i` (-1: none)."""
+    cells = cluster.topo.cells
+    last = cluster.codec.last
+    for j in range(i, len(codes)):
+        code = codes[j]
+        node = cells[last(code)].node
+        if node not in avoid and cluster.node_fits_host(node, cpus, mem, disk):
+            return code
+    return -1
+
+
 @mypyc_attr(allow_interpreted_subclasses=True)
 class BasePlacer:
     """Shared search logic; subclasses choose the order and whether to spread."""
@@ -361,25 +374,25 @@ class BasePlacer:
         Nothing changes the state during the search, so each index list is brought up to
         date once and bisected directly.
         """
-        index_list = cluster.index_list
+        codes = cluster.index_codes
+        codec = cluster.codec
         check = host or avoid
-        start = (n,)
+        start = codec.probe(n)
         for step in self._search_plan(cluster, types, n):
-            best: tuple[int, ...] | None = None
+            best = -1  # the smallest code found (codes compare as their keys do)
             for t, lv in step:
-                lst = index_list(t, lv)
+                lst = codes(t, lv)
                 if not lst:
                     continue
                 i = bisect_left(lst, start)
                 if not check:  # the first key that fits is the list's tightest cell
-                    key = lst[i] if i < len(lst) else None
+                    key = lst[i] if i < len(lst) else -1
                 else:
-                    key = _first_usable(map(lst.__getitem__, range(i, len(lst))), cluster,
-                                        avoid, cpus, mem, disk)
-                if key is not None and (best is None or key < best):
+                    key = _first_usable_code(lst, i, cluster, avoid, cpus, mem, disk)
+                if key >= 0 and (best < 0 or key < best):
                     best = key
-            if best is not None:
-                return take_gpus(cluster, best[-1], n)
+            if best >= 0:
+                return take_gpus(cluster, codec.last(best), n)
         return None
 
     def _nodes_by_free(self, cluster: ClusterView, t: str) -> Iterator[int]:
