@@ -113,14 +113,19 @@ class PendingQueue:
         """Indices of the queued jobs in order, while the queue may change meanwhile.
 
         Walks the sorted keys directly; after a change it re-seeks just past the last
-        key yielded, so keys added or removed meanwhile are seen or skipped as their
-        place says.
+        key yielded (or starts over, when every key lies past it), so keys added or
+        removed meanwhile are seen or skipped as their place says.
         """
         keys = self.keys
         last: QueueKey | None = None
         while True:
             seen = self.version
-            it = iter(keys) if last is None else keys.irange(last, inclusive=(False, False))
+            # from the start when every key lies after `last` (the common case: the job
+            # yielded last has started), without the sorted list's Python seek
+            if last is None or not keys or keys[0] > last:
+                it = iter(keys)
+            else:
+                it = keys.irange(last, inclusive=(False, False))
             for key in it:
                 last = key
                 yield key[1]

@@ -32,8 +32,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 from mypy_extensions import mypyc_attr
 
+from sim.cluster import ClusterState
 from sim.fragmentation import fgd_node, size_distribution
 from sim.model import MILLI, EventKind, JobSpec
+from sim.queue import PendingQueue
 
 if TYPE_CHECKING:
     from topologies.tree import Topology
@@ -54,37 +56,6 @@ _CELLS_CACHE = 50_000  # placements whose 'node:k;...' text is kept
 _CHUNK = 8192  # rows kept flat (event or timeline) before they are packed into columns
 _EV_FLAT = _CHUNK * _EV
 _TL_FLAT = _CHUNK * _TL
-
-
-class _Sampled(Protocol):
-    """What a timeline row reads of the cluster (`sim.cluster.ClusterState`)."""
-
-    @property
-    def version(self) -> int: ...
-    @property
-    def busy_milli(self) -> int: ...
-    @property
-    def free_whole(self) -> int: ...
-    @property
-    def free_in_free_nodes(self) -> int: ...
-    @property
-    def healthy_gpus(self) -> int: ...
-    @property
-    def fgd_sum(self) -> float: ...
-    @property
-    def fragmentation(self) -> float: ...
-    @property
-    def fragmentation_fgd(self) -> float: ...
-
-
-class _SampledQueue(Protocol):
-    """What a timeline row reads of the pending queue (`sim.queue.PendingQueue`)."""
-
-    @property
-    def version(self) -> int: ...
-    @property
-    def held(self) -> dict[int, Any]: ...
-    def blocked_free(self, free_gpus: float) -> float: ...
 
 
 class _RecordedJob(Protocol):
@@ -334,8 +305,12 @@ class Recorder:
         self._cells[gpus] = text
         return text
 
-    def sample(self, c: _Sampled, queue: _SampledQueue, running: int) -> None:
-        """Add a timeline row if the cluster or queue changed since the last one."""
+    def sample(self, c: ClusterState, queue: PendingQueue, running: int) -> None:
+        """Add a timeline row if the cluster or queue changed since the last one.
+
+        Typed by the engine's own classes: compiled, their fields are then read directly
+        (a protocol would look each up by name, at every instant of a run).
+        """
         cv = c.version
         qv = queue.version
         if cv == self._cv and qv == self._qv and running == self._running:

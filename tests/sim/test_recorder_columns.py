@@ -13,8 +13,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sim.cluster import ClusterState
 from sim.engine import Simulation
 from sim.model import EventKind
+from sim.queue import PendingQueue
 from sim.recorder import _CHUNK, Coded, Recorder
 from topologies.build import uniform_topology
 from traces.synthetic import from_records
@@ -72,28 +74,34 @@ def test_unusual_values_keep_their_column_as_given() -> None:
     assert cols["detail"][:3] == ["x"] * 3 and len(cols["detail"]) == _CHUNK + 5
 
 
-def state(busy: int, version: int) -> tuple[Any, Any]:
-    c = SimpleNamespace(version=version, busy_milli=busy * 1000, free_whole=4 - busy,
-                        free_in_free_nodes=0, healthy_gpus=4, fgd_sum=0.0,
-                        fragmentation=0.0, fragmentation_fgd=0.0)
-    q = SimpleNamespace(version=version, keys=[], held={}, blocked_free=lambda free: 0.0)
-    return c, q
+def state(busy: int, c: ClusterState) -> tuple[ClusterState, PendingQueue]:
+    """The cluster with its first `busy` GPUs busy (job 0), each call a change."""
+    held = tuple(g for g in range(c.total_gpus) if c.gpu_holders[g])
+    if held:
+        c.release(0, held, 1000)
+    if busy:
+        c.allocate(0, range(busy), 1000)
+    else:
+        c.allocate(0, [0], 1000)  # a change even when nothing ends up busy
+        c.release(0, [0], 1000)
+    return c, PendingQueue()
 
 
 def test_timeline_rows_across_packing_and_a_change_at_the_same_instant() -> None:
     rec, now = recorder()
+    c = ClusterState(rec.topo)
     n = _CHUNK + 3
     for i in range(n):
         now[0] = float(i)
-        rec.sample(*state(i % 4, 2 * i), running=0)
-        rec.sample(*state((i + 1) % 4, 2 * i + 1), running=0)  # replaces the row of i
+        rec.sample(*state(i % 4, c), running=0)
+        rec.sample(*state((i + 1) % 4, c), running=0)  # replaces the row of i
     cols, replaces = rec.take_timeline()
     assert not replaces
     assert cols["time"].tolist() == [float(i) for i in range(n)]
     assert cols["gpus_busy"].tolist() == [float((i + 1) % 4) for i in range(n)]
     assert cols["gpus_total"].dtype == np.int64
     # a change at the instant of the last row handed over replaces that row
-    rec.sample(*state(3 if n % 4 != 3 else 2, 10**6), running=0)
+    rec.sample(*state(3 if n % 4 != 3 else 2, c), running=0)
     cols, replaces = rec.take_timeline()
     assert replaces and cols["time"].tolist() == [float(n - 1)]
 
