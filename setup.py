@@ -36,6 +36,7 @@ from setuptools.command.build_ext import build_ext
 COMPILED = [
     "sim/agenda.py",
     "sim/cluster.py",
+    "sim/cluster_layout.py",
     "sim/colocation.py",
     "sim/context.py",
     "sim/engine.py",

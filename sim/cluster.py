@@ -86,6 +86,7 @@ class ClusterState:
         self.max_node_gpus = lay.max_node_gpus
         self._node_partial: list[int] = [0] * len(topo.nodes)
         self._node_cell = lay.node_cell
+        self._node_gpus: list[int] = [n.num_gpus for n in topo.nodes]
         self._gpu_path = lay.gpu_path
         self._gpu_type = lay.gpu_type
         # the tightest-cell index, its keys coded as ints (`sim.cluster_layout.KeyCodec`)
@@ -225,10 +226,8 @@ class ClusterState:
         if self._watchers:
             for w in self._watchers:
                 w.add(node)
-        topo = self.topo
-        spec = topo.nodes[node]
-        new_free = self.cell_free[spec.cell]
-        cap = spec.num_gpus
+        new_free = self.cell_free[self._node_cell[node]]
+        cap = self._node_gpus[node]
         if new_free != old_free:
             bucket = self._node_bucket[node]
             old_b = bucket[old_free]
@@ -246,7 +245,7 @@ class ClusterState:
         if fgd is not None:
             partial: tuple[int, ...] = ()
             if self._node_partial[node]:
-                cell = topo.cells[spec.cell]
+                cell = self.topo.cells[self._node_cell[node]]
                 gf = self.gpu_free
                 partial = tuple(gf[g] for g in range(cell.gpu_lo, cell.gpu_hi)
                                 if 0 < gf[g] < MILLI)

@@ -101,6 +101,11 @@ class ClusterLayout:
                   if topo.nodes[cells[g].node].gpu_type == t}
             self.gpu_parent_levels[t] = tuple(sorted(lv))
         self.node_cell: tuple[int, ...] = tuple(n.cell for n in topo.nodes)
+        # per cell: (first GPU, end) when its children are exactly its GPUs (a GPU
+        # parent, where one GPU is the first free one), else (0, 0)
+        self.gpu_span: list[tuple[int, int]] = [
+            (c.gpu_lo, c.gpu_hi) if c.level > Level.GPU and c.gpu_hi > c.gpu_lo
+            and c.gpu_hi - c.gpu_lo == len(c.children) else (0, 0) for c in cells]
         self.gpu_path: tuple[tuple[int, ...], ...] = tuple(
             tuple(topo.ancestors(c)) for c in topo.gpu_cells)
         self.gpu_type: tuple[str, ...] = tuple(topo.nodes[n].gpu_type for n in topo.gpu_node)

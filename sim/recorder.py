@@ -240,7 +240,9 @@ class Recorder:
         self._events: list[Any] = []  # flat: EVENT_COLUMNS values of the latest rows
         self._ev = _EventColumns()  # the rows before them, packed
         self.event_count = 0  # events recorded (kept or not)
-        self._tl = array("d")  # flat: TIMELINE_COLUMNS values of the latest rows
+        # flat: TIMELINE_COLUMNS values of the latest rows (a list takes a row's tuple
+        # in one copy, where an array converts it value by value), packed every _CHUNK
+        self._tl: list[Any] = []
         self._tl_cols = _timeline_store()  # the rows before them, one array a column
         self._tl_given = -math.inf  # time of the last timeline row handed over
         self._tl_replaces = False  # the first row kept since then replaces it (same time)
@@ -332,7 +334,7 @@ class Recorder:
         tl = self._tl
         if tl:
             if tl[-_TL] == now:  # a later change at the same instant: the row it leaves
-                tl[-_TL:] = array("d", row)
+                tl[-_TL:] = row
                 return
         elif now == self._tl_given:  # the same, for the last row handed over
             self._tl_replaces = True
@@ -346,11 +348,10 @@ class Recorder:
         rows = len(tl) // _TL - (1 if keep_last else 0)
         if rows <= 0:
             return
-        flat = np.frombuffer(tl, dtype=np.float64).reshape(-1, _TL)
+        flat = np.array(tl[:rows * _TL], dtype=np.float64).reshape(-1, _TL)
         for i, col in enumerate(self._tl_cols):
-            part = flat[:rows, i]
+            part = flat[:, i]
             col.frombytes((part.astype(np.int64) if col.typecode == "q" else part).tobytes())
-        del flat, part  # views on `tl`
         self._tl = tl[rows * _TL:]
 
     # --- columns, handed over once at the end (sim.results) ---
@@ -383,7 +384,7 @@ class Recorder:
         """
         self._pack_timeline(keep_last=False)
         cols, self._tl_cols = self._tl_cols, _timeline_store()
-        self._tl = array("d")
+        self._tl = []
         if cols[0]:
             self._tl_given = cols[0][-1]
         replaces, self._tl_replaces = self._tl_replaces, False
@@ -393,7 +394,7 @@ class Recorder:
     def timeline_columns(self) -> dict[str, np.ndarray]:
         """Every timeline row as columns (as `take_timeline`), copied: the recorder keeps them."""
         tl = self._tl
-        flat = np.frombuffer(tl, dtype=np.float64).reshape(-1, _TL) if tl \
+        flat = np.array(tl, dtype=np.float64).reshape(-1, _TL) if tl \
             else np.empty((0, _TL))
         cols: dict[str, np.ndarray] = {}
         for i, (name, col) in enumerate(zip(TIMELINE_COLUMNS, self._tl_cols, strict=True)):

@@ -79,6 +79,12 @@ def take_gpus(cluster: ClusterView, cell: int, n: int) -> list[int]:
     free down. Inside a GPU parent (as many children as GPUs) one GPU is simply the first
     free one.
     """
+    if n == 1 and isinstance(cluster, ClusterState):  # the common case, from its tables
+        lo, hi = cluster.layout.gpu_span[cell]
+        free_milli = cluster.gpu_free
+        for g in range(lo, hi):
+            if free_milli[g] == MILLI:
+                return [g]
     topo = cluster.topo
     c = topo.cells[cell]
     if c.level == Level.GPU:
@@ -185,10 +191,10 @@ def _first_usable_code(codes: list[int], i: int, cluster: ClusterState,
                        avoid: frozenset[int], cpus: float, mem: float, disk: float) -> int:
     """`_first_usable` over a list of `ClusterState.index_codes` from `i` (-1: none)."""
     cells = cluster.topo.cells
-    last = cluster.codec.last
+    codec = cluster.codec
     for j in range(i, len(codes)):
         code = codes[j]
-        node = cells[last(code)].node
+        node = cells[codec.last(code)].node
         if node not in avoid and cluster.node_fits_host(node, cpus, mem, disk):
             return code
     return -1
@@ -374,14 +380,13 @@ class BasePlacer:
         Nothing changes the state during the search, so each index list is brought up to
         date once and bisected directly.
         """
-        codes = cluster.index_codes
         codec = cluster.codec
         check = host or avoid
         start = codec.probe(n)
         for step in self._search_plan(cluster, types, n):
             best = -1  # the smallest code found (codes compare as their keys do)
             for t, lv in step:
-                lst = codes(t, lv)
+                lst = cluster.index_codes(t, lv)
                 if not lst:
                     continue
                 i = bisect_left(lst, start)
