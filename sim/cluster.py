@@ -89,8 +89,10 @@ class ClusterState:
         self._node_gpus: list[int] = [n.num_gpus for n in topo.nodes]
         self._gpu_path = lay.gpu_path
         self._gpu_type = lay.gpu_type
-        # the tightest-cell index, its keys coded as ints (`sim.cluster_layout.KeyCodec`)
-        self._level_index: dict[tuple[str, Level], list[int]] = {}
+        # the tightest-cell index, its keys coded as ints (`sim.cluster_layout.KeyCodec`):
+        # one sorted list of codes per (GPU type, level), by list id
+        self._list_id: dict[tuple[str, Level], int] = {}
+        self._codes: list[list[int]] = []
         self.codec = lay.codec
         max_gpn = max((n.num_gpus for n in topo.nodes), default=0)
         self.node_buckets: dict[str, list[list[int]]] = {
@@ -104,25 +106,30 @@ class ClusterState:
         # per index list: the nodes whose cells in it have stale keys, re-keyed when that
         # list is next read; so a node changed several times between two placements is
         # re-keyed once, and only in the lists placements read
-        self._dirty: dict[tuple[str, Level], set[int]] = {}
+        self._dirty: list[set[int]] = []
         # per index list and node: (cell, the chain of cells whose free counts key it,
-        # the digit of its id): its key is (*those counts, cell)
-        self._list_entries: dict[tuple[str, Level], dict[int, list[_Entry]]] = {}
+        # the digit of its id) of each of the node's cells in it: its key is
+        # (*those counts, cell)
+        self._entries: list[list[list[_Entry]]] = []
         self._node_dirty: list[tuple[set[int], ...]] = []  # per node: its lists' dirty sets
         for n in topo.nodes:
             if n.num_gpus:
                 self.node_buckets[n.gpu_type][n.num_gpus].append(n.index)
-            lists: list[tuple[str, Level]] = []
+            lists: list[int] = []
             for c in lay.indexed[n.index]:
                 lk = (n.gpu_type, cells[c].level)
-                self._level_index.setdefault(lk, [])
-                self._list_entries.setdefault(lk, {}).setdefault(n.index, []).append(
-                    (c, lay.chain[c], lay.code_tail[c]))
-                if lk not in lists:
-                    lists.append(lk)
-            self._node_dirty.append(tuple(self._dirty.setdefault(lk, set()) for lk in lists))
-            for lk in lists:
-                self._dirty[lk].add(n.index)
+                i = self._list_id.get(lk)
+                if i is None:
+                    i = self._list_id[lk] = len(self._codes)
+                    self._codes.append([])
+                    self._dirty.append(set())
+                    self._entries.append([[] for _ in topo.nodes])
+                self._entries[i][n.index].append((c, lay.chain[c], lay.code_tail[c]))
+                if i not in lists:
+                    lists.append(i)
+            self._node_dirty.append(tuple(self._dirty[i] for i in lists))
+            for i in lists:
+                self._dirty[i].add(n.index)
         self._flush_keys()
         # aggregates
         self.total_gpus = topo.num_gpus
@@ -163,7 +170,7 @@ class ClusterState:
         """The tightest-cell index (see the module doc), as keys, now (a copy)."""
         self._flush_keys()
         decode = self.codec.decode
-        return {lk: [decode(k) for k in lst] for lk, lst in self._level_index.items()}
+        return {lk: [decode(k) for k in self._codes[i]] for lk, i in self._list_id.items()}
 
     def index_list(self, gpu_type: str, level: Level) -> list[tuple[int, ...]] | None:
         """One list of `level_index` (None when the type has no such cells), now (a copy)."""
@@ -180,18 +187,20 @@ class ClusterState:
         first cell with n free, `codec.last(code)` is a code's cell. None when the type
         has no cells at that level.
         """
-        lk = (gpu_type, level)
-        if self._dirty.get(lk):
-            self._flush_list(lk)
-        return self._level_index.get(lk)
+        i = self._list_id.get((gpu_type, level))
+        if i is None:
+            return None
+        if self._dirty[i]:
+            self._flush_list(i)
+        return self._codes[i]
 
     # --- index maintenance ---
 
-    def _flush_list(self, lk: tuple[str, Level]) -> None:
-        """Re-key the cells of one index list on the nodes changed since it was read."""
-        dirty = self._dirty[lk]
-        entries = self._list_entries[lk]
-        lst = self._level_index[lk]
+    def _flush_list(self, i: int) -> None:
+        """Re-key the cells of index list `i` on the nodes changed since it was read."""
+        dirty = self._dirty[i]
+        entries = self._entries[i]
+        lst = self._codes[i]
         cf = self.cell_free
         keys = self._keys
         bits = self.codec.bits
@@ -218,9 +227,9 @@ class ClusterState:
 
     def _flush_keys(self) -> None:
         """Bring every index list up to date."""
-        for lk, dirty in self._dirty.items():
+        for i, dirty in enumerate(self._dirty):
             if dirty:
-                self._flush_list(lk)
+                self._flush_list(i)
 
     def _node_changed(self, node: int, old_free: int) -> None:
         if self._watchers:
@@ -626,15 +635,15 @@ class ClusterState:
         The index is brought up to date before each key is read, so a caller changing
         the state while iterating sees it as it is at each step.
         """
-        lk = (gpu_type, level)
         lst = self.index_codes(gpu_type, level)
         if not lst:
             return
-        dirty = self._dirty[lk]
+        li = self._list_id[(gpu_type, level)]
+        dirty = self._dirty[li]
         decode = self.codec.decode
         for i in range(bisect_left(lst, self.codec.probe(n)), len(lst)):
             if dirty:
-                self._flush_list(lk)
+                self._flush_list(li)
             yield decode(lst[i])
 
     def free_gpus_in(self, cell: int) -> list[int]:

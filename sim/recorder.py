@@ -27,13 +27,14 @@ import math
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from mypy_extensions import mypyc_attr
 
 from sim.cluster import ClusterState
 from sim.fragmentation import fgd_node, size_distribution
+from sim.jobstate import JobState
 from sim.model import MILLI, EventKind, JobSpec
 from sim.queue import PendingQueue
 
@@ -56,15 +57,6 @@ _CELLS_CACHE = 50_000  # placements whose 'node:k;...' text is kept
 _CHUNK = 8192  # rows kept flat (event or timeline) before they are packed into columns
 _EV_FLAT = _CHUNK * _EV
 _TL_FLAT = _CHUNK * _TL
-
-
-class _RecordedJob(Protocol):
-    """What an event row reads of a job (`sim.jobstate.JobState`)."""
-
-    @property
-    def spec(self) -> JobSpec: ...
-    @property
-    def gpus(self) -> tuple[int, ...]: ...
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -267,7 +259,7 @@ class Recorder:
         self.timeline_mode = timeline
         self.timeline_interval = interval
 
-    def event(self, job: _RecordedJob, kind: EventKind, detail: str | None = "",
+    def event(self, job: JobState, kind: EventKind, detail: str | None = "",
               job_id: str | None = None) -> None:
         """One row of events.parquet for `job` now (only counted with events off).
 

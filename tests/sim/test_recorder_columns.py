@@ -7,7 +7,6 @@ an unusual type keeps its column as the values given, so pandas types it as befo
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -15,7 +14,8 @@ import pandas as pd
 
 from sim.cluster import ClusterState
 from sim.engine import Simulation
-from sim.model import EventKind
+from sim.jobstate import JobState
+from sim.model import EventKind, JobSpec
 from sim.queue import PendingQueue
 from sim.recorder import _CHUNK, Coded, Recorder
 from topologies.build import uniform_topology
@@ -29,8 +29,13 @@ def recorder() -> tuple[Recorder, list[float]]:
     return Recorder(topo, lambda: now[0]), now
 
 
-def job(job_id: str, num_gpus: Any, gpus: tuple[int, ...] = ()) -> Any:
-    return SimpleNamespace(spec=SimpleNamespace(job_id=job_id, num_gpus=num_gpus), gpus=gpus)
+def job(job_id: str, num_gpus: Any, gpus: tuple[int, ...] = ()) -> JobState:
+    """A job's state whose spec asks `num_gpus` as given (any type), holding `gpus`."""
+    spec = JobSpec(job_id=job_id, submit_time=0.0, duration=1.0, num_gpus=1)
+    object.__setattr__(spec, "num_gpus", num_gpus)  # an unusual value, as a reader may give
+    state = JobState(0, spec)
+    state.gpus = gpus
+    return state
 
 
 def decode(col: Any) -> list[Any]:
