@@ -403,7 +403,9 @@ class GandivaPolicy(Policy):
         cluster = ctx.cluster
         p = self.p
         free = cluster.free_whole
-        shared = any(n > 1 for lst in self.ts.values() for n, _ in lst[-1:])
+        # a GPU set time-sliced by two or more jobs (each list's last key has the most;
+        # `lst[-1]` is the sorted list's direct read, where a slice walks its Python)
+        shared = any(lst and lst[-1][0] > 1 for lst in self.ts.values())
         if free and shared:
             return True
         if p["migration"] and free and self.futile_at != self.generation and (
