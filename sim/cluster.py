@@ -9,12 +9,12 @@ counts of the touched cells and their ancestors, and the indexes placers query:
   first key >= (n,) is the tightest cell that fits n GPUs, ties broken by the fullest
   switch, socket, node. The lists hold each key coded as one int that compares as the
   key does (`index_codes`, `sim.cluster_layout.KeyCodec`): a bisect then compares ints,
-  not tuples element by element. It is re-keyed lazily, list by list: a change marks its node in
-  each list holding cells of it (only when the node's whole free GPUs moved: otherwise no
-  key of it changed) and a list re-keys its marked nodes when it is next read
-  (`index_list`), so a node allocated and released several times between two placements
-  (finishes, what-ifs on the twin) is re-keyed once, and a list no placement reads (the
-  sockets' and nodes' of 8-GPU machines under single-GPU jobs) waits;
+  not tuples element by element. It is re-keyed lazily, list by list: a change marks its
+  node in each list holding cells of it (only when the node's whole free GPUs moved:
+  otherwise no key of it changed) and a list re-keys its marked nodes when it is next
+  read (`index_codes`), so a node allocated and released several times between two
+  placements (finishes, what-ifs on the twin) is re-keyed once, and a list no placement
+  reads (the sockets' and nodes' of 8-GPU machines under single-GPU jobs) waits;
 * `node_buckets[gpu_type][k]`: sorted node indices with exactly k whole free GPUs;
 * `partial[gpu_type]`: sorted (free milli, gpu) of GPUs that are shared but not full.
 
@@ -48,7 +48,6 @@ from topologies.tree import Topology
 __all__ = ["MILLI", "ClusterState", "job_milli"]
 
 _DOWN = -2  # holder id of the GPUs of a failed node
-# an indexed cell, the getter of its chain's free counts (None: the cell alone) and (cell,)
 # an indexed cell, the cells whose free counts key it (itself, then its ancestors up to
 # its node) and the digit of its id in its key's code (`ClusterLayout.code_tail`)
 _Entry = tuple[int, tuple[int, ...], int]
