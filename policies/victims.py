@@ -90,10 +90,7 @@ class VictimPool:
 
     def add(self, idx: int, key: Key) -> None:
         """Add (or re-key) a running job (a re-keyed job keeps its cached spans)."""
-        old = self.keys.get(idx)
-        if old is not None:
-            order = self.order
-            del order[bisect_left(order, (old, idx))]
+        self._unlist(idx)
         self.keys[idx] = key
         insort(self.order, (key, idx))
 
@@ -104,6 +101,10 @@ class VictimPool:
         of every job ever read as a candidate (14,404 of them after 200,000 jobs).
         """
         self.spans.pop(idx, None)
+        self._unlist(idx)
+
+    def _unlist(self, idx: int) -> None:
+        """Take a job's entry out of `keys` and `order`, if it has one."""
         key = self.keys.pop(idx, None)
         if key is not None:
             order = self.order

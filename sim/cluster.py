@@ -634,11 +634,14 @@ class ClusterState:
         The index is brought up to date before each key is read, so a caller changing
         the state while iterating sees it as it is at each step.
         """
-        lst = self.index_codes(gpu_type, level)
+        li = self._list_id.get((gpu_type, level))
+        if li is None:
+            return
+        lst, dirty = self._codes[li], self._dirty[li]
+        if dirty:
+            self._flush_list(li)
         if not lst:
             return
-        li = self._list_id[(gpu_type, level)]
-        dirty = self._dirty[li]
         decode = self.codec.decode
         for i in range(bisect_left(lst, self.codec.probe(n)), len(lst)):
             if dirty:

@@ -26,6 +26,8 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
+from itertools import islice
+from operator import itemgetter
 from typing import Any, ClassVar
 
 from mypy_extensions import mypyc_attr
@@ -172,32 +174,22 @@ def reject_early(job: JobSpec, cluster: ClusterView, types: list[str]) -> Placem
 
 
 _NO_NODES: frozenset[int] = frozenset()
+_LAST = itemgetter(-1)  # the cell of a tightest-cell index key
 _PLAIN: dict[type, bool] = {}  # per placer class: is its one-task search the base one?
 
 
-def _first_usable(keys: Iterable[tuple[int, ...]], cluster: ClusterView,
-                  avoid: frozenset[int], cpus: float, mem: float, disk: float
-                  ) -> tuple[int, ...] | None:
-    """The first index key whose cell's node is not avoided and has the host asks free."""
+def _first_usable(keys: Iterable[Any], cell_of: Callable[[Any], int], cluster: ClusterView,
+                  avoid: frozenset[int], cpus: float, mem: float, disk: float) -> Any:
+    """The first index key whose cell's node is not avoided and has the host asks free.
+
+    `cell_of`: a key's cell (keys of `cells_fitting`, or `ClusterState.index_codes`).
+    """
     cells = cluster.topo.cells
     for key in keys:
-        node = cells[key[-1]].node
+        node = cells[cell_of(key)].node
         if node not in avoid and cluster.node_fits_host(node, cpus, mem, disk):
             return key
     return None
-
-
-def _first_usable_code(codes: list[int], i: int, cluster: ClusterState,
-                       avoid: frozenset[int], cpus: float, mem: float, disk: float) -> int:
-    """`_first_usable` over a list of `ClusterState.index_codes` from `i` (-1: none)."""
-    cells = cluster.topo.cells
-    codec = cluster.codec
-    for j in range(i, len(codes)):
-        code = codes[j]
-        node = cells[codec.last(code)].node
-        if node not in avoid and cluster.node_fits_host(node, cpus, mem, disk):
-            return code
-    return -1
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -329,7 +321,7 @@ class BasePlacer:
                 # one GPU: the tightest GPU-parent cell (GPUs themselves are not indexed)
                 where = cluster.gpu_parent_levels[t] if level == Level.GPU else (level,)
                 for lv in where:
-                    key = _first_usable(cluster.cells_fitting(t, lv, n), cluster, avoid,
+                    key = _first_usable(cluster.cells_fitting(t, lv, n), _LAST, cluster, avoid,
                                         cpus, mem, disk)
                     if key is not None and (best is None or key < best):
                         best = key
@@ -393,7 +385,9 @@ class BasePlacer:
                 if not check:  # the first key that fits is the list's tightest cell
                     key = lst[i] if i < len(lst) else -1
                 else:
-                    key = _first_usable_code(lst, i, cluster, avoid, cpus, mem, disk)
+                    got = _first_usable(islice(lst, i, None), codec.last, cluster, avoid,
+                                        cpus, mem, disk)
+                    key = -1 if got is None else got
                 if key >= 0 and (best < 0 or key < best):
                     best = key
             if best >= 0:
