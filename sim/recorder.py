@@ -244,7 +244,8 @@ class Recorder:
         self._cv = self._qv = self._running = -1
         self._cells: dict[tuple[int, ...], str] = {}
         # the frames `sim.results` built on the columns handed over (kept for the run's
-        # lifetime, see `sim.results._recorded`): (events, timeline) or None
+        # lifetime, see `sim.results._recorded_events`): (events, timeline), either may be
+        # None (not taken yet), or None
         self.taken: Any = None
         self.keep_events = True
         self.timeline_mode = "full"

@@ -328,28 +328,38 @@ def _concat(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([a, b], ignore_index=True)
 
 
-def _recorded(rec: Recorder) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The run's events and full timeline (every change) frames.
-
-    The recorder hands its columns over and forgets them; the frames are built on the
-    same arrays, so the rows are never held twice. They are kept on the recorder
-    (`taken`), for the run's lifetime, for a later call (a result asked for again, or
-    after more steps), and each call gives shallow copies: pandas copies on write
-    (pandas 3), so changing a frame of one result never changes another's. Without
-    copy-on-write (pandas 2 unless enabled), each call builds frames from copies and the
-    recorder keeps its rows.
-    """
+def _recorded_timeline(rec: Recorder) -> pd.DataFrame:
+    """The run's full timeline (every change) frame (see `_recorded_events`)."""
     if not _copy_on_write():
-        return _events_frame(rec.event_columns()), _timeline_frame(rec.timeline_columns())
-    events = _events_frame(rec.take_events())
+        return _timeline_frame(rec.timeline_columns())
     cols, replaces = rec.take_timeline()
     timeline = _timeline_frame(cols)
     taken = rec.taken  # the frames of the columns it handed over before, if any
     if taken is not None:
-        events = _concat(taken[0], events)
         timeline = _concat(taken[1].iloc[:-1] if replaces else taken[1], timeline)
-    rec.taken = events, timeline
-    return events.copy(deep=False), timeline.copy(deep=False)
+    rec.taken = None if taken is None else taken[0], timeline
+    return timeline.copy(deep=False)
+
+
+def _recorded_events(rec: Recorder) -> pd.DataFrame:
+    """The run's events frame.
+
+    The recorder hands its columns over and forgets them; the frames are built on the
+    same arrays, so the rows are never held twice. They are kept on the recorder
+    (`taken`: events, timeline), for the run's lifetime, for a later call (a result
+    asked for again, or after more steps), and each call gives shallow copies: pandas
+    copies on write (pandas 3), so changing a frame of one result never changes
+    another's. Without copy-on-write (pandas 2 unless enabled), each call builds frames
+    from copies and the recorder keeps its rows.
+    """
+    if not _copy_on_write():
+        return _events_frame(rec.event_columns())
+    events = _events_frame(rec.take_events())
+    taken = rec.taken
+    if taken is not None and taken[0] is not None:
+        events = _concat(taken[0], events)
+    rec.taken = events, None if taken is None else taken[1]
+    return events.copy(deep=False)
 
 
 def _copy_on_write() -> bool:
@@ -438,12 +448,15 @@ def build_result(sim: Simulation, run: Run, end: float, wall: float) -> SimResul
     tenants = tenants_frame(jobs)
     rec = run.recorder
     # the summary integrates every change, whatever timeline the run writes
-    events, exact = _recorded(rec)
+    exact = _recorded_timeline(rec)
     timeline = exact if rec.timeline_mode == "full" else _timeline_frame(timeline_rows(
         {c: exact[c].to_numpy() for c in TIMELINE_COLUMNS}, rec.timeline_mode,
         rec.timeline_interval))
     params = {**sim.policy.settings, **sim.engine_params}
     summary = summarize(jobs, exact, end)
+    # after the summary: its transient memory then meets the recorder's compact event
+    # columns, not the events frame (the peak of a million-job run)
+    events = _recorded_events(rec)
     summary.update(
         policy=sim.policy.name,
         trace=_trace_label(sim),
