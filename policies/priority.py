@@ -23,7 +23,7 @@ from policies.victims import VictimPool, find_victims, free_milli
 from sim.context import SchedContext as SchedContext  # re-exported: policies import it here
 from sim.interfaces import PolicyContext
 from sim.jobstate import PENDING, RUNNING, JobState
-from sim.model import Decision, Preempt, Start, Suspend, Unschedulable, request_class
+from sim.model import Decision, Preempt, Start, Suspend, Unschedulable
 from sim.params import Param, as_choice
 
 Key = tuple[Any, ...]
@@ -172,7 +172,7 @@ def priority_walk(
             job = ctx.job_at(idx)
             if job.status != PENDING:
                 continue
-            ck = request_class(job.spec)
+            ck = job.request_class()
             if ck in walk.failed:
                 continue
             got = ctx.place(job)
@@ -447,7 +447,7 @@ class PriorityPolicy(Policy):
     def _enqueue(self, ctx: Ctx, job: JobState) -> None:
         self._ver += 1
         key = self.pending_key(ctx, job)
-        ck = request_class(job.spec)
+        ck = job.request_class()
         self.qkey[job.idx] = (key, ck)
         if self._queue is not None:
             self._queue.add((key, job.idx))

@@ -156,7 +156,9 @@ class SchedContext:
         request or when an identical request already failed since the cluster last
         changed; so asking for every pending job on every pass stays cheap.
         """
+        own: JobState | None = None  # the job itself, asked for at its own size
         if num_gpus is None and type(job) is JobState and not job.fit_gpus:
+            own = job
             spec = job.spec  # the common case of `_spec`
         else:
             spec = _spec(job, num_gpus)
@@ -175,13 +177,17 @@ class SchedContext:
                 no = failed[(n, t)] = Unschedulable(
                     f"needs {n} GPUs, {c.free_whole} are free now", True)
                 return no
+        ck: tuple[Any, ...] | None = None
         if failed:  # else no request failed in this state: nothing to look up
-            no = failed.get(request_class(spec))
+            ck = own.request_class() if own is not None else request_class(spec)
+            no = failed.get(ck)
             if no is not None:
                 return no
         got = self._placer.place(spec, c)
         if isinstance(got, Unschedulable):
-            failed[request_class(spec)] = got
+            if ck is None:
+                ck = own.request_class() if own is not None else request_class(spec)
+            failed[ck] = got
         return got
 
     @contextmanager

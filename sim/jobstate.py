@@ -8,7 +8,7 @@ from typing import Any
 from mypy_extensions import mypyc_attr
 
 from sim.errors import SimError
-from sim.model import JobSpec, JobStatus
+from sim.model import JobSpec, JobStatus, request_class
 
 WAITING = JobStatus.WAITING
 HELD = JobStatus.HELD
@@ -82,7 +82,7 @@ class JobState:
         "idx", "spec", "status", "gpus", "milli", "rate", "work", "seg_start", "run_start",
         "ckpt_work", "version", "first_start", "end_time", "queued_since", "queue_time",
         "held_since", "run_time", "locality_level", "reason", "started_before", "suspended",
-        "attempt_start", "gpu_seconds", "host", "group", "tasks", "_rare",
+        "attempt_start", "gpu_seconds", "host", "group", "tasks", "_rare", "_ck", "_ck_of",
     )
 
     def __init__(self, idx: int, spec: JobSpec) -> None:
@@ -114,6 +114,9 @@ class JobState:
         # a running job with roles: where each gang task runs (sim.model.TaskPlacement)
         self.tasks: tuple[Any, ...] = ()
         self._rare = _DEFAULTS  # the fields few jobs change: shared until one is set
+        # `request_class` of the spec `_ck_of` (None: not asked yet)
+        self._ck: tuple[Any, ...] = ()
+        self._ck_of: JobSpec | None = None
 
     # The rare fields, one property each: mypyc compiles properties (not descriptors
     # shared by all), and interpreted code reads and sets them as plain attributes.
@@ -253,6 +256,18 @@ class JobState:
         if type(self.dependents) is tuple:
             self.dependents = []
         self.dependents.append(idx)  # type: ignore[union-attr]
+
+    def request_class(self) -> tuple[Any, ...]:
+        """`sim.model.request_class` of the job's spec, computed once per spec.
+
+        Asked at arrival, on queueing and by the walks of many policies; the spec's
+        fields behind it are read through Python properties, the cached tuple is not.
+        """
+        spec = self.spec
+        if self._ck_of is not spec:
+            self._ck = request_class(spec)
+            self._ck_of = spec
+        return self._ck
 
     @property
     def job_id(self) -> str:

@@ -243,7 +243,8 @@ class RunState:
             return
         bad = not_simulated(s, self.sim.policy) or (
             self.containers.refuse(s) if self.containers and s.completions else "") \
-            or self.infeasible(s if s.min_gpus is None else resized(s, s.min_gpus))
+            or (self.infeasible(s, job.request_class()) if s.min_gpus is None
+                else self.infeasible(resized(s, s.min_gpus)))
         if bad:
             self.finalize(job, REJECTED, EventKind.REJECT, bad)
             return
@@ -262,14 +263,16 @@ class RunState:
         return next(n for n in range(s.num_gpus - 1, s.min_gpus - 1, -1)
                     if not self.infeasible(resized(s, n)))
 
-    def infeasible(self, s: JobSpec) -> str:
+    def infeasible(self, s: JobSpec, key: tuple[Any, ...] | None = None) -> str:
         """Why no placement could ever hold the job ('' when one can), cached per class.
 
-        A CPU-only job asks the placer too: for a node with its CPUs, memory and disk.
+        `key`: the spec's `request_class`, when the caller has it. A CPU-only job asks
+        the placer too: for a node with its CPUs, memory and disk.
         """
         if s.num_gpus == 0 and s.num_cpus <= 0 and s.mem_gb <= 0 and s.disk_gb <= 0:
             return ""
-        key = request_class(s)
+        if key is None:
+            key = request_class(s)
         why = self._infeasible_cache.get(key)
         if why is None:
             if self._empty is None:

@@ -17,7 +17,7 @@ from mypy_extensions import mypyc_attr
 from sortedcontainers import SortedList
 
 from sim.jobstate import PENDING, JobState, transition
-from sim.model import MILLI, job_milli, request_class
+from sim.model import MILLI, job_milli
 
 QueueKey = tuple[float, int]
 
@@ -64,7 +64,7 @@ class PendingQueue:
         idx = job.idx
         key = (s.submit_time, idx)
         self.keys.add(key)
-        ck = request_class(s)
+        ck = job.request_class()
         classes = self._classes
         if classes is None:
             count = self._class_count
