@@ -178,6 +178,19 @@ _LAST = itemgetter(-1)  # the cell of a tightest-cell index key
 _PLAIN: dict[type, bool] = {}  # per placer class: is its one-task search the base one?
 
 
+def _some_node_has(cluster: ClusterState, types: list[str], n: int) -> bool:
+    """Whether a node of one of `types` has at least n whole GPUs free (its buckets).
+
+    A cell's free GPUs are at most its node's, so without such a node no cell fits n.
+    """
+    for t in types:
+        buckets = cluster.node_buckets[t]
+        for k in range(len(buckets) - 1, n - 1, -1):
+            if buckets[k]:
+                return True
+    return False
+
+
 def _first_usable(keys: Iterable[Any], cell_of: Callable[[Any], int], cluster: ClusterView,
                   avoid: frozenset[int], cpus: float, mem: float, disk: float) -> Any:
     """The first index key whose cell's node is not avoided and has the host asks free.
@@ -370,8 +383,12 @@ class BasePlacer:
         """`_single_node` on a ClusterState: the same search over its index lists.
 
         Nothing changes the state during the search, so each index list is brought up to
-        date once and bisected directly.
+        date once and bisected directly. When no node of the types has n whole GPUs free
+        (the node buckets say so at once), no cell has: the search fails without reading
+        (and so re-keying) any list, as most searches of a contended cluster do.
         """
+        if not _some_node_has(cluster, types, n):
+            return None
         codec = cluster.codec
         check = host or avoid
         start = codec.probe(n)
