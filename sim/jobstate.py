@@ -260,14 +260,21 @@ class JobState:
     def request_class(self) -> tuple[Any, ...]:
         """`sim.model.request_class` of the job's spec, computed once per spec.
 
-        Asked at arrival, on queueing and by the walks of many policies; the spec's
-        fields behind it are read through Python properties, the cached tuple is not.
+        Asked at arrival, on queueing and by the walks of many policies while the job
+        waits; the spec's fields behind it are read through Python properties, the cached
+        tuple is not. Kept only while the job waits (`forget_class` when it leaves the
+        queue): a tuple a job would be ~120 bytes at a million jobs.
         """
         spec = self.spec
         if self._ck_of is not spec:
             self._ck = request_class(spec)
             self._ck_of = spec
         return self._ck
+
+    def forget_class(self) -> None:
+        """Drop the cached `request_class` (asked again, it is computed again)."""
+        self._ck = ()
+        self._ck_of = None
 
     @property
     def job_id(self) -> str:

@@ -246,6 +246,7 @@ class RunState:
             or (self.infeasible(s, job.request_class()) if s.min_gpus is None
                 else self.infeasible(resized(s, s.min_gpus)))
         if bad:
+            job.forget_class()  # never queued (`JobState.request_class`)
             self.finalize(job, REJECTED, EventKind.REJECT, bad)
             return
         if s.min_gpus is not None and s.min_gpus < s.num_gpus:
