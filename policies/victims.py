@@ -458,12 +458,14 @@ def find_victims(ctx: PolicyContext, job: JobState, key: Key, pool: VictimPool
                 return got
     if local is None and fits and not _spreads(ctx):
         return None  # no node can be filled, and the placer never spreads such a job
-    fewest = spec.num_gpus > max_node and _fewest_nodes(ctx)
-    if fewest and not _nodes_could_hold(ctx, job, lowest_spans()):
-        return None  # even every lower-priority job stopping leaves too few whole nodes
+    # two necessary conditions, the cheaper first (both read the candidates; most big
+    # jobs that fail fail by count)
     counted = _by_count(ctx, job, lowest())
     if not counted:
         return None
+    fewest = spec.num_gpus > max_node and _fewest_nodes(ctx)
+    if fewest and not _nodes_could_hold(ctx, job, lowest_spans()):
+        return None  # even every lower-priority job stopping leaves too few whole nodes
     # the same necessary condition for the victims counted: when they leave too few
     # whole nodes, their what-if (which moves them out and back) would fail
     if counted != local and not (fewest and not _nodes_could_hold(
