@@ -105,11 +105,15 @@ class ClassHeads:
     a merge of the classes' heads: a class that failed is dropped at once instead of
     each of its later jobs being met and skipped (on a contended cluster, most of a
     long queue). `touched` collects the classes changed since the walk last looked.
+    Each class's first entry is kept as entries come and go (`firsts`), so a walk
+    starts its merge without reading every class's sorted list.
     """
 
     def __init__(self) -> None:
         self.lists: dict[tuple[Any, ...], SortedList] = {}
         self.touched: set[tuple[Any, ...]] = set()
+        self._first: dict[tuple[Any, ...], tuple[Key, int]] = {}
+        self._first_of: dict[tuple[Any, ...], SortedList] | None = self.lists
 
     def add(self, ck: tuple[Any, ...], entry: tuple[Key, int]) -> None:
         """Queue an entry of class `ck`."""
@@ -118,14 +122,34 @@ class ClassHeads:
             lst = self.lists[ck] = SortedList()
         lst.add(entry)
         self.touched.add(ck)
+        if self._first_of is self.lists:
+            first = self._first.get(ck)
+            if first is None or entry < first:
+                self._first[ck] = entry
 
     def remove(self, ck: tuple[Any, ...], entry: tuple[Key, int]) -> None:
         """Drop a queued entry of class `ck`."""
         lst = self.lists[ck]
         lst.remove(entry)
+        kept = self._first_of is self.lists
         if not lst:
             del self.lists[ck]
+            if kept:
+                del self._first[ck]
+        elif kept and self._first[ck] == entry:
+            self._first[ck] = lst[0]
         self.touched.add(ck)
+
+    def firsts(self) -> dict[tuple[Any, ...], tuple[Key, int]]:
+        """Each class's first entry (read it, never change it).
+
+        Kept by `add` and `remove`; computed again when `lists` was replaced (themis
+        hands in lists of its own).
+        """
+        if self._first_of is not self.lists:
+            self._first = {ck: lst[0] for ck, lst in self.lists.items()}
+            self._first_of = self.lists
+        return self._first
 
 
 CLASS_WALK_MAX = 64
@@ -206,13 +230,11 @@ def _stop_victims(job: JobState, victims: Sequence[JobState], walk: _Walk,
 class _Merge:
     """The heads of one `_class_walk`: each live class's next entry, in a heap."""
 
-    def __init__(self, lists: dict[tuple[Any, ...], SortedList],
-                 failed: set[tuple[Any, ...]]) -> None:
-        self.lists = lists
+    def __init__(self, heads: ClassHeads, failed: set[tuple[Any, ...]]) -> None:
+        self.lists = heads.lists
         self.failed = failed
         # every class's first entry (the walk has no failed class yet; no list is empty)
-        self.head: dict[tuple[Any, ...], tuple[Key, int]] = {
-            ck: lst[0] for ck, lst in lists.items()}
+        self.head: dict[tuple[Any, ...], tuple[Key, int]] = dict(heads.firsts())
         self.heap: list[tuple[tuple[Key, int], tuple[Any, ...]]] = [
             (e, ck) for ck, e in self.head.items()]
         heapq.heapify(self.heap)
@@ -249,7 +271,7 @@ def _class_walk(
     the current one, as the plain walk resumes after it.
     """
     lists = heads.lists
-    m = _Merge(lists, walk.failed)
+    m = _Merge(heads, walk.failed)
     heap, head = m.heap, m.head
     heads.touched.clear()
     while heap:
@@ -569,7 +591,7 @@ class PriorityPolicy(Policy):
         if self._queue is not None:
             head = self._queue[0][0]
         else:
-            head = min(lst[0] for lst in self.heads.lists.values())[0]
+            head = min(self.heads.firsts().values())[0]
         return bool(low <= head)
 
     def _unchanged_ok(self, ctx: Ctx) -> bool:
