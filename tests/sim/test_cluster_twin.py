@@ -91,3 +91,25 @@ def test_the_twin_holds_the_live_state_at_every_sandbox(live_ops: Any, scratch_o
         _step(c, held, op, pick, size, job)
     with c.sandbox() as twin:
         assert snapshot(twin) == snapshot(c)
+
+
+def test_a_job_that_came_and_went_between_two_sandboxes_is_not_replayed() -> None:
+    """The sync skips an allocation and its release (same job, GPUs and share), but
+    counts them: the twin's version is that of a full replay."""
+    from sim.cluster import _cancelled
+
+    c = ClusterState(TOPO)
+    with c.sandbox():
+        pass  # the twin exists from here on, fed by the log
+    c.allocate(1, (0, 1), MILLI)
+    c.allocate(2, (2,), 500)
+    c.release(1, (0, 1), MILLI)
+    c.allocate(3, (4,), MILLI, cpus=2.0)
+    c.release(3, (4,), MILLI, cpus=2.0)  # host resources: replayed (float sums)
+    assert _cancelled(c._log) == {0, 2}
+    twin = c._twin
+    assert twin is not None
+    before = twin.version
+    with c.sandbox() as scratch:
+        assert snapshot(scratch) == snapshot(c)
+        assert scratch.version == before + 5
