@@ -425,6 +425,9 @@ class BasePlacer:
         for t in types:
             chosen: list[tuple[int, int]] = []
             remaining = n
+            # without spreading, more nodes than the job's size needs are refused below:
+            # once that many are chosen short of n, no later node can help
+            most = 0 if self.spread else -(-n // cluster.max_node_gpus[t])
             for node in self._nodes_by_free(cluster, t):
                 if node in avoid:
                     continue
@@ -435,7 +438,7 @@ class BasePlacer:
                     continue
                 chosen.append((node, take))
                 remaining -= take
-                if remaining == 0:
+                if remaining == 0 or len(chosen) == most:
                     break
             if remaining:
                 continue
