@@ -115,17 +115,20 @@ class ClassHeads:
         self._first: dict[tuple[Any, ...], tuple[Key, int]] = {}
         self._first_of: dict[tuple[Any, ...], SortedList] | None = self.lists
 
-    def add(self, ck: tuple[Any, ...], entry: tuple[Key, int]) -> None:
-        """Queue an entry of class `ck`."""
+    def add(self, ck: tuple[Any, ...], entry: tuple[Key, int]) -> bool:
+        """Queue an entry of class `ck`; True when it became the class's first entry."""
         lst = self.lists.get(ck)
         if lst is None:
             lst = self.lists[ck] = SortedList()
         lst.add(entry)
         self.touched.add(ck)
-        if self._first_of is self.lists:
-            first = self._first.get(ck)
-            if first is None or entry < first:
-                self._first[ck] = entry
+        if self._first_of is not self.lists:
+            return True
+        first = self._first.get(ck)
+        if first is None or entry < first:
+            self._first[ck] = entry
+            return True
+        return False
 
     def remove(self, ck: tuple[Any, ...], entry: tuple[Key, int]) -> None:
         """Drop a queued entry of class `ck`."""
@@ -390,10 +393,13 @@ class PriorityPolicy(Policy):
     `super().notify(ctx, job, kind)`. Jobs that ask for no GPU start as soon as the
     placer finds them a node.
 
-    A walk that started nothing is not repeated until the cluster, the queue or the
-    running keys change (a pass woken by a timer that changed nothing): the walk is a
-    function of those alone when the running keys are fixed (or nobody is preempted).
-    A subclass whose walk reads anything else sets `skip_unchanged = False`.
+    A walk that started nothing is not repeated until the cluster, the first entry of
+    a request class in the queue, or the running keys change (a pass woken by a timer
+    that changed nothing, or an arrival queued behind the first job of its class): the
+    walk is a function of those alone when the running keys are fixed (or nobody is
+    preempted), as it meets a class only at its first entry. A subclass whose walk
+    reads anything else (its hooks read more of the queue or the clock) sets
+    `skip_unchanged = False`.
     """
     supports_roles = True
 
@@ -467,14 +473,21 @@ class PriorityPolicy(Policy):
         return sorted(e for lst in self.heads.lists.values() for e in lst)
 
     def _enqueue(self, ctx: Ctx, job: JobState) -> None:
-        self._ver += 1
+        """Queue a waiting job; `_ver` moves only when the job heads its request class.
+
+        A walk visits a class only at its first entry (a class that fails there is
+        dropped for the pass, and its later entries come after that entry), so a job
+        queued behind its class's first entry changes no walk: a walk that started
+        nothing stays one that would start nothing (`_idle`).
+        """
         key = self.pending_key(ctx, job)
         ck = job.request_class()
         self.qkey[job.idx] = (key, ck)
         if self._queue is not None:
             self._queue.add((key, job.idx))
         self.class_count[ck] = self.class_count.get(ck, 0) + 1
-        self.heads.add(ck, (key, job.idx))
+        if self.heads.add(ck, (key, job.idx)):
+            self._ver += 1
 
     def _dequeue(self, job: JobState) -> None:
         got = self.qkey.pop(job.idx, None)
@@ -507,7 +520,8 @@ class PriorityPolicy(Policy):
         new = job.status
         if new == old:
             return
-        self._ver += 1
+        if not (old is None and new == PENDING and job.spec.num_gpus):
+            self._ver += 1  # (a first-seen waiting GPU job: as `_enqueue` says)
         if old == PENDING:
             self._dequeue(job)
         elif old == RUNNING:
