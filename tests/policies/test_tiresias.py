@@ -248,7 +248,8 @@ class _WalkEveryPass(TiresiasLasPolicy):
 ])
 def test_skipping_idle_walks_keeps_every_decision(params):
     """A pass that changed nothing since a walk that started nothing (a timer that found
-    nothing to do) skips the walk: the run is the same as walking every pass."""
+    nothing to do, or arrivals queued behind the first job of their request class)
+    skips the walk: the run is the same as walking every pass."""
     from traces import load_trace
 
     topo = uniform_topology(2, sockets=1, switches_per_socket=1, gpus_per_switch=4)
@@ -259,3 +260,20 @@ def test_skipping_idle_walks_keeps_every_decision(params):
     assert fast.jobs.equals(slow.jobs)
     # a walk that is never skipped never settles: it asks for every timer's wake-up
     assert fast.summary["events_processed"] <= slow.summary["events_processed"]
+
+
+def test_skipping_idle_walks_keeps_every_decision_of_sjf():
+    """The same for a policy whose key puts a later arrival ahead (shortest job first):
+    an arrival that becomes the first of its request class is walked for."""
+    from policies.sjf import SjfPolicy
+    from traces import load_trace
+
+    class WalkEveryPass(SjfPolicy):
+        skip_unchanged = False
+
+    topo = uniform_topology(2, sockets=1, switches_per_socket=1, gpus_per_switch=4)
+    trace = load_trace("philly-like:300", topology=topo, load=1.5, seed=7)
+    fast = Simulation(trace, topo, SjfPolicy()).run()
+    slow = Simulation(trace, topo, WalkEveryPass()).run()
+    assert log(fast) == log(slow) and len(log(fast)) > 800
+    assert fast.jobs.equals(slow.jobs)
