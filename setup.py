@@ -6,7 +6,8 @@ them from the same typed source, with the same semantics (the whole test suite a
 golden baselines run on either build), and that cuts the engine's time per event by
 about 40 % (fifo on full Philly: 19.4 -> 11.5 us). Everything else (policies, readers,
 metrics, the CLI) stays interpreted, but for HiveD's cell algorithm (its per-pass cost is
-walking its own cell trees: hived on full Philly 7.8 -> 6.7 CPU s in the loop) and the
+walking its own cell trees: hived on full Philly 7.8 -> 6.7 CPU s in the loop) and its
+policy's per-pass bookkeeping (5.3-5.5 -> 4.2 CPU s in the loop), and the
 priority policies' pass: `PriorityPolicy`'s walk and index, the victim searches, and
 Tiresias and SJF/SRTF built on them (tiresias-las on 200,000 jobs: 18.1 -> 13.4 CPU s
 in the loop). Researchers' own policies, placers and speed factors subclass the compiled
@@ -55,9 +56,12 @@ COMPILED = [
     "policies/tiresias.py",
     "policies/sjf.py",
     # HiveD's cell algorithm (buddy allocation, cell binding, VC bookkeeping): pure
-    # Python data structures walked per pass, with no extension point of its own
+    # Python data structures walked per pass, with no extension point of its own; and
+    # its policy's per-pass bookkeeping (queues, job tracking, the orderings' contexts)
     "policies/hived/algorithm.py",
     "policies/hived/cells.py",
+    "policies/hived/policy.py",
+    "policies/hived/tracking.py",
 ]
 
 

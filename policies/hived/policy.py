@@ -44,8 +44,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
+from mypy_extensions import mypyc_attr
 from sortedcontainers import SortedList
 
 from policies.base import Policy
@@ -74,8 +75,9 @@ from sim.model import (
 from sim.params import Param, as_bool, as_float, as_optional, as_path
 from sim.roles import gang_tasks, has_roles
 
-if TYPE_CHECKING:
-    from sim.context import SchedContext
+Ctx = Any
+"""A run's context, or hived's narrowed one (`_QueueContext`, which is no `SchedContext`):
+compiled, a class-typed argument is checked on entry, so contexts are `Any` here."""
 
 PINNED_COLUMN = "pinned_cell_id"
 SIDE_BASE = 1 << 40  # gang ids of non-gang tasks booked in HiveD's cells (above job indices)
@@ -114,7 +116,7 @@ class _Queue:
     keys: SortedList = field(default_factory=SortedList)  # (-priority, submit, idx)
     classes: dict[tuple, SortedList] = field(default_factory=dict)  # -> (submit, idx)
     running: dict[int, JobState] = field(default_factory=dict)
-    ctx: SchedContext | None = None  # a _QueueContext standing in for one (set in attach)
+    ctx: Ctx | None = None  # a _QueueContext standing in for one (set in attach)
     listens: bool = False  # the ordering keeps indexes from job events (overrides `notify`)
     by_class: bool = True  # the ordering may read `classes` (else they are not kept)
 
@@ -175,7 +177,7 @@ def _pod_gpus(leaves: Sequence[Any], req: Request) -> list[tuple[int, ...]]:
 class _QueueContext:
     """What an ordering policy sees of one queue: a SchedContext narrowed to the queue."""
 
-    def __init__(self, owner: HivedPolicy, queue: _Queue, ctx: SchedContext) -> None:
+    def __init__(self, owner: HivedPolicy, queue: _Queue, ctx: Ctx) -> None:
         self._owner = owner
         self._q = queue
         self._ctx = ctx
@@ -269,6 +271,7 @@ class _QueueContext:
         return getattr(self._ctx, name)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class HivedPolicy(Policy):
     """HiveD (OSDI'20): guaranteed jobs in VCs of multi-level cells, buddy cell allocation."""
 
@@ -299,7 +302,7 @@ class HivedPolicy(Policy):
             "vc -> {virtualCells: [{cellType, cellNumber}], pinnedCells: [...]}"),
     }
 
-    def attach(self, ctx: SchedContext) -> None:
+    def attach(self, ctx: Ctx) -> None:
         """Build the cells, check VC safety, and make one ordering instance per queue."""
         from policies.registry import make_policy
 
@@ -331,8 +334,9 @@ class HivedPolicy(Policy):
         self.wakes: SortedList = SortedList()  # (time, queue pos) its ordering asked for
         for q in self._all_queues():
             # duck-typed: what the ordering sees is a SchedContext narrowed to the queue
-            q.ctx = cast("SchedContext", _QueueContext(self, q, ctx))
-            q.policy.attach(q.ctx)
+            qctx: Ctx = _QueueContext(self, q, ctx)
+            q.ctx = qctx
+            q.policy.attach(qctx)
         self.listening = any(q.listens for q in self._all_queues())  # some ordering hears events
         periods = [q.policy.period for q in self._all_queues() if q.policy.period]
         self.period = min(periods) if periods else None
@@ -359,7 +363,7 @@ class HivedPolicy(Policy):
 
     # --- the pass ---
 
-    def schedule(self, ctx: SchedContext) -> Iterator[Decision]:
+    def schedule(self, ctx: Ctx) -> Iterator[Decision]:
         """Catch up with the engine, then run the ordering of each queue that changed."""
         yield from self._sync(ctx)
         if self.preempting:
@@ -399,7 +403,7 @@ class HivedPolicy(Policy):
                 self._mark(self.queues[vc])
             touched.clear()
 
-    def _run(self, ctx: SchedContext, q: _Queue) -> Iterator[Decision]:
+    def _run(self, ctx: Ctx, q: _Queue) -> Iterator[Decision]:
         assert q.ctx is not None  # set in attach
         self.refused: set[str] = set()
         for d in q.policy.schedule(q.ctx):
@@ -407,7 +411,7 @@ class HivedPolicy(Policy):
                 return  # the ordering insists on a start HiveD just refused: next pass
             yield from self._apply(ctx, q, d)
 
-    def _apply(self, ctx: SchedContext, q: _Queue, d: Decision) -> Iterator[Decision]:
+    def _apply(self, ctx: Ctx, q: _Queue, d: Decision) -> Iterator[Decision]:
         job = ctx.job(d.job_id)
         if isinstance(d, Start | Resume):
             if job.status != PENDING:
@@ -488,7 +492,7 @@ class HivedPolicy(Policy):
                 f"hived: order policy {q.policy.name!r} yielded {type(d).__name__}; hived "
                 "supports orderings that start, preempt, suspend or reject jobs")
 
-    def _started(self, ctx: SchedContext, q: _Queue, job: JobState, kind: type,
+    def _started(self, ctx: Ctx, q: _Queue, job: JobState, kind: type,
                  gpus: tuple[int, ...], node: int, tasks: tuple = (),
                  asked: Decision | None = None) -> Iterator[Decision]:
         """Book a job as running in its queue and start it.
@@ -511,7 +515,7 @@ class HivedPolicy(Policy):
         else:
             yield kind(job.job_id, gpus, node=node, tasks=tasks)
 
-    def _advance(self, ctx: SchedContext) -> Iterator[Decision]:
+    def _advance(self, ctx: Ctx) -> Iterator[Decision]:
         """Preemptions under way: stop victims whose delay ended, start ready preemptors.
 
         A preemptor whose reserved cells sit on a failed node gives them up and waits
@@ -548,7 +552,7 @@ class HivedPolicy(Policy):
                 self.algo.allocate(idx)
                 yield from self._started(ctx, q, job, kind, start, -1)
 
-    def _drain_cancelled(self, ctx: SchedContext) -> None:
+    def _drain_cancelled(self, ctx: Ctx) -> None:
         """Preemptions HiveD cancelled (a higher priority took the cells): wait again."""
         cancelled = self.algo.cancelled
         while cancelled:
@@ -561,7 +565,7 @@ class HivedPolicy(Policy):
                 self._list(job, q)
                 self._mark(q)
 
-    def _preempt_victim(self, ctx: SchedContext, idx: int, by: JobState) -> Iterator[Decision]:
+    def _preempt_victim(self, ctx: Ctx, idx: int, by: JobState) -> Iterator[Decision]:
         victim = ctx.job_at(idx)
         q = self.jobs.running.pop(idx)
         q.running.pop(idx, None)
@@ -577,14 +581,14 @@ class HivedPolicy(Policy):
                                      f"priority {spec.priority}) needs its cells")
         self._enqueue_after(ctx, victim)
 
-    def _enqueue_after(self, ctx: SchedContext, job: JobState) -> None:
+    def _enqueue_after(self, ctx: Ctx, job: JobState) -> None:
         """Requeue a job the engine just put back in its queue (no rejection possible)."""
         if job.status == PENDING:
             self._enqueue(job)
         else:
             self.jobs.requeued(job)
 
-    def _check_healthy(self, ctx: SchedContext, job: JobState, gpus: tuple[int, ...]) -> None:
+    def _check_healthy(self, ctx: Ctx, job: JobState, gpus: tuple[int, ...]) -> None:
         up = ctx.cluster.node_up
         gn = ctx.topology.gpu_node
         bad = [g for g in gpus if not up[gn[g]]]
@@ -594,7 +598,7 @@ class HivedPolicy(Policy):
 
     # --- placement for the orderings ---
 
-    def _place(self, job: JobState, ctx: SchedContext) -> Placement:
+    def _place(self, job: JobState, ctx: Ctx) -> Placement:
         req = self.requests.get(job.idx) or self._request(job)
         if isinstance(req, str):
             return Unschedulable(req, False)
@@ -611,7 +615,7 @@ class HivedPolicy(Policy):
             self.plans[job.idx] = (self.algo.version, got, ctx.cluster.version, start)
         return start
 
-    def explain(self, ctx: SchedContext, job: JobState) -> str:
+    def explain(self, ctx: Ctx, job: JobState) -> str:
         """A job whose HiveD cells lack the CPUs, memory or disk it asks for (at the end).
 
         HiveD picks cells by GPUs alone, the same ones in the same state, so such a job
@@ -631,7 +635,7 @@ class HivedPolicy(Policy):
         return (f"hived: the cells HiveD picks for it (on {', '.join(nodes)}) lack the CPUs, "
                 "memory or disk it asks for (HiveD places by GPU cells only)")
 
-    def _start_of(self, ctx: SchedContext, job: JobState, plan: Plan
+    def _start_of(self, ctx: Ctx, job: JobState, plan: Plan
                   ) -> tuple[int, ...] | None:
         """What the job starts on with this plan once its victims stopped, or None.
 
@@ -643,7 +647,7 @@ class HivedPolicy(Policy):
         pods = [tuple([c.gpu for c in pod]) for pod in plan.pods]
         return self._start_on(ctx, job, pods, plan.victims)
 
-    def _start_on(self, ctx: SchedContext, job: JobState, pods: list[tuple[int, ...]],
+    def _start_on(self, ctx: Ctx, job: JobState, pods: list[tuple[int, ...]],
                   victims: Sequence[int]) -> tuple[int, ...] | None:
         """The GPUs (a `RolePlacement` for a job with roles) of these pods, or None.
 
@@ -663,7 +667,7 @@ class HivedPolicy(Policy):
             return None
         return gpus
 
-    def _roles_on(self, ctx: SchedContext, job: JobState, pods: list[tuple[int, ...]],
+    def _roles_on(self, ctx: Ctx, job: JobState, pods: list[tuple[int, ...]],
                   victims: Sequence[int]) -> RolePlacement | None:
         """The tasks of a job with roles on HiveD's pods, once `victims` stopped, or None.
 
@@ -688,7 +692,7 @@ class HivedPolicy(Policy):
             got = place_roles(job.spec, view.cluster, one_node)
         return got if isinstance(got, RolePlacement) else None
 
-    def _host_fits_on(self, ctx: SchedContext, job: JobState, gpus: tuple[int, ...],
+    def _host_fits_on(self, ctx: Ctx, job: JobState, gpus: tuple[int, ...],
                       victims: Sequence[int]) -> bool:
         """Whether the nodes of `gpus` hold the job's host share once `victims` stopped."""
         s = job.spec
@@ -819,7 +823,7 @@ class HivedPolicy(Policy):
 
     # --- keeping up with the engine ---
 
-    def notify(self, ctx: SchedContext, job: JobState, kind: str) -> None:
+    def notify(self, ctx: Ctx, job: JobState, kind: str) -> None:
         """Remember jobs that left the running set or were requeued (checked next pass).
 
         The event goes on to the ordering of the job's queue, if it listens (a priority
@@ -847,7 +851,7 @@ class HivedPolicy(Policy):
             return None
         return self.opp if req.prio == OPP else self.queues[req.vc]
 
-    def _sync(self, ctx: SchedContext) -> Iterator[Decision]:
+    def _sync(self, ctx: Ctx) -> Iterator[Decision]:
         """Releases, node health, arrivals and requeues since the last pass."""
         c = ctx.cluster
         up = c.node_up
@@ -885,7 +889,7 @@ class HivedPolicy(Policy):
         if g is not None and g.orig_prio >= MIN_GUARANTEED and g.vc in self.queues:
             self.dirty.add(self.queues[g.vc].pos)
 
-    def _sync_side(self, ctx: SchedContext) -> None:
+    def _sync_side(self, ctx: Ctx) -> None:
         """Book the GPUs of running jobs' non-gang tasks in HiveD's cells, free ended ones.
 
         The engine places an evaluator after a pass and stops it at its own end or with its
@@ -935,7 +939,7 @@ class HivedPolicy(Policy):
             self._forward(q, job, EventKind.SUBMIT)  # the ordering sees it join its queue
         return ""
 
-    def _index_classes(self, q: _Queue, ctx: SchedContext) -> None:
+    def _index_classes(self, q: _Queue, ctx: Ctx) -> None:
         """Start keeping `q`'s class index (see `_reads_classes`), from its pending jobs."""
         q.by_class = True
         for _, _, idx in list(q.keys):

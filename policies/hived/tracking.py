@@ -13,18 +13,22 @@ queues, which offer `owns(job)`), pending jobs it does not own are left out.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from mypy_extensions import mypyc_attr
 
 from policies.base import owner
 from sim.jobstate import HELD, PENDING, RETRYING, JobState
 from sim.model import Reject
 
-if TYPE_CHECKING:
-    from sim.context import SchedContext
+Ctx = Any
+"""A run's context, or hived's narrowed one (`_QueueContext`, which is no `SchedContext`):
+compiled, a class-typed argument is checked on entry, so contexts are `Any` here."""
 
 LEFT = frozenset({"finish", "fail", "kill", "retry"})  # events after which a job may move
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class JobTracker:
     """Running and pending jobs a policy knows of, each with the policy's own tag."""
 
@@ -42,7 +46,7 @@ class JobTracker:
         if kind in LEFT:
             self.left.append(job.idx)
 
-    def sync(self, ctx: SchedContext, gone: Callable[[int, Any], None],
+    def sync(self, ctx: Ctx, gone: Callable[[int, Any], None],
              enqueue: Callable[[JobState], str], drop: Callable[[JobState], None]
              ) -> Iterator[Reject]:
         """Report ended jobs to `gone`, new pending ones to `enqueue`; yield rejections.
@@ -53,7 +57,7 @@ class JobTracker:
         """
         yield from self.collect(ctx, gone, enqueue, drop)
 
-    def collect(self, ctx: SchedContext, gone: Callable[[int, Any], None],
+    def collect(self, ctx: Ctx, gone: Callable[[int, Any], None],
                 enqueue: Callable[[JobState], str], drop: Callable[[JobState], None]
                 ) -> list[Reject]:
         """`sync` without the generator: does the same and returns the rejections."""
@@ -86,7 +90,7 @@ class JobTracker:
                 self._resync(ctx, enqueue, drop, rejects)
         return rejects
 
-    def _arrivals(self, ctx: SchedContext, now: float, enqueue: Callable[[JobState], str],
+    def _arrivals(self, ctx: Ctx, now: float, enqueue: Callable[[JobState], str],
                   rejects: list[Reject]) -> None:
         """Take the jobs submitted by `now`, in index order (jobs arrive in that order).
 
@@ -111,7 +115,7 @@ class JobTracker:
         if job.status in (HELD, RETRYING):
             self.watch.add(job.idx)
 
-    def _gone(self, ctx: SchedContext, idx: int, gone: Callable[[int, Any], None],
+    def _gone(self, ctx: Ctx, idx: int, gone: Callable[[int, Any], None],
               enqueue: Callable[[JobState], str], rejects: list[Reject]) -> None:
         gone(idx, self.running.pop(idx))
         self._found(ctx.job_at(idx), enqueue, rejects)
@@ -131,7 +135,7 @@ class JobTracker:
         else:
             self.watch.discard(job.idx)
 
-    def _resync(self, ctx: SchedContext, enqueue: Callable[[JobState], str],
+    def _resync(self, ctx: Ctx, enqueue: Callable[[JobState], str],
                 drop: Callable[[JobState], None], rejects: list[Reject]) -> None:
         """Rebuild the pending index from the engine's queue (rare)."""
         pending = {j.idx: j for j in ctx.pending()}
