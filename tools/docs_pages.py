@@ -103,6 +103,9 @@ def policy_page(name: str) -> str:
     placer = getattr(cls, "placer", None)
     period = getattr(cls, "period", None)
     tenants = getattr(cls, "tenant_field", None)
+    if tenants is not None and not isinstance(tenants, str):
+        # a compiled policy (hived) keeps it as an instance attribute with a default
+        tenants = getattr(cls(), "tenant_field", None)
     lines += [
         "| | |", "|---|---|",
         f"| class | `{cls.__module__}.{cls.__qualname__}` |",
