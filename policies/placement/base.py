@@ -425,8 +425,8 @@ class BasePlacer:
         for t in types:
             chosen: list[tuple[int, int]] = []
             remaining = n
-            # without spreading, more nodes than the job's size needs are refused below:
-            # once that many are chosen short of n, no later node can help
+            # without spreading, a job takes no more nodes than its size needs: once that
+            # many are chosen short of n, it does not fit this type
             most = 0 if self.spread else -(-n // cluster.max_node_gpus[t])
             for node in self._nodes_by_free(cluster, t):
                 if node in avoid:
@@ -442,8 +442,6 @@ class BasePlacer:
                     break
             if remaining:
                 continue
-            if not self.spread and len(chosen) > -(-n // cluster.max_node_gpus[t]):
-                continue  # more nodes than the job's size needs
             gpus: list[int] = []
             for node, take in chosen:
                 gpus.extend(take_gpus(cluster, topo.nodes[node].cell, take))
