@@ -53,7 +53,7 @@ from policies.base import Policy
 from policies.hived.algorithm import HivedAlgorithm, Plan, Request
 from policies.hived.cells import MAX_GUARANTEED, MIN_GUARANTEED, OPP
 from policies.hived.config import DEFAULT_VC, build_physical, resolve_vcs
-from policies.hived.tracking import JobTracker
+from policies.hived.tracking import Ctx, JobTracker
 from sim.context import live_keys
 from sim.errors import InvalidDecision, InvalidParameter, SimError, did_you_mean
 from sim.jobstate import PENDING, JobState
@@ -74,10 +74,6 @@ from sim.model import (
 )
 from sim.params import Param, as_bool, as_float, as_optional, as_path
 from sim.roles import gang_tasks, has_roles
-
-Ctx = Any
-"""A run's context, or hived's narrowed one (`_QueueContext`, which is no `SchedContext`):
-compiled, a class-typed argument is checked on entry, so contexts are `Any` here."""
 
 PINNED_COLUMN = "pinned_cell_id"
 SIDE_BASE = 1 << 40  # gang ids of non-gang tasks booked in HiveD's cells (above job indices)
