@@ -75,6 +75,14 @@ class WhatIf:
         return self._placer.place(_spec(job, num_gpus), self._cluster)
 
 
+def _class_of(own: JobState | None, spec: JobSpec) -> tuple[Any, ...]:
+    """The request class a placement asks for: the job's own (kept while it waits).
+
+    For another size, or a bare spec, the spec's.
+    """
+    return own.request_class() if own is not None else request_class(spec)
+
+
 @mypyc_attr(allow_interpreted_subclasses=True)
 class SchedContext:
     """What a policy sees of a run: time, queue, running jobs, cluster, placement."""
@@ -179,14 +187,14 @@ class SchedContext:
                 return no
         ck: tuple[Any, ...] | None = None
         if failed:  # else no request failed in this state: nothing to look up
-            ck = own.request_class() if own is not None else request_class(spec)
+            ck = _class_of(own, spec)
             no = failed.get(ck)
             if no is not None:
                 return no
         got = self._placer.place(spec, c)
         if isinstance(got, Unschedulable):
             if ck is None:
-                ck = own.request_class() if own is not None else request_class(spec)
+                ck = _class_of(own, spec)
             failed[ck] = got
         return got
 
