@@ -244,9 +244,9 @@ class Recorder:
         self._cv = self._qv = self._running = -1
         self._cells: dict[tuple[int, ...], str] = {}
         # the frames `sim.results` built on the columns handed over (kept for the run's
-        # lifetime, see `sim.results._recorded_events`): (events, timeline), either may be
-        # None (not taken yet), or None
-        self.taken: Any = None
+        # lifetime, see `sim.results._recorded_events`), None until then
+        self.taken_events: Any = None
+        self.taken_timeline: Any = None
         self.keep_events = True
         self.timeline_mode = "full"
         self.timeline_interval = 3600.0

@@ -334,10 +334,10 @@ def _recorded_timeline(rec: Recorder) -> pd.DataFrame:
         return _timeline_frame(rec.timeline_columns())
     cols, replaces = rec.take_timeline()
     timeline = _timeline_frame(cols)
-    taken = rec.taken  # the frames of the columns it handed over before, if any
+    taken = rec.taken_timeline  # the frame of the columns it handed over before, if any
     if taken is not None:
-        timeline = _concat(taken[1].iloc[:-1] if replaces else taken[1], timeline)
-    rec.taken = None if taken is None else taken[0], timeline
+        timeline = _concat(taken.iloc[:-1] if replaces else taken, timeline)
+    rec.taken_timeline = timeline
     return timeline.copy(deep=False)
 
 
@@ -346,7 +346,7 @@ def _recorded_events(rec: Recorder) -> pd.DataFrame:
 
     The recorder hands its columns over and forgets them; the frames are built on the
     same arrays, so the rows are never held twice. They are kept on the recorder
-    (`taken`: events, timeline), for the run's lifetime, for a later call (a result
+    (`taken_events`, `taken_timeline`), for the run's lifetime, for a later call (a result
     asked for again, or after more steps), and each call gives shallow copies: pandas
     copies on write (pandas 3), so changing a frame of one result never changes
     another's. Without copy-on-write (pandas 2 unless enabled), each call builds frames
@@ -355,10 +355,9 @@ def _recorded_events(rec: Recorder) -> pd.DataFrame:
     if not _copy_on_write():
         return _events_frame(rec.event_columns())
     events = _events_frame(rec.take_events())
-    taken = rec.taken
-    if taken is not None and taken[0] is not None:
-        events = _concat(taken[0], events)
-    rec.taken = events, None if taken is None else taken[1]
+    if rec.taken_events is not None:
+        events = _concat(rec.taken_events, events)
+    rec.taken_events = events
     return events.copy(deep=False)
 
 
