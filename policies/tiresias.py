@@ -192,6 +192,9 @@ class TiresiasLasPolicy(PriorityPolicy):
         self.sim_jump = math.inf  # ... and the simulator's next queue jump
         self.sim_pass = False  # this pass is one of the simulator's events
         self.front = -1.0  # requeue=front: entry "times" ahead of every waiting job
+        # parameters read at every pass and start, looked up once
+        self.sim_timer: bool = self.p["demotion_timer"] == "simulator"
+        self.knob = float(self.p["promote_knob"])
 
     def metrics(self) -> dict[str, float]:
         """Counters of this run: queue demotions and starvation promotions."""
@@ -218,7 +221,7 @@ class TiresiasLasPolicy(PriorityPolicy):
 
     def after_walk(self, ctx: Ctx) -> None:
         """A demoted job that kept its GPUs is ahead of the waiting jobs from now on."""
-        if self.p["demotion_timer"] == "simulator" and self.sim_pass:
+        if self.sim_timer and self.sim_pass:
             self._simulator_jump(ctx)
         if self.demoted_now:
             done = sorted(self.demoted_now)
@@ -266,14 +269,14 @@ class TiresiasLasPolicy(PriorityPolicy):
             del self.st[job.idx]
 
     def _arm_demotion(self, ctx: PolicyContext, job: JobState, s: _State) -> None:
-        if s.queue >= len(self.limits) or self.p["demotion_timer"] == "simulator":
+        if s.queue >= len(self.limits) or self.sim_timer:
             return
         rate = len(job.gpus) * job.milli / MILLI
         if rate <= 0:
             return
         left = self.limits[s.queue] - self.service(ctx, job)
         start = ctx.now
-        if self.p["promote_knob"] > 0:
+        if self.knob > 0:
             # a resumed job gets its queue's service after its restore pause: with
             # promotions, a job whose pause outlasts its slice would otherwise be demoted
             # (and stopped for the next promoted job) before any progress, for ever
@@ -283,7 +286,7 @@ class TiresiasLasPolicy(PriorityPolicy):
         insort(self.due, max(t, ctx.now))
 
     def _arm_promotion(self, ctx: PolicyContext, job: JobState, s: _State) -> None:
-        knob = self.p["promote_knob"]
+        knob = self.knob
         if knob <= 0 or s.queue == 0 or s.pend_since is None:
             return
         executed = ctx.run_time(job) - s.exec_base
@@ -413,7 +416,7 @@ class TiresiasLasPolicy(PriorityPolicy):
                 s.waited = 0.0
                 s.pend_since = None
                 self.rekey(ctx, job)
-        if self.p["demotion_timer"] == "simulator":
+        if self.sim_timer:
             # only at the simulator's events: other passes (stale wake-ups) do nothing
             self.sim_pass = self.sim_event or abs(now - self.sim_jump) <= EPS
             if self.sim_pass:

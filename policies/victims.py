@@ -38,40 +38,60 @@ def free_milli(ctx: PolicyContext) -> int:
 Spans = tuple[tuple[int, int], ...]  # (node, GPUs held there) of a running job
 _FIRST = itemgetter(0)
 _SECOND = itemgetter(1)
+_LAST = itemgetter(-1)
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
 class VictimPool:
     """Running jobs that may be preempted, ordered by priority key (largest = lowest).
 
-    The entries ((key, idx)) are a plain sorted list moved by C `bisect`: a pool holds
-    at most the running jobs (a few thousand), where an insert's move of the list's tail
-    costs less than a `SortedList`'s Python (a policy with fixed running keys adds and
-    removes a job at each start and stop). `spans` caches each candidate's (node, GPUs
-    held) pairs for the victim searches; a policy that rebuilds its pool each pass may
-    hand in one dict that outlives the pools (an entry is used only while the job holds
-    the same GPUs tuple).
+    The entries are a plain sorted list moved by C `bisect`: a pool holds at most the
+    running jobs (a few thousand), where an insert's move of the list's tail costs less
+    than a `SortedList`'s Python (a policy with fixed running keys adds and removes a job
+    at each start and stop). While every key has the same length (every policy's do),
+    an entry is the flat tuple (*key, idx), which sorts as (key, idx) does at half the
+    comparisons' cost (a nested pair compares its keys twice, for equality and then for
+    order); a key of another length turns the pool into (key, idx) pairs for good.
+    `spans` caches each candidate's (node, GPUs held) pairs for the victim searches; a
+    policy that rebuilds its pool each pass may hand in one dict that outlives the pools
+    (an entry is used only while the job holds the same GPUs tuple).
     """
 
     def __init__(self, entries: list[tuple[Key, int]],
                  spans: dict[int, tuple[tuple[int, ...], Spans]] | None = None) -> None:
         self.keys = {idx: key for key, idx in entries}
-        self.order: list[tuple[Key, int]] = sorted(entries)
+        lengths = {len(key) for key, _ in entries}
+        # the keys' one length while entries are flat, -1 once they are pairs
+        self.width = lengths.pop() if len(lengths) == 1 else (0 if not lengths else -1)
+        self.order: list[tuple[Any, ...]] = sorted(
+            [(*key, idx) for key, idx in entries] if self.width >= 0 else entries)
         self.spans = {} if spans is None else spans
 
+    def _cut(self, key: Key) -> int:
+        """Position of the first entry of strictly lower priority than `key`."""
+        w = self.width
+        if w < 0:
+            return bisect_right(self.order, (key, math.inf))
+        if len(key) == w:
+            return bisect_right(self.order, key + (math.inf,))
+        # a key of another length than the entries': compared as (key, idx) pairs do
+        return bisect_right(self.order, (key, math.inf), key=lambda e: (e[:w], e[w]))
+
     def below(self, key: Key) -> list[tuple[Key, int]]:
-        """Entries of strictly lower priority than `key`, highest priority first."""
-        return self.order[bisect_right(self.order, (key, math.inf)):]
+        """Entries (key, idx) of strictly lower priority than `key`, highest priority first."""
+        got = self.order[self._cut(key):]
+        w = self.width
+        return got if w < 0 else [(e[:w], e[w]) for e in got]
 
     def count_below(self, key: Key) -> int:
         """How many entries `below(key)` has."""
-        return len(self.order) - bisect_right(self.order, (key, math.inf))
+        return len(self.order) - self._cut(key)
 
     def lowest_first(self, key: Key) -> Iterator[int]:
         """Indexes of the entries of `below(key)`, lowest priority first (lazily)."""
         order = self.order
-        return map(_SECOND, islice(reversed(order),
-                                   len(order) - bisect_right(order, (key, math.inf))))
+        return map(_SECOND if self.width < 0 else _LAST,
+                   islice(reversed(order), len(order) - self._cut(key)))
 
     def lowest_jobs(self, ctx: PolicyContext, key: Key) -> Iterator[JobState]:
         """The jobs of `lowest_first(key)`, in that order (lazily)."""
@@ -86,12 +106,26 @@ class VictimPool:
 
     def lowest(self) -> Key | None:
         """Key of the lowest-priority running job, or None when the pool is empty."""
-        return self.order[-1][0] if self.order else None
+        if not self.order:
+            return None
+        last = self.order[-1]
+        return last[0] if self.width < 0 else last[:-1]
 
     def add(self, idx: int, key: Key) -> None:
         """Add (or re-key) a running job (a re-keyed job keeps its cached spans)."""
         self._unlist(idx)
         self.keys[idx] = key
+        w = self.width
+        if w == len(key):
+            insort(self.order, key + (idx,))
+            return
+        if w == 0 and not self.order:  # the first key sets the entries' length
+            self.width = len(key)
+            self.order.append(key + (idx,))
+            return
+        if w >= 0:  # a key of another length: pairs from now on
+            self.order = [(e[:w], e[w]) for e in self.order]
+            self.width = -1
         insort(self.order, (key, idx))
 
     def remove(self, idx: int) -> None:
@@ -108,7 +142,7 @@ class VictimPool:
         key = self.keys.pop(idx, None)
         if key is not None:
             order = self.order
-            del order[bisect_left(order, (key, idx))]
+            del order[bisect_left(order, (key, idx) if self.width < 0 else key + (idx,))]
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)

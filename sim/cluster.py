@@ -564,20 +564,30 @@ class ClusterState:
         changes, so a sandbox costs the changes since the last one, not a copy of the
         cluster. Inside a sandbox, `sandbox()` of the twin nests (rolled back to its mark).
         """
+        scratch, mark = self.open_sandbox()
+        try:
+            yield scratch
+        finally:
+            scratch.close_sandbox(mark)
+
+    def open_sandbox(self) -> tuple[ClusterState, int]:
+        """`sandbox` without a context manager, for hot paths: (scratch, mark).
+
+        The caller must `scratch.close_sandbox(mark)` in a `finally`.
+        """
         if self._undo is not None:  # this is a twin in use: nest
-            mark = len(self._undo)
-            try:
-                yield self
-            finally:
-                self._rollback(mark)
-            return
+            return self, len(self._undo)
         twin = self._synced_twin()
         twin._undo = []
-        try:
-            yield twin
-        finally:
-            twin._rollback(0)
-            twin._undo = None
+        return twin, -1
+
+    def close_sandbox(self, mark: int) -> None:
+        """Undo every change made since `open_sandbox` gave this scratch state and `mark`."""
+        if mark >= 0:
+            self._rollback(mark)
+        else:
+            self._rollback(0)
+            self._undo = None
 
     def _synced_twin(self) -> ClusterState:
         twin = self._twin

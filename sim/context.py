@@ -58,6 +58,20 @@ def _spec(job: JobState | JobSpec, num_gpus: int | None) -> JobSpec:
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
+
+def _free(scratch: ClusterState, victims: Sequence[JobState]) -> None:
+    """Release what the running `victims` hold on a scratch state (a what-if)."""
+    for v in victims:
+        if v.status != RUNNING:
+            continue
+        cpus, mem, disk = v.host  # unpacked: *v.host makes a generic call
+        if v.tasks:  # a job with roles: task by task
+            free_tasks(scratch, v)
+        elif v.gpus:
+            scratch.release(v.idx, v.gpus, v.milli, cpus, mem, disk)
+        elif v.node >= 0:
+            scratch.release_host(v.idx, v.node, cpus, mem, disk)
+
 class WhatIf:
     """A cluster as it would be after some changes: read it, place on it; it is scratch."""
 
@@ -206,23 +220,22 @@ class SchedContext:
         twin of the cluster state: nothing is preempted and the live state never changes.
         """
         with self._cluster.sandbox() as scratch:
-            for v in victims:
-                if v.status != RUNNING:
-                    continue
-                cpus, mem, disk = v.host  # unpacked: *v.host makes a generic call
-                if v.tasks:  # a job with roles: task by task
-                    free_tasks(scratch, v)
-                elif v.gpus:
-                    scratch.release(v.idx, v.gpus, v.milli, cpus, mem, disk)
-                elif v.node >= 0:
-                    scratch.release_host(v.idx, v.node, cpus, mem, disk)
+            _free(scratch, victims)
             yield WhatIf(scratch, self._placer)
 
     def place_if_freed(self, job: JobState | JobSpec, victims: Sequence[JobState],
                        num_gpus: int | None = None) -> Placement:
-        """Where `job` would go if the running `victims` released their GPUs (what-if)."""
-        with self.what_if(victims) as view:
-            return view.place(job, num_gpus)
+        """Where `job` would go if the running `victims` released their GPUs (what-if).
+
+        `what_if`'s placement without its context managers (a preemptive policy asks
+        this for each victim set it tries).
+        """
+        scratch, mark = self._cluster.open_sandbox()
+        try:
+            _free(scratch, victims)
+            return WhatIf(scratch, self._placer).place(job, num_gpus)
+        finally:
+            scratch.close_sandbox(mark)
 
     def placement_speed(self, job: JobState | JobSpec, gpus: tuple[int, ...]) -> float:
         """Relative speed the job would run at on `gpus` alone (type speed x locality).

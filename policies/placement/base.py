@@ -176,6 +176,9 @@ def reject_early(job: JobSpec, cluster: ClusterView, types: list[str]) -> Placem
 _NO_NODES: frozenset[int] = frozenset()
 _LAST = itemgetter(-1)  # the cell of a tightest-cell index key
 _PLAIN: dict[type, bool] = {}  # per placer class: is its one-task search the base one?
+_NO_FIT: dict[tuple[int, int], Unschedulable] = {}
+"""`_place_plain`'s refusals by (GPUs asked, whole GPUs free): most placements on a
+contended cluster fail, and each would otherwise build the same answer again."""
 
 
 def _some_node_has(cluster: ClusterState, types: list[str], n: int) -> bool:
@@ -287,8 +290,12 @@ class BasePlacer:
             multi = self._multi_node(job, cluster, types, n, _NO_NODES)
             if multi is not None:
                 return tuple(sorted(multi))
-        return Unschedulable(f"no placement for {n} GPUs now ({cluster.free_whole} free)",
-                             True)
+        free_now = cluster.free_whole
+        no = _NO_FIT.get((n, free_now))
+        if no is None:  # the answer is immutable: one per (size, free GPUs), shared
+            no = _NO_FIT[(n, free_now)] = Unschedulable(
+                f"no placement for {n} GPUs now ({free_now} free)", True)
+        return no
 
     # -- fractional jobs share a GPU: best-fit among partly used GPUs, else a whole one --
     def _place_fraction(self, job: JobSpec, cluster: ClusterView, types: list[str],
