@@ -172,6 +172,8 @@ def priority_walk(
     classes: Mapping[tuple, int] | None = None,
     heads: ClassHeads | None = None,
     search: Search = find_victims,
+    known_failed: set[tuple[Any, ...]] | None = None,
+    failed_out: set[tuple[Any, ...]] | None = None,
 ) -> Iterator[Decision]:
     """Start pending jobs of `queue` ((key, idx), smallest key first) in order.
 
@@ -184,11 +186,20 @@ def priority_walk(
     own index as decisions are applied (a stopped job usually re-enters `queue`, behind).
     `heads`, the same entries by request class, lets the walk skip failed classes whole
     (same decisions). `search` chooses the victims (`policies.victims.find_victims`).
+
+    With `heads` (a merge of at most `CLASS_WALK_MAX` classes), `failed_out` receives
+    the classes that failed after the walk's last decision: at the state the walk leaves,
+    their heads can neither be placed nor find victims. A later walk from that same
+    state (the caller checks: same cluster, queue and running keys) hands them in as
+    `known_failed`: they count as failed, unvisited, until its first decision.
     """
     walk = _Walk(ctx, pool, classes, search)
     if heads is not None and len(heads.lists) <= CLASS_WALK_MAX:
-        yield from _class_walk(ctx, heads, walk, on_start, on_stop, stop, reason)
+        yield from _class_walk(ctx, heads, walk, on_start, on_stop, stop, reason,
+                               known_failed, failed_out)
         return
+    if failed_out is not None:
+        failed_out.clear()  # (the plain walk keeps no such record)
     cur: tuple[Key, int] | None = None
     while True:
         # iterate without re-searching the list; start over from `cur` after a decision
@@ -265,6 +276,8 @@ def _class_walk(
     on_stop: Callable[[JobState], None],
     stop: str,
     reason: str,
+    known_failed: set[tuple[Any, ...]] | None = None,
+    failed_out: set[tuple[Any, ...]] | None = None,
 ) -> Iterator[Decision]:
     """`priority_walk` as a merge of the request classes' heads (the same visits).
 
@@ -272,11 +285,25 @@ def _class_walk(
     leaves it. After a decision the classes the callbacks changed (and, once victims
     were stopped, every class: the failures are forgotten) get their first entry after
     the current one, as the plain walk resumes after it.
+
+    `known_failed` classes (see `priority_walk`) start failed: until the first decision
+    the cluster is the one they failed on, so each would fail again where the walk met
+    it. At that decision, those whose head lies after it are met after all (the walk
+    would not have met them yet); those before it were met and failed, and stay so.
     """
     lists = heads.lists
     m = _Merge(heads, walk.failed)
     heap, head = m.heap, m.head
     heads.touched.clear()
+    # known_failed classes, until the first decision (in the classes' own order)
+    assumed = [ck for ck in lists if ck in known_failed and ck in head] \
+        if known_failed else []
+    since: set[tuple[Any, ...]] = set() if failed_out is None else failed_out
+    since.clear()  # the classes failed since the walk's last decision (may be known_failed)
+    for ck in assumed:
+        del head[ck]
+        walk.failed.add(ck)
+        since.add(ck)
     while heap:
         entry, ck = heap[0]
         if head.get(ck) != entry:  # stale: the class moved on or failed
@@ -293,6 +320,7 @@ def _class_walk(
         if isinstance(got, Unschedulable):
             plan = walk.plan(job, key, got)
             if plan is None:
+                since.add(ck)
                 if walk.give_up(ck, key):
                     return
                 heapq.heappop(heap)
@@ -303,8 +331,17 @@ def _class_walk(
             forget = True
         yield Start(job.job_id, got)
         on_start(job)
+        since.clear()
         changed = list(lists) if forget else [*heads.touched, ck]
         heads.touched.clear()
+        if assumed:
+            if not forget:  # (stops forgot every failure: all are refreshed below)
+                for c in assumed:
+                    lst = lists.get(c)
+                    if lst is not None and len(lst) and lst[0] > entry:
+                        walk.failed.discard(c)
+                        changed.append(c)
+            assumed = []
         for c in changed:
             m.refresh(c, entry)
 
@@ -399,7 +436,9 @@ class PriorityPolicy(Policy):
     walk is a function of those alone when the running keys are fixed (or nobody is
     preempted), as it meets a class only at its first entry. A subclass whose walk
     reads anything else (its hooks read more of the queue or the clock) sets
-    `skip_unchanged = False`.
+    `skip_unchanged = False`. Under the same contract, a walk from the very state the
+    last walk left takes the classes that failed after that walk's last decision as
+    failed until its own first decision (`priority_walk`'s `known_failed`).
     """
     supports_roles = True
 
@@ -419,6 +458,10 @@ class PriorityPolicy(Policy):
         self.running_pool = VictimPool([])  # kept current when fixed_running_keys
         self._ver = 0  # grows with every change of the queue or of the running keys
         self._idle: tuple[int, int] | None = None  # (cluster, own) versions of an idle walk
+        # the classes that failed after the last walk's last decision, and the (cluster,
+        # own) versions it left: a walk from there knows they fail (`priority_walk`)
+        self._late: set[tuple[Any, ...]] = set()
+        self._late_at: tuple[int, int] | None = None
 
     # --- what subclasses define ---
 
@@ -572,6 +615,9 @@ class PriorityPolicy(Policy):
         # the whole queue only when the walk goes down it (too many classes to merge)
         queue = self.queue if len(self.heads.lists) > CLASS_WALK_MAX else _UNUSED
         self._idle = None  # (stays so if the caller closes the walk early)
+        same = self._late_at is not None and self._late_at == (ctx.cluster.version, self._ver)
+        self._late_at = None  # (likewise)
+        late = self._late
         decided = stopped = False
         for d in priority_walk(
             ctx, queue, self._pool(ctx),
@@ -579,13 +625,16 @@ class PriorityPolicy(Policy):
             on_stop=lambda j: self._observe(ctx, j),
             stop=self.p.get("stop", "suspend"), reason=self.name, classes=self.class_count,
             heads=self.heads, search=self.choose_victims,
+            known_failed=late if same else None, failed_out=late,
         ):
             decided = True
             stopped = stopped or not isinstance(d, Start)
             yield d
-        if self._unchanged_ok(ctx) and (
-                not decided or (not stopped and self._no_victim_for_queue())):
-            self._idle = (ctx.cluster.version, self._ver)
+        if self._unchanged_ok(ctx):
+            if not decided or (not stopped and self._no_victim_for_queue()):
+                self._idle = (ctx.cluster.version, self._ver)
+            elif late:  # a walk from this state meets these classes failing again
+                self._late_at = (ctx.cluster.version, self._ver)
         self.after_walk(ctx)
 
     def _no_victim_for_queue(self) -> bool:

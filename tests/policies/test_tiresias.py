@@ -262,6 +262,21 @@ def test_skipping_idle_walks_keeps_every_decision(params):
     assert fast.summary["events_processed"] <= slow.summary["events_processed"]
 
 
+@pytest.mark.parametrize("seed", [3, 11])
+def test_known_failures_keep_every_decision(seed):
+    """A walk from the state the last walk left (a timer's pass after a walk that
+    started jobs) counts the classes that failed after that walk's last decision as
+    failed until its own first decision: the run is the same as walking every pass."""
+    from traces import load_trace
+
+    topo = uniform_topology(4, sockets=2, switches_per_socket=1, gpus_per_switch=4)
+    trace = load_trace("philly-like:400", topology=topo, load=1.3, seed=seed)
+    fast = Simulation(trace, topo, TiresiasLasPolicy()).run()
+    slow = Simulation(trace, topo, _WalkEveryPass()).run()
+    assert log(fast) == log(slow) and len(log(fast)) > 1000
+    assert fast.jobs.equals(slow.jobs)
+
+
 def test_skipping_idle_walks_keeps_every_decision_of_sjf():
     """The same for a policy whose key puts a later arrival ahead (shortest job first):
     an arrival that becomes the first of its request class is walked for."""
