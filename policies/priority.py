@@ -25,6 +25,7 @@ from sim.interfaces import PolicyContext
 from sim.jobstate import PENDING, RUNNING, JobState
 from sim.model import Decision, Preempt, Start, Suspend, Unschedulable
 from sim.params import Param, as_choice
+from sim.queue import SortedKeys
 
 Key = tuple[Any, ...]
 Search = Callable[[Any, JobState, Key, VictimPool],
@@ -110,16 +111,18 @@ class ClassHeads:
     """
 
     def __init__(self) -> None:
-        self.lists: dict[tuple[Any, ...], SortedList] = {}
+        # each class's entries, sorted (`sim.queue.SortedKeys`; a caller may hand in lists
+        # of its own with `len`, indexing and `bisect_right`, as themis does)
+        self.lists: dict[tuple[Any, ...], Any] = {}
         self.touched: set[tuple[Any, ...]] = set()
         self._first: dict[tuple[Any, ...], tuple[Key, int]] = {}
-        self._first_of: dict[tuple[Any, ...], SortedList] | None = self.lists
+        self._first_of: dict[tuple[Any, ...], Any] | None = self.lists
 
     def add(self, ck: tuple[Any, ...], entry: tuple[Key, int]) -> bool:
         """Queue an entry of class `ck`; True when it became the class's first entry."""
         lst = self.lists.get(ck)
         if lst is None:
-            lst = self.lists[ck] = SortedList()
+            lst = self.lists[ck] = SortedKeys()
         lst.add(entry)
         self.touched.add(ck)
         if self._first_of is not self.lists:

@@ -10,7 +10,9 @@ could use.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from bisect import bisect_left, bisect_right, insort
+from collections.abc import Iterable, Iterator
+from itertools import islice
 from typing import Any
 
 from mypy_extensions import mypyc_attr
@@ -22,12 +24,92 @@ from sim.model import MILLI, job_milli
 QueueKey = tuple[float, int]
 
 
+SMALL = 2048
+"""Up to this many entries a `SortedKeys` is a plain list (beyond, a `SortedList`)."""
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)
+class SortedKeys:
+    """Entries kept sorted: a plain list moved by C `bisect` while short, else a SortedList.
+
+    Queues are mostly short (hundreds of waiting jobs, even at a million jobs), where an
+    insert's move of the list's tail costs less than a `SortedList`'s Python; a long one
+    (a contended trace's tens of thousands) moves into a `SortedList` past `SMALL`
+    entries, and back below a quarter of that. The subset of `SortedList` the queues
+    use: `add`, `remove` (ValueError when absent), `len`, indexing, iteration,
+    `bisect_right` and `after`.
+    """
+
+    def __init__(self, entries: Iterable[Any] = ()) -> None:
+        self._list: list[Any] = sorted(entries)
+        self._big: SortedList | None = None
+        if len(self._list) > SMALL:
+            self._big = SortedList(self._list)
+            self._list = []
+
+    def add(self, entry: Any) -> None:
+        """Insert an entry in its place."""
+        big = self._big
+        if big is not None:
+            big.add(entry)
+            return
+        lst = self._list
+        insort(lst, entry)
+        if len(lst) > SMALL:
+            self._big = SortedList(lst)
+            self._list = []
+
+    def remove(self, entry: Any) -> None:
+        """Take an entry out (ValueError when it is not there)."""
+        big = self._big
+        if big is not None:
+            big.remove(entry)
+            if len(big) < SMALL // 4:
+                self._list = list(big)
+                self._big = None
+            return
+        lst = self._list
+        i = bisect_left(lst, entry)
+        if i == len(lst) or lst[i] != entry:
+            raise ValueError(f"{entry!r} not in list")
+        del lst[i]
+
+    def __len__(self) -> int:
+        big = self._big
+        return len(self._list) if big is None else len(big)
+
+    def __bool__(self) -> bool:
+        big = self._big
+        return bool(self._list) if big is None else bool(big)
+
+    def __getitem__(self, i: int) -> Any:
+        big = self._big
+        return self._list[i] if big is None else big[i]
+
+    def __iter__(self) -> Iterator[Any]:
+        big = self._big
+        return iter(self._list) if big is None else iter(big)
+
+    def bisect_right(self, entry: Any) -> int:
+        """Position after every entry <= `entry`."""
+        big = self._big
+        return bisect_right(self._list, entry) if big is None else big.bisect_right(entry)
+
+    def after(self, entry: Any) -> Iterator[Any]:
+        """The entries > `entry`, in order (lazily; stop when the entries change)."""
+        big = self._big
+        if big is None:
+            lst = self._list
+            return islice(lst, bisect_right(lst, entry), None)
+        return big.irange(entry, inclusive=(False, False))
+
+
 @mypyc_attr(allow_interpreted_subclasses=True)
 class PendingQueue:
     """Sorted pending keys, per-class sorted keys and demand counts, kept in step."""
 
     def __init__(self) -> None:
-        self.keys: SortedList = SortedList()
+        self.keys = SortedKeys()
         self._classes: dict[tuple[Any, ...], SortedList] | None = None  # built on first use
         # until then, queued jobs per class, in the order `classes` would hold the classes
         self._class_count: dict[tuple[Any, ...], int] = {}
@@ -126,7 +208,7 @@ class PendingQueue:
             if last is None or not keys or keys[0] > last:
                 it = iter(keys)
             else:
-                it = keys.irange(last, inclusive=(False, False))
+                it = keys.after(last)
             for key in it:
                 last = key
                 yield key[1]
