@@ -191,10 +191,12 @@ def priority_walk(
     (same decisions). `search` chooses the victims (`policies.victims.find_victims`).
 
     With `heads` (a merge of at most `CLASS_WALK_MAX` classes), `failed_out` receives
-    the classes that failed after the walk's last decision: at the state the walk leaves,
-    their heads can neither be placed nor find victims. A later walk from that same
-    state (the caller checks: same cluster, queue and running keys) hands them in as
-    `known_failed`: they count as failed, unvisited, until its first decision.
+    the classes whose first entry failed after the walk's last decision: at the state
+    the walk leaves, their heads can neither be placed nor find victims (a walk that
+    resumes after a decision may meet a class past its first entry). A later walk from
+    that same state (the caller checks: same cluster, queue and running keys) hands
+    them in as `known_failed`: they count as failed, unvisited, until its first
+    decision.
     """
     walk = _Walk(ctx, pool, classes, search)
     if heads is not None and len(heads.lists) <= CLASS_WALK_MAX:
@@ -323,7 +325,8 @@ def _class_walk(
         if isinstance(got, Unschedulable):
             plan = walk.plan(job, key, got)
             if plan is None:
-                since.add(ck)
+                if lists[ck][0][1] == idx:  # (a walk may meet a class past its head)
+                    since.add(ck)
                 if walk.give_up(ck, key):
                     return
                 heapq.heappop(heap)
