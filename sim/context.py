@@ -119,7 +119,7 @@ class SchedContext:
     @property
     def now(self) -> float:
         """Current simulated time (s)."""
-        return self._run.env.now
+        return self._run.env._now  # SimPy's own field: its `now` is a Python property
 
     @property
     def num_jobs(self) -> int:

@@ -315,14 +315,14 @@ class Run(RunState):
 
     def _end_side(self) -> None:
         """Non-gang tasks whose own duration is up give back what they hold."""
-        end_side(self.cluster, self.side_jobs, self.env.now)
+        end_side(self.cluster, self.side_jobs, self.env._now)
 
     def _place_side(self) -> None:
         """Place waiting non-gang tasks, unless the cluster is as at the last try."""
         cluster = self.cluster
         if self.side_tried == cluster.version:
             return
-        place_side(cluster, self.placer, self.side_jobs, self.agenda, self.env.now)
+        place_side(cluster, self.placer, self.side_jobs, self.agenda, self.env._now)
         self.side_tried = cluster.version
 
     def _schedule_failure(self, job: JobState) -> None:
@@ -379,7 +379,7 @@ class Run(RunState):
             job.migrations += 1
         job.ckpt_work = job.work
         wait = self.engine_params["restore_overhead"] if pause is None else pause
-        self.progress.set_rate(job, resume_at=self.env.now + wait, reschedule=False)
+        self.progress.set_rate(job, resume_at=self.env._now + wait, reschedule=False)
         self.record(job, kind)
         self.progress.schedule_finish(job)
 
@@ -400,7 +400,7 @@ class Run(RunState):
         if (self.running or self.decisions > before or self.next_arrival < self.num_trace
                 or self.agenda.any_live(lambda k: k is not Due.TICK)):
             self.tick_armed = True
-            self.agenda.schedule(self.env.now + period, Due.TICK)
+            self.agenda.schedule(self.env._now + period, Due.TICK)
 
     def _idle_for_good(self, before: int) -> bool:
         """True when nothing runs or can arrive and the policy keeps starting nothing.
@@ -610,7 +610,7 @@ class Simulation:
         """The SimResult of a run that has ended (`Run.advance` returned False)."""
         from sim.results import build_result
 
-        end = run.env.now if run.until is None else max(run.env.now, run.until)
+        end = run.env._now if run.until is None else max(run.env._now, run.until)
         return build_result(self, run, end, wall_seconds)
 
     def run(self, until: float | None = None,

@@ -128,7 +128,7 @@ class RunState:
     @property
     def now(self) -> float:
         """Current simulated time (s)."""
-        return self.env.now
+        return self.env._now  # SimPy's own field: its `now` is a Python property
 
     @property
     def topology(self) -> Any:
@@ -182,7 +182,7 @@ class RunState:
     def release(self, job: JobState) -> None:
         """A running job gives back its GPUs and host resources (work already advanced)."""
         if job.tasks:  # a job with roles: task by task (sim.roles)
-            drop_tasks(self.cluster, job, self.side_jobs, self.env.now)
+            drop_tasks(self.cluster, job, self.side_jobs, self.env._now)
         elif job.gpus:
             cpus, mem, disk = job.host  # unpacked: *job.host makes a generic call
             self.cluster.release(job.idx, job.gpus, job.milli, cpus, mem, disk)
@@ -302,7 +302,7 @@ class RunState:
         elif kind is Due.NODE_FAIL:
             self.events_processed += 1
             if self.side_jobs:  # non-gang tasks on the node stop alone (sim.roles)
-                drop_side_on(self.cluster, self.side_jobs, idx, self.env.now)
+                drop_side_on(self.cluster, self.side_jobs, idx, self.env._now)
             self.health.fail(idx, version, self.jobs,
                              lambda j, why: self.interrupt(j, why, counts_retry=False))
         elif kind is Due.NODE_REPAIR:
@@ -323,7 +323,7 @@ class RunState:
             return
         self.events_processed += 1
         if not self._withdraw(job):  # waiting out its retry delay: queueing too (as on RETRY)
-            job.queue_time += self.env.now - job.queued_since
+            job.queue_time += self.env._now - job.queued_since
         self.finalize(job, KILLED, EventKind.KILL, "max_lifetime")
 
     def _withdraw(self, job: JobState) -> bool:
@@ -350,7 +350,7 @@ class RunState:
         elif kind is Due.FAIL:
             self.interrupt(job, "attempt failed", counts_retry=True)
         elif kind is Due.RETRY:
-            waited = self.env.now - job.queued_since
+            waited = self.env._now - job.queued_since
             self.record(job, EventKind.RETRY)
             self.enqueue(job)
             job.queued_since -= waited  # the retry delay counts as queueing
@@ -381,8 +381,8 @@ class RunState:
             return lost * gpus
         job.restarts += 1
         transition(job, RETRYING)
-        job.queued_since = self.env.now
-        self.agenda.schedule(self.env.now + self.engine_params["retry_delay"], Due.RETRY,
+        job.queued_since = self.env._now
+        self.agenda.schedule(self.env._now + self.engine_params["retry_delay"], Due.RETRY,
                              job.idx, job.version)
         return lost * gpus
 
