@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import Any
+
+from mypy_extensions import mypyc_attr
 
 from policies.base import Policy
-from sim.context import SchedContext
-from sim.model import Decision, Placement, Start, Unschedulable, class_over_free
+from sim.context import SchedContext, start_on
+from sim.jobstate import JobState
+from sim.model import Decision, Placement, Unschedulable, class_over_free
 
-if TYPE_CHECKING:
-    from sim.jobstate import JobState
+Ctx = Any
+"""The context a pass gets: a `SchedContext`, or a narrowed one of hived's queues (no
+subclass of it). Compiled, an argument typed by class is checked at each call."""
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class FifoPolicy(Policy):
     """Jobs start in arrival order; when the head cannot be placed, everyone waits."""
     supports_roles = True
@@ -22,15 +27,16 @@ class FifoPolicy(Policy):
     name = "fifo"
     description = "strict arrival order with head-of-line blocking"
 
-    def schedule(self, ctx: SchedContext) -> Iterator[Decision]:
+    def schedule(self, ctx: Ctx) -> Iterator[Decision]:
         """Start queue heads until one does not fit."""
         for job in ctx.pending():
             got = ctx.place(job)
             if isinstance(got, Unschedulable):
                 return
-            yield Start(job.job_id, got)
+            yield start_on(job.job_id, got)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class FifoBackfillPolicy(Policy):
     """Arrival order, but a later job starts whenever it fits and the head does not.
 
@@ -43,7 +49,7 @@ class FifoBackfillPolicy(Policy):
     name = "fifo-backfill"
     description = "arrival order; later jobs start when the head cannot (no reservation)"
 
-    def schedule(self, ctx: SchedContext) -> Iterator[Decision]:
+    def schedule(self, ctx: Ctx) -> Iterator[Decision]:
         """Try class heads in arrival order; a class that fails waits for the next pass."""
         classes = ctx.pending_classes()
         # a class asking more whole GPUs than are free fails without asking the placer;
@@ -61,11 +67,11 @@ class FifoBackfillPolicy(Policy):
             got = self.place(ctx, job)
             if isinstance(got, Unschedulable):
                 continue
-            yield Start(job.job_id, got)
+            yield start_on(job.job_id, got)
             lst = classes.get(ck)
             if lst:
                 heapq.heappush(heap, (lst[0], ck))
 
-    def place(self, ctx: SchedContext, job: JobState) -> Placement:
+    def place(self, ctx: Ctx, job: JobState) -> Placement:
         """Where the job would go now (the engine's placer; subclasses may use their own)."""
         return ctx.place(job)

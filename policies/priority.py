@@ -21,6 +21,7 @@ from sortedcontainers import SortedList
 from policies.base import Policy, owner
 from policies.victims import VictimPool, find_victims, free_milli
 from sim.context import SchedContext as SchedContext  # re-exported: policies import it here
+from sim.context import start_on
 from sim.interfaces import PolicyContext
 from sim.jobstate import PENDING, RUNNING, JobState
 from sim.model import Decision, Preempt, Start, Suspend, Unschedulable
@@ -94,7 +95,7 @@ def start_cpu_only(ctx: PolicyContext, jobs: list[JobState]) -> Iterator[Start]:
             continue
         got = ctx.place(job)
         if not isinstance(got, Unschedulable):
-            yield Start(job.job_id, got)
+            yield start_on(job.job_id, got)
 
 
 
@@ -227,7 +228,7 @@ def priority_walk(
                     continue
                 victims, got = plan
                 yield from _stop_victims(job, victims, walk, on_stop, stop, reason)
-            yield Start(job.job_id, got)
+            yield start_on(job.job_id, got)
             on_start(job)
             break
         else:
@@ -335,7 +336,7 @@ def _class_walk(
             victims, got = plan
             yield from _stop_victims(job, victims, walk, on_stop, stop, reason)
             forget = True
-        yield Start(job.job_id, got)
+        yield start_on(job.job_id, got)
         on_start(job)
         since.clear()
         changed = list(lists) if forget else [*heads.touched, ck]
@@ -610,7 +611,7 @@ class PriorityPolicy(Policy):
             if isinstance(got, Unschedulable):
                 waiting.append(job)
                 continue
-            yield Start(job.job_id, got)
+            yield start_on(job.job_id, got)
             self._observe(ctx, job)
         self.cpu_only.extend(waiting)
         if not self.class_count or (

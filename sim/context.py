@@ -20,7 +20,15 @@ from sim.agenda import Due
 from sim.cluster import ClusterState
 from sim.interfaces import ClusterView, Placer
 from sim.jobstate import RUNNING, JobState
-from sim.model import MILLI, JobSpec, Placement, Unschedulable, request_class, resized
+from sim.model import (
+    MILLI,
+    JobSpec,
+    Placement,
+    Start,
+    Unschedulable,
+    request_class,
+    resized,
+)
 from sim.roles import free_tasks
 
 if TYPE_CHECKING:
@@ -57,7 +65,30 @@ def _spec(job: JobState | JobSpec, num_gpus: int | None) -> JobSpec:
     return spec
 
 
-@mypyc_attr(allow_interpreted_subclasses=True)
+_NEW = object.__new__
+_SET = object.__setattr__
+
+
+def start_on(job_id: str, gpus: tuple[int, ...]) -> Start:
+    """`Start(job_id, gpus)`, made without the dataclass's Python `__init__` for GPUs.
+
+    A policy's pass makes one Start a job started (a million and more a large run), and
+    a frozen dataclass's generated `__init__` and `__post_init__` are two Python frames
+    and five `object.__setattr__` calls each. For a plain tuple of GPUs (nothing for
+    `__post_init__` to do) the fields are set here, from compiled code, to the values
+    `Start(job_id, gpus)` gives them; other placements (`HostPlacement`,
+    `RolePlacement`) go through the dataclass.
+    """
+    if type(gpus) is not tuple:
+        return Start(job_id, gpus)
+    d = _NEW(Start)
+    _SET(d, "job_id", job_id)
+    _SET(d, "gpus", gpus)
+    _SET(d, "share", "")
+    _SET(d, "node", -1)
+    _SET(d, "tasks", ())
+    return d
+
 
 def _free(scratch: ClusterState, victims: Sequence[JobState]) -> None:
     """Release what the running `victims` hold on a scratch state (a what-if)."""
@@ -72,6 +103,8 @@ def _free(scratch: ClusterState, victims: Sequence[JobState]) -> None:
         elif v.node >= 0:
             scratch.release_host(v.idx, v.node, cpus, mem, disk)
 
+
+@mypyc_attr(allow_interpreted_subclasses=True)
 class WhatIf:
     """A cluster as it would be after some changes: read it, place on it; it is scratch."""
 
