@@ -111,3 +111,27 @@ def test_a_stopped_job_leaves_the_spans_cache_and_a_rekeyed_one_keeps_it() -> No
     pool.remove(2)
     pool.remove(1)
     assert pool.spans == {} and pool.lowest() is None
+
+
+KEY = st.one_of(st.tuples(st.integers(0, 3), st.integers(0, 1), st.integers(0, 5)),
+                st.tuples(st.integers(0, 3)), st.tuples(st.integers(0, 3), st.integers(0, 1)))
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 12), KEY, st.booleans()), max_size=30), KEY)
+def test_flat_entries_order_as_key_idx_pairs(ops, probe):
+    """Entries are flat (*key, idx) while keys share a length, pairs after one that does
+    not: either way the pool answers as sorted (key, idx) pairs do."""
+    pool, keys = VictimPool([]), {}
+    for idx, key, add in ops:
+        if add:
+            pool.add(idx, key)
+            keys[idx] = key
+        else:
+            pool.remove(idx)
+            keys.pop(idx, None)
+        pairs = sorted((k, i) for i, k in keys.items())
+        want = [e for e in pairs if e > (probe, float("inf"))]
+        assert pool.below(probe) == want and pool.count_below(probe) == len(want)
+        assert list(pool.lowest_first(probe)) == [i for _, i in reversed(want)]
+        assert pool.lowest() == (pairs[-1][0] if pairs else None)
