@@ -39,6 +39,11 @@ than `SchedContext`: this module is compiled, where a method checks a class-type
 on entry (a narrowed context is no subclass), and subclasses annotate theirs as they like."""
 
 
+def _owner(ctx: Any) -> Callable[[JobState], bool] | None:
+    """`policies.base.owner`, answered at once for the run's own context (it owns all)."""
+    return None if type(ctx) is SchedContext else owner(ctx)
+
+
 @mypyc_attr(allow_interpreted_subclasses=True)
 class JobFeed:
     """The jobs whose status may have changed since the last call, oldest change first.
@@ -70,7 +75,7 @@ class JobFeed:
             return []
         out = [ctx.job_at(i) for i in self._dirty]
         self._dirty.clear()
-        owns = owner(ctx)
+        owns = _owner(ctx)
         return out if owns is None else [j for j in out if owns(j)]
 
 
@@ -671,6 +676,6 @@ class PriorityPolicy(Policy):
         by state of their own), nor with running keys that change with time.
         """
         return (self.skip_unchanged and (not self.preemptive or self.fixed_running_keys)
-                and owner(ctx) is None)
+                and _owner(ctx) is None)
 
 

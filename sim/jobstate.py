@@ -262,8 +262,9 @@ class JobState:
 
         Asked at arrival, on queueing and by the walks of many policies while the job
         waits; the spec's fields behind it are read through Python properties, the cached
-        tuple is not. Kept only while the job waits (`forget_class` when it leaves the
-        queue): a tuple a job would be ~120 bytes at a million jobs.
+        tuple is not. Kept while the job is in the run, so a stopped job queued again
+        reuses it, and dropped when it ends (`forget_class`): a tuple for every job ever
+        run would be ~120 bytes a job at a million jobs.
         """
         spec = self.spec
         if self._ck_of is not spec:

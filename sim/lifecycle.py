@@ -200,6 +200,7 @@ class RunState:
                  detail: str = "") -> None:
         """End a job for good; dependents of a job that did not complete are killed."""
         transition(job, status)
+        job.forget_class()  # kept while the job was in the run (`JobState.request_class`)
         job.end_time = self.env._now
         job.reason = detail
         self.agenda.bump(job)

@@ -166,7 +166,6 @@ class PendingQueue:
         """Take a job out, adding the time it waited to its queueing time."""
         idx = job.idx
         key, ck, d = self.held.pop(idx)
-        job.forget_class()  # kept while it waits (`JobState.request_class`)
         self.keys.remove(key)
         self.version += 1
         classes = self._classes
