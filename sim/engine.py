@@ -76,6 +76,7 @@ from sim.errors import InvalidDecision, InvalidParameter
 from sim.jobstate import PENDING, RUNNING, JobState
 from sim.lifecycle import RunState
 from sim.model import (
+    MILLI,
     Await,
     Decision,
     EventKind,
@@ -256,7 +257,7 @@ class Run(RunState):
         if tasks or (s.tasks and has_roles(s)):  # a job with roles: task by task
             self._take_tasks(job, gpus, tasks, what, share, node)
         elif not share:  # validates before anything changes
-            milli = job_milli(s)
+            milli = MILLI if s.gpu_share >= 1.0 else job_milli(s)  # (no call for whole GPUs)
             if gpus and node < 0 and not (s.num_cpus or s.mem_gb or s.disk_gb):
                 self.cluster.allocate(job.idx, gpus, milli)  # the common case: GPUs only
                 job.host = _NO_HOST

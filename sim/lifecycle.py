@@ -242,12 +242,11 @@ class RunState:
             self.finalize(job, REJECTED, EventKind.REJECT,
                           f"depends on jobs not in this run: {';'.join(missing)}")
             return
-        bad = not_simulated(s, self.sim.policy) or (
+        bad = (not_simulated(s, self.sim.policy) if s.tasks else "") or (
             self.containers.refuse(s) if self.containers and s.completions else "") \
             or (self.infeasible(s, job.request_class()) if s.min_gpus is None
                 else self.infeasible(resized(s, s.min_gpus)))
         if bad:
-            job.forget_class()  # never queued (`JobState.request_class`)
             self.finalize(job, REJECTED, EventKind.REJECT, bad)
             return
         if s.min_gpus is not None and s.min_gpus < s.num_gpus:
