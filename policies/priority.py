@@ -449,8 +449,8 @@ class PriorityPolicy(Policy):
     preempted), as it meets a class only at its first entry. A subclass whose walk
     reads anything else (its hooks read more of the queue or the clock) sets
     `skip_unchanged = False`. Under the same contract, a walk from the very state the
-    last walk left takes the classes that failed after that walk's last decision as
-    failed until its own first decision (`priority_walk`'s `known_failed`).
+    last walk left takes the classes whose first entry failed after that walk's last
+    decision as failed until its own first decision (`priority_walk`'s `known_failed`).
     """
     supports_roles = True
 

@@ -293,6 +293,8 @@ class BasePlacer:
         free_now = cluster.free_whole
         no = _NO_FIT.get((n, free_now))
         if no is None:  # the answer is immutable: one per (size, free GPUs), shared
+            if len(_NO_FIT) >= 65_536:  # (a long-lived worker runs many clusters)
+                _NO_FIT.clear()
             no = _NO_FIT[(n, free_now)] = Unschedulable(
                 f"no placement for {n} GPUs now ({free_now} free)", True)
         return no
