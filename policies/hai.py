@@ -55,8 +55,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from sortedcontainers import SortedList
-
 from policies.base import Policy
 from policies.quota_files import (
     AUTO,
@@ -71,6 +69,7 @@ from sim.errors import InvalidParameter
 from sim.jobstate import PENDING, RUNNING, JobState
 from sim.model import Decision, JobSpec, Reject, Start, Suspend, Unschedulable
 from sim.params import Param, as_bool, as_choice, as_float, as_optional, as_path
+from sim.queue import SortedKeys
 from topologies.tree import Topology
 
 if TYPE_CHECKING:
@@ -264,7 +263,7 @@ class GroupPlan:
     def __init__(self, cap: int, backfill: bool) -> None:
         self.cap = cap
         self.backfill = backfill
-        self.keys: SortedList = SortedList()
+        self.keys: SortedKeys = SortedKeys()
         self.nodes: dict[int, int] = {}
         self.bound: tuple | None = None
         self.used = 0
@@ -392,20 +391,20 @@ class HaiPolicy(Policy):
         # (user, level, group) -> (submit, idx) of its running / waiting in-plan jobs, for
         # `running_first`: running jobs submitted after the bucket's first waiting job
         # are moved just ahead of it (`pinned`, re-keyed when that changes)
-        self.bucket_run: dict[tuple[str, int, int], SortedList] = {}
-        self.bucket_pend: dict[tuple[str, int, int], SortedList] = {}
+        self.bucket_run: dict[tuple[str, int, int], SortedKeys] = {}
+        self.bucket_pend: dict[tuple[str, int, int], SortedKeys] = {}
         self.bucket_of: dict[int, tuple[str, int, int]] = {}
         self.dirty_buckets: set[tuple[str, int, int]] = set()
         self.pinned: dict[tuple[str, int, int], tuple[tuple[float, int], set[int]]] = {}
         self.exceeded: dict[int, str] = {}  # idx -> QUOTA_EXCEEDED reason
-        self.user_jobs: dict[str, SortedList] = {}  # user -> (submit, idx) of live jobs
+        self.user_jobs: dict[str, SortedKeys] = {}  # user -> (submit, idx) of live jobs
         self.dirty_users: set[str] = set()
         self.dirty_groups: set[int] = set()
         self.touched: set[int] = set()
-        self.to_start: SortedList = SortedList()  # plan keys of admitted pending jobs
+        self.to_start: SortedKeys = SortedKeys()  # plan keys of admitted pending jobs
         self.start_key: dict[int, tuple] = {}
         self.infeasible: dict[int, str] = {}  # pending jobs to reject (no group holds them)
-        self.cpu_jobs: SortedList = SortedList()  # pending CPU-only jobs
+        self.cpu_jobs: SortedKeys = SortedKeys()  # pending CPU-only jobs
         self.suspending: dict[int, tuple[float, str]] = {}  # idx -> (stop time, reason)
         self._stops: list[tuple[float, int]] = []
         self._demotions: list[tuple[float, int]] = []
@@ -460,7 +459,7 @@ class HaiPolicy(Policy):
         if self.quotas is None:
             self._set_status(job, self._level_unlimited(job.idx))
         else:
-            self.user_jobs.setdefault(s.user, SortedList()).add((s.submit_time, job.idx))
+            self.user_jobs.setdefault(s.user, SortedKeys()).add((s.submit_time, job.idx))
             self.dirty_users.add(s.user)
 
     def _leave(self, job: JobState) -> None:
@@ -709,7 +708,7 @@ class HaiPolicy(Policy):
                     del table[bk]
         if running is not None:
             table = self.bucket_run if running else self.bucket_pend
-            table.setdefault(bk, SortedList()).add(item)
+            table.setdefault(bk, SortedKeys()).add(item)
         if self._inverted(bk) or bk in self.pinned:
             self.dirty_buckets.add(bk)
             return True

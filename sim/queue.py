@@ -36,8 +36,9 @@ class SortedKeys:
     insert's move of the list's tail costs less than a `SortedList`'s Python; a long one
     (a contended trace's tens of thousands) moves into a `SortedList` past `SMALL`
     entries, and back below a quarter of that. The subset of `SortedList` the queues
-    use: `add`, `remove` (ValueError when absent), `len`, indexing, iteration,
-    `bisect_right` and `after`.
+    use: `add`, `remove` (ValueError when absent), `discard`, `in`, `len`, indexing,
+    iteration, `bisect_left`, `bisect_right`, `index`, `irange` from a minimum, and
+    `after`.
     """
 
     def __init__(self, entries: Iterable[Any] = ()) -> None:
@@ -102,6 +103,48 @@ class SortedKeys:
             lst = self._list
             return islice(lst, bisect_right(lst, entry), None)
         return big.irange(entry, inclusive=(False, False))
+
+    def irange(self, minimum: Any, inclusive: tuple[bool, bool] = (True, True)
+               ) -> Iterator[Any]:
+        """`SortedList.irange` from `minimum` on, with no maximum (lazily).
+
+        Entries >= `minimum`, or > it when not `inclusive[0]`; stop when they change.
+        """
+        big = self._big
+        if big is not None:
+            return big.irange(minimum, None, inclusive)
+        lst = self._list
+        i = bisect_left(lst, minimum) if inclusive[0] else bisect_right(lst, minimum)
+        return islice(lst, i, None)
+
+    def bisect_left(self, entry: Any) -> int:
+        """Position of the first entry >= `entry`."""
+        big = self._big
+        return bisect_left(self._list, entry) if big is None else big.bisect_left(entry)
+
+    def index(self, entry: Any) -> int:
+        """Position of `entry` (ValueError when it is not there)."""
+        big = self._big
+        if big is not None:
+            return big.index(entry)
+        lst = self._list
+        i = bisect_left(lst, entry)
+        if i == len(lst) or lst[i] != entry:
+            raise ValueError(f"{entry!r} not in list")
+        return i
+
+    def __contains__(self, entry: Any) -> bool:
+        big = self._big
+        if big is not None:
+            return entry in big
+        lst = self._list
+        i = bisect_left(lst, entry)
+        return i < len(lst) and lst[i] == entry
+
+    def discard(self, entry: Any) -> None:
+        """Take an entry out if it is there."""
+        if entry in self:
+            self.remove(entry)
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)

@@ -22,7 +22,14 @@ def _same(got: SortedKeys, want: SortedList, probe: tuple[float, int]) -> None:
     if want:
         assert got[0] == want[0] and got[-1] == want[-1]
     assert got.bisect_right(probe) == want.bisect_right(probe)
+    assert got.bisect_left(probe) == want.bisect_left(probe)
     assert list(got.after(probe)) == list(want.irange(probe, inclusive=(False, False)))
+    for inc in (True, False):
+        assert list(got.irange(probe, inclusive=(inc, True))) \
+            == list(want.irange(probe, None, inclusive=(inc, True)))
+    assert (probe in got) == (probe in want)
+    for e in list(want)[:3]:
+        assert e in got and got.index(e) == want.index(e)
 
 
 @settings(max_examples=60, deadline=None)
@@ -57,3 +64,8 @@ def test_removing_an_absent_entry_is_an_error():
     keys = SortedKeys([(1.0, 1)])
     with pytest.raises(ValueError):
         keys.remove((2.0, 2))
+    with pytest.raises(ValueError):
+        keys.index((2.0, 2))
+    keys.discard((2.0, 2))  # no error
+    keys.discard((1.0, 1))
+    assert not keys
