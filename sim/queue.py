@@ -37,8 +37,7 @@ class SortedKeys:
     (a contended trace's tens of thousands) moves into a `SortedList` past `SMALL`
     entries, and back below a quarter of that. The subset of `SortedList` the queues
     use: `add`, `remove` (ValueError when absent), `discard`, `in`, `len`, indexing,
-    iteration, `bisect_left`, `bisect_right`, `index`, `irange` from a minimum, and
-    `after`.
+    iteration, `bisect_left`, `bisect_right`, `index` and `irange` from a minimum.
     """
 
     def __init__(self, entries: Iterable[Any] = ()) -> None:
@@ -69,11 +68,7 @@ class SortedKeys:
                 self._list = list(big)
                 self._big = None
             return
-        lst = self._list
-        i = bisect_left(lst, entry)
-        if i == len(lst) or lst[i] != entry:
-            raise ValueError(f"{entry!r} not in list")
-        del lst[i]
+        del self._list[self.index(entry)]
 
     def __len__(self) -> int:
         big = self._big
@@ -95,14 +90,6 @@ class SortedKeys:
         """Position after every entry <= `entry`."""
         big = self._big
         return bisect_right(self._list, entry) if big is None else big.bisect_right(entry)
-
-    def after(self, entry: Any) -> Iterator[Any]:
-        """The entries > `entry`, in order (lazily; stop when the entries change)."""
-        big = self._big
-        if big is None:
-            lst = self._list
-            return islice(lst, bisect_right(lst, entry), None)
-        return big.irange(entry, inclusive=(False, False))
 
     def irange(self, minimum: Any, inclusive: tuple[bool, bool] = (True, True)
                ) -> Iterator[Any]:
@@ -127,19 +114,20 @@ class SortedKeys:
         big = self._big
         if big is not None:
             return big.index(entry)
-        lst = self._list
-        i = bisect_left(lst, entry)
-        if i == len(lst) or lst[i] != entry:
+        i = self._find(entry)
+        if i < 0:
             raise ValueError(f"{entry!r} not in list")
         return i
 
     def __contains__(self, entry: Any) -> bool:
         big = self._big
-        if big is not None:
-            return entry in big
+        return entry in big if big is not None else self._find(entry) >= 0
+
+    def _find(self, entry: Any) -> int:
+        """Position of `entry` in the plain list, or -1."""
         lst = self._list
         i = bisect_left(lst, entry)
-        return i < len(lst) and lst[i] == entry
+        return i if i < len(lst) and lst[i] == entry else -1
 
     def discard(self, entry: Any) -> None:
         """Take an entry out if it is there."""
@@ -250,7 +238,7 @@ class PendingQueue:
             if last is None or not keys or keys[0] > last:
                 it = iter(keys)
             else:
-                it = keys.after(last)
+                it = keys.irange(last, inclusive=(False, False))
             for key in it:
                 last = key
                 yield key[1]
