@@ -44,8 +44,6 @@ import heapq
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from sortedcontainers import SortedList
-
 from policies.base import Policy
 from policies.elastic import ElasticRules, bounds, is_elastic
 from policies.fifo_elastic import start_elastic
@@ -54,6 +52,7 @@ from sim.interfaces import ClusterView
 from sim.jobstate import JobState
 from sim.model import Decision, Level, Migrate, Start, Unschedulable
 from sim.params import Param, as_bool, as_float, as_int
+from sim.queue import SortedKeys
 
 if TYPE_CHECKING:
     from sim.context import SchedContext
@@ -103,20 +102,20 @@ class GandivaPolicy(Policy):
         n = len(topo.nodes)
         self.node_jobs: list[dict[int, int]] = [{} for _ in range(n)]
         self.label = [0] * n
-        self.by_label: dict[int, SortedList] = {}  # label -> (-free, node) of labelled nodes
+        self.by_label: dict[int, SortedKeys] = {}  # label -> (-free, node) of labelled nodes
         self.node_key: dict[int, tuple[int, int, int]] = {}  # node -> (label, -free, node)
-        self.empty: dict[int, SortedList] = {}  # capacity -> empty healthy nodes
+        self.empty: dict[int, SortedKeys] = {}  # capacity -> empty healthy nodes
         for node in topo.nodes:
             if node.num_gpus:
-                self.empty.setdefault(node.num_gpus, SortedList()).add(node.index)
+                self.empty.setdefault(node.num_gpus, SortedKeys()).add(node.index)
         self.empty_caps = sorted(self.empty)
         self.held: dict[int, tuple[int, ...]] = {}
-        self.ts: dict[int, SortedList] = {}  # size -> (sharers, gpus) time-shareable sets
+        self.ts: dict[int, SortedKeys] = {}  # size -> (sharers, gpus) time-shareable sets
         self.ts_key: dict[tuple[int, ...], tuple[int, int, tuple[int, ...]]] = {}
         self.dirty_nodes: set[int] = set()
         self.dirty_sets: set[tuple[int, ...]] = set()
-        self.poor: SortedList = SortedList()  # running jobs placed below their best level
-        self.alone: dict[int, SortedList] = {}  # size -> (gpu_util, idx) packing partners
+        self.poor: SortedKeys = SortedKeys()  # running jobs placed below their best level
+        self.alone: dict[int, SortedKeys] = {}  # size -> (gpu_util, idx) packing partners
         self.alone_key: dict[int, tuple[int, float, int]] = {}
         self.next_round: float | None = None
         self.elastic_running: set[int] = set()
@@ -181,7 +180,7 @@ class GandivaPolicy(Policy):
         if ctx.share_mode(job) == "" and job.spec.num_gpus == size and job.spec.gpu_share >= 1:
             key = (size, job.spec.gpu_util, job.idx)
             self.alone_key[job.idx] = key
-            self.alone.setdefault(size, SortedList()).add(key[1:])
+            self.alone.setdefault(size, SortedKeys()).add(key[1:])
 
     def _refresh(self, ctx: SchedContext) -> None:
         """Re-key the nodes and GPU sets touched since the last pass (sorted: deterministic)."""
@@ -211,7 +210,7 @@ class GandivaPolicy(Policy):
             if self.label[nd]:
                 key = (self.label[nd], -cluster.cell_free[node.cell], nd)
                 self.node_key[nd] = key
-                self.by_label.setdefault(key[0], SortedList()).add(key[1:])
+                self.by_label.setdefault(key[0], SortedKeys()).add(key[1:])
         self.dirty_nodes.clear()
         for gpus in sorted(self.dirty_sets):
             old_set = self.ts_key.pop(gpus, None)
@@ -229,7 +228,7 @@ class GandivaPolicy(Policy):
                 continue  # packed, or a fractional job: not a GPU set to time-slice
             set_key = (len(gpus), len(members), gpus)
             self.ts_key[gpus] = set_key
-            self.ts.setdefault(len(gpus), SortedList()).add(set_key[1:])
+            self.ts.setdefault(len(gpus), SortedKeys()).add(set_key[1:])
         self.dirty_sets.clear()
 
     # --- reactive placement ---
@@ -430,7 +429,7 @@ class GandivaPolicy(Policy):
         budget = p["max_migrations"]
         # de-oversubscribe: a time-sliced job takes free GPUs of its own
         for size in sorted(self.ts):
-            for n, gpus in list(reversed(self.ts[size])):
+            for n, gpus in list(self.ts[size])[::-1]:
                 if n < 2 or budget <= 0 or ctx.cluster.free_whole < size:
                     break
                 mover = ctx.group_of(ctx.job_at(min(
