@@ -10,8 +10,9 @@ walking its own cell trees: hived on full Philly 7.8 -> 6.7 CPU s in the loop) a
 policy's per-pass bookkeeping (5.3-5.5 -> 4.2 CPU s in the loop), and the
 priority policies' pass: `PriorityPolicy`'s walk and index, the victim searches, and
 Tiresias and SJF/SRTF built on them (tiresias-las on 200,000 jobs: 18.1 -> 13.4 CPU s
-in the loop), and fifo and fifo-backfill (the baseline: their pass runs at every
-event). Researchers' own policies, placers and speed factors subclass the compiled
+in the loop), fifo and fifo-backfill (the baseline: their pass runs at every
+event), and the multi-tenant policies' mirror of the engine (drf and capacity sync it at
+every pass). Researchers' own policies, placers and speed factors subclass the compiled
 classes as before (each is marked `allow_interpreted_subclasses`; what a subclass
 overrides, class attributes included, is what the compiled code calls and reads). A
 compiled module checks a class-typed argument on entry, so where a caller may hand in
@@ -55,6 +56,8 @@ COMPILED = [
     # included, and themis-ftf run their passes in them), and the two policies built on
     # them whose hooks run at every event (Tiresias' timers, SRTF's running columns)
     "policies/priority.py",
+    # the multi-tenant policies' (drf, capacity) mirror of the engine, synced every pass
+    "policies/queues.py",
     "policies/victims.py",
     "policies/tiresias.py",
     "policies/sjf.py",

@@ -16,7 +16,9 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from mypy_extensions import mypyc_attr
 
 from policies.base import owner
 from sim.errors import InvalidParameter, InvalidTopology
@@ -25,10 +27,11 @@ from sim.model import MILLI, JobSpec, job_milli
 from topologies.native import load_yaml, parse_queues
 from topologies.tree import QueueSpec, Topology
 
-if TYPE_CHECKING:
-    from sim.context import SchedContext
-
 EPS = 1e-9
+
+Ctx = Any
+"""The context a pass gets: a `SchedContext`, or a narrowed one of hived's queues (no
+subclass of it). Compiled, an argument typed by class is checked at each call."""
 
 Vec = tuple[float, float, float]  # GPUs (whole-GPU units), CPUs, memory GB
 
@@ -36,6 +39,7 @@ Vec = tuple[float, float, float]  # GPUs (whole-GPU units), CPUs, memory GB
 # --- resources ---
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Resources:
     """Cluster totals of (GPUs, CPUs, memory GB); a total of 0 means "not modelled".
 
@@ -104,6 +108,7 @@ class Changes:
     rebuilt: tuple[JobState, ...] | None
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class EngineMirror:
     """Follows the pending queue and the jobs a policy started, in O(changes) per pass.
 
@@ -127,7 +132,7 @@ class EngineMirror:
         self.rebuilds = 0  # times the pending queue was rebuilt from the engine's
         self.scans = 0  # times the running jobs were scanned for unpredicted stops
 
-    def sync(self, ctx: SchedContext) -> Changes:
+    def sync(self, ctx: Ctx) -> Changes:
         """Everything that changed since the previous call."""
         now = ctx.now
         queued: dict[int, JobState] = {}
@@ -197,7 +202,7 @@ class EngineMirror:
             return Changes((), tuple(stopped), everything)
         return Changes(tuple(queued.values()), tuple(stopped), None)
 
-    def _stopped(self, ctx: SchedContext, job: JobState, stopped: list[JobState],
+    def _stopped(self, ctx: Ctx, job: JobState, stopped: list[JobState],
                  queued: dict[int, JobState]) -> None:
         del self._running[job.idx]
         stopped.append(job)
