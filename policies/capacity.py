@@ -58,8 +58,6 @@ import math
 from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
-from sortedcontainers import SortedList
-
 from policies.base import Policy
 from policies.queues import (
     EPS,
@@ -75,6 +73,7 @@ from policies.queues import (
 from sim.jobstate import PENDING, JobState
 from sim.model import Decision, Preempt, Reject, Start, Unschedulable, request_class
 from sim.params import Param, as_bool, as_float, as_optional, as_path
+from sim.queue import SortedKeys
 
 if TYPE_CHECKING:
     from sim.context import SchedContext
@@ -98,8 +97,8 @@ class _Leaf:
     __slots__ = ("users", "heads", "pend", "running", "user_used")
 
     def __init__(self) -> None:
-        self.users: dict[str, SortedList] = {}  # user -> (submit_time, idx), arrival order
-        self.heads: SortedList = SortedList()  # (first key of a user, user)
+        self.users: dict[str, SortedKeys] = {}  # user -> (submit_time, idx), arrival order
+        self.heads: SortedKeys = SortedKeys()  # (first key of a user, user)
         self.pend: dict[str, list[float]] = {}  # user -> demand of its pending jobs
         self.running: dict[int, Vec] = {}  # idx -> demand, in start order
         self.user_used: dict[str, list[float]] = {}
@@ -107,7 +106,7 @@ class _Leaf:
     def add(self, key: tuple[float, int], user: str, d: Vec) -> None:
         lst = self.users.get(user)
         if lst is None:
-            lst = self.users[user] = SortedList()
+            lst = self.users[user] = SortedKeys()
             self.pend[user] = [0.0, 0.0, 0.0]
         if lst and key < lst[0]:
             self.heads.remove((lst[0], user))
@@ -120,7 +119,7 @@ class _Leaf:
         lst = self.users[user]
         if lst[0] == key:
             self.heads.remove((key, user))
-            lst.pop(0)
+            lst.remove(key)
             if lst:
                 self.heads.add((lst[0], user))
         else:
@@ -133,7 +132,7 @@ class _Leaf:
 
     def clear_pending(self) -> None:
         self.users.clear()
-        self.heads.clear()
+        self.heads = SortedKeys()
         self.pend.clear()
 
 
