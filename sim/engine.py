@@ -131,6 +131,7 @@ class Run(RunState):
         self.idle_passes = 0  # passes in a row with nothing running and nothing started
         self.paused: simpy.Event | None = None  # set while the policy awaits (`advance`)
         self.side_tried = -1  # cluster version of the last try at placing non-gang tasks
+        self.failure_rate = float(p["failure_rate"])  # read at every start
 
     # --- decisions ---
 
@@ -328,7 +329,7 @@ class Run(RunState):
 
     def _schedule_failure(self, job: JobState) -> None:
         s = job.spec
-        rate = self.engine_params["failure_rate"]
+        rate = self.failure_rate
         if s.fail_at is None and rate <= 0:
             return  # the common case: no failure to schedule
         t = s.fail_at if s.fail_at is not None else math.inf

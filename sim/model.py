@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields, replace
 from enum import IntEnum, StrEnum
 from typing import Any
 
-from sim.compact import compact, exactly, layout
+from sim.compact import compact, exactly, layout, record
 
 MILLI = 1000
 """One whole GPU in milli-GPUs: capacity is counted in integers so shares never drift."""
@@ -208,8 +208,34 @@ def job_milli(job: JobSpec) -> int:
     return MILLI if job.gpu_share >= 1.0 else max(1, round(job.gpu_share * MILLI))
 
 
+_CLASSES: dict[tuple[int, str, int], tuple[Any, tuple[Any, ...]]] = {}
+"""`request_class` by (GPUs, GPU type, id of the record of rare fields), with the record:
+held here, it stays alive, so its id is never another's. Bounded by `_CLASSES_MAX`."""
+_CLASSES_MAX = 4096
+
+
 def request_class(spec: JobSpec) -> tuple[Any, ...]:
-    """Jobs with equal requests fit or fail to fit in exactly the same cluster state."""
+    """Jobs with equal requests fit or fail to fit in exactly the same cluster state.
+
+    Every field of it but the GPUs and their type is a rare field (`sim.compact`), which
+    the specs alike share one record of: the class is looked up by that record rather
+    than read field by field through Python properties (asked for every job a run
+    queues). A subclass of `JobSpec` may read its fields otherwise, and is not looked up.
+    """
+    if type(spec) is JobSpec:
+        rest = record(spec)
+        key = (spec.num_gpus, spec.gpu_type, id(rest))
+        got = _CLASSES.get(key)
+        if got is not None and got[0] is rest:
+            return got[1]
+        ck = _request_class(spec)
+        if len(_CLASSES) < _CLASSES_MAX:
+            _CLASSES[key] = (rest, ck)
+        return ck
+    return _request_class(spec)
+
+
+def _request_class(spec: JobSpec) -> tuple[Any, ...]:
     return (spec.num_gpus, spec.task_gpus, spec.gpu_type, spec.gpu_share, spec.num_cpus,
             spec.mem_gb, spec.disk_gb, spec.tasks)
 
