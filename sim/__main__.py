@@ -1,5 +1,5 @@
 """`python -m sim` is the `schedlab` command."""
 
-from sim.app.cli import main
+from sim.app.cli import entry
 
-main(prog_name="schedlab")
+entry(prog_name="schedlab")

@@ -328,5 +328,18 @@ from sim.app.cli_research import check, plot, report, sweep  # noqa: E402
 for _cmd in (sweep, plot, check, report):
     main.add_command(_cmd)
 
+
+def entry(prog_name: str | None = None) -> None:
+    """The `schedlab` console script: `main` in a process settled for large runs.
+
+    Its C allocator gives freed memory back (`sim.app.allocator`); `main` itself, as the
+    tests and embedding code call it, leaves the calling process as it is.
+    """
+    from sim.app.allocator import settle_allocator
+
+    settle_allocator()
+    main(prog_name=prog_name)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    entry()
