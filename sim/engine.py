@@ -73,7 +73,7 @@ from sim.agenda import Due
 from sim.context import SchedContext
 from sim.engine_params import ENGINE_PARAMS, split_params
 from sim.errors import InvalidDecision, InvalidParameter
-from sim.jobstate import PENDING, RUNNING, JobState
+from sim.jobstate import PENDING, RUNNING, JobState, plain_spec
 from sim.lifecycle import RunState
 from sim.model import (
     MILLI,
@@ -247,19 +247,21 @@ class Run(RunState):
         if job.status != PENDING:
             raise InvalidDecision(f"{what} {job.job_id!r}: job is {job.status}, must be pending")
         s = job.spec
-        if (len(gpus) != s.num_gpus or s.gpu_type or s.min_gpus is not None
-                or s.max_gpus is not None):  # else nothing to check
+        plain = plain_spec(s)  # no roles, shares, host asks, elasticity, lifetime, failures
+        if (len(gpus) != s.num_gpus or s.gpu_type or not plain and (
+                s.min_gpus is not None or s.max_gpus is not None)):  # else nothing to check
             self._check_gpus(job, gpus, what)
         now = self.env._now
         if share and not gpus:
             raise InvalidDecision(f"{what} {job.job_id!r}: share={share} needs GPUs")
         if share and node >= 0:
             raise InvalidDecision(f"{what} {job.job_id!r}: share={share} takes no node")
-        if tasks or (s.tasks and has_roles(s)):  # a job with roles: task by task
+        if tasks or (not plain and s.tasks and has_roles(s)):  # a job with roles: by task
             self._take_tasks(job, gpus, tasks, what, share, node)
         elif not share:  # validates before anything changes
-            milli = MILLI if s.gpu_share >= 1.0 else job_milli(s)  # (no call for whole GPUs)
-            if gpus and node < 0 and not (s.num_cpus or s.mem_gb or s.disk_gb):
+            # (no call for whole GPUs)
+            milli = MILLI if plain or s.gpu_share >= 1.0 else job_milli(s)
+            if gpus and node < 0 and (plain or not (s.num_cpus or s.mem_gb or s.disk_gb)):
                 self.cluster.allocate(job.idx, gpus, milli)  # the common case: GPUs only
                 job.host = _NO_HOST
             else:
@@ -297,7 +299,7 @@ class Run(RunState):
             elif gpus:
                 job.locality_level = _GPU_LEVEL
             self.record(job, EventKind.START, note)
-            if s.max_lifetime:
+            if not plain and s.max_lifetime:
                 self.agenda.schedule(now + s.max_lifetime, Due.LIFETIME, job.idx, -1)
         else:
             self.record(job, EventKind.RESUME, ";".join(
@@ -328,10 +330,12 @@ class Run(RunState):
         self.side_tried = cluster.version
 
     def _schedule_failure(self, job: JobState) -> None:
-        s = job.spec
         rate = self.failure_rate
-        if s.fail_at is None and rate <= 0:
+        if rate <= 0 and plain_spec(job.spec):
             return  # the common case: no failure to schedule
+        s = job.spec
+        if s.fail_at is None and rate <= 0:
+            return
         t = s.fail_at if s.fail_at is not None else math.inf
         if rate > 0:
             t = min(t, float(self.fail_rng.exponential(3600.0 / rate)))

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Final
 
 from mypy_extensions import mypyc_attr
 
 from sim.errors import SimError
-from sim.model import JobSpec, JobStatus, request_class
+from sim.model import PLAIN_REST, JobSpec, JobStatus, request_class
 
 WAITING = JobStatus.WAITING
 HELD = JobStatus.HELD
@@ -31,6 +31,19 @@ TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {
     RUNNING: frozenset({PENDING, RETRYING, COMPLETED, FAILED, KILLED}),
     RETRYING: frozenset({PENDING, KILLED}),
 }
+
+
+_PLAIN_REST: Final = PLAIN_REST  # a static of the compiled module: no lookup by name
+
+
+def plain_spec(spec: Any) -> bool:
+    """Whether `spec` is a JobSpec whose rare fields are all at their defaults.
+
+    One identity test where the engine's per-job checks would read a dozen Python
+    properties (`sim.model.PLAIN_REST`); a subclass of JobSpec, which may read its fields
+    otherwise, is never plain.
+    """
+    return type(spec) is JobSpec and getattr(spec, "_rest", None) is _PLAIN_REST
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)

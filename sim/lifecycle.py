@@ -33,6 +33,7 @@ from sim.jobstate import (
     RUNNING,
     WAITING,
     JobState,
+    plain_spec,
     transition,
 )
 from sim.model import MILLI, EventKind, JobSpec, JobStatus, Unschedulable, request_class, resized
@@ -164,12 +165,12 @@ class RunState:
             self.containers.record(job, kind, detail)
             return
         self.recorder.event(job, kind, detail)
-        if self.notify is not None and job.spec.completions is None:
+        if self.notify is not None and (plain_spec(job.spec) or job.spec.completions is None):
             self.notify(self.ctx, job, kind)
 
     def enqueue(self, job: JobState) -> None:
         """Queue a job now (a container job spawns its task runs instead)."""
-        if job.spec.completions is not None:
+        if not plain_spec(job.spec) and job.spec.completions is not None:
             assert self.containers is not None
             self.containers.begin(job)
             return
@@ -242,14 +243,18 @@ class RunState:
             self.finalize(job, REJECTED, EventKind.REJECT,
                           f"depends on jobs not in this run: {';'.join(missing)}")
             return
-        bad = (not_simulated(s, self.sim.policy) if s.tasks else "") or (
-            self.containers.refuse(s) if self.containers and s.completions else "") \
-            or (self.infeasible(s, job.request_class()) if s.min_gpus is None
-                else self.infeasible(resized(s, s.min_gpus)))
+        plain = plain_spec(s)  # no roles, no container, not elastic: none of their checks
+        if plain:
+            bad = self.infeasible(s, job.request_class())
+        else:
+            bad = (not_simulated(s, self.sim.policy) if s.tasks else "") or (
+                self.containers.refuse(s) if self.containers and s.completions else "") \
+                or (self.infeasible(s, job.request_class()) if s.min_gpus is None
+                    else self.infeasible(resized(s, s.min_gpus)))
         if bad:
             self.finalize(job, REJECTED, EventKind.REJECT, bad)
             return
-        if s.min_gpus is not None and s.min_gpus < s.num_gpus:
+        if not plain and s.min_gpus is not None and s.min_gpus < s.num_gpus:
             job.fit_gpus = self._elastic_fit(s)
         if job.deps_left:
             transition(job, HELD)

@@ -203,6 +203,13 @@ def spec_builder(given: tuple[str, ...]) -> Callable[..., JobSpec]:
     return twin
 
 
+PLAIN_REST = layout(JobSpec).default_record
+"""The record of rare fields (`sim.compact`) of every spec that leaves them all at their
+defaults: such a spec has no roles, shares, host asks, speeds, elasticity, checkpoints,
+retries, failures, lifetime, dependencies, deadline or container semantics. Compiled
+modules test it by identity (`sim.jobstate.plain_spec`) instead of reading each field."""
+
+
 def job_milli(job: JobSpec) -> int:
     """Milli-GPUs the job takes of each of its GPUs."""
     return MILLI if job.gpu_share >= 1.0 else max(1, round(job.gpu_share * MILLI))

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from mypy_extensions import mypyc_attr
 
 from sim.agenda import Agenda, Due
-from sim.jobstate import RUNNING, JobState
+from sim.jobstate import RUNNING, JobState, plain_spec
 from sim.model import MILLI
 from sim.speed import SpeedChain
 
@@ -33,7 +33,7 @@ class Progress:
         now = self._clock()
         if job.status != RUNNING or now <= job.seg_start:
             return
-        c = job.spec.checkpoint_interval
+        c = None if plain_spec(job.spec) else job.spec.checkpoint_interval
         if c:
             k = math.floor((now - job.run_start) / c + 1e-9)
             tc = job.run_start + k * c

@@ -18,7 +18,7 @@ from typing import Any
 from mypy_extensions import mypyc_attr
 from sortedcontainers import SortedList
 
-from sim.jobstate import PENDING, JobState, transition
+from sim.jobstate import PENDING, JobState, plain_spec, transition
 from sim.model import MILLI, job_milli
 
 QueueKey = tuple[float, int]
@@ -188,7 +188,7 @@ class PendingQueue:
                 lst = classes[ck] = SortedList()
             lst.add(key)
         n = s.num_gpus
-        d = n * (MILLI if s.gpu_share >= 1.0 else job_milli(s)) if n > 0 else 0
+        d = n * (MILLI if plain_spec(s) or s.gpu_share >= 1.0 else job_milli(s)) if n > 0 else 0
         if d:
             self.demand_count[d] = self.demand_count.get(d, 0) + 1
         self.held[idx] = (key, ck, d)

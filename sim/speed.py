@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from mypy_extensions import mypyc_attr
 
 from sim.interfaces import SpeedFactor
-from sim.jobstate import JobState
+from sim.jobstate import JobState, plain_spec
 from sim.model import JobSpec, Level
 from sim.registry import SPEED_FACTORS
 
@@ -202,8 +202,9 @@ class SpeedChain:
         # a job with roles may pay for an off-node `ps` even on one GPU (`LocalitySpeed`)
         if self._builtin_only and job.group is None and not job.tasks:
             s = job.spec
-            if (not s.gpu_speeds and len(gpus) == s.num_gpus
-                    and (len(gpus) == 1 or s.locality_sensitivity <= 0)):
+            plain = plain_spec(s)  # no speeds, locality_sensitivity 1
+            if (len(gpus) == s.num_gpus and (plain or not s.gpu_speeds)
+                    and (len(gpus) == 1 or not plain and s.locality_sensitivity <= 0)):
                 return 1.0  # each built-in factor is 1: alone, own type, size, locality
         speed = 1.0
         run = self._run

@@ -34,6 +34,7 @@ from mypy_extensions import mypyc_attr
 
 from sim.cluster import ClusterState
 from sim.interfaces import ClusterView
+from sim.jobstate import plain_spec
 from sim.model import (
     MILLI,
     HostPlacement,
@@ -222,9 +223,10 @@ class BasePlacer:
 
         A job with roles gets a `RolePlacement` (`place_roles`).
         """
-        if (type(cluster) is ClusterState and not job.tasks
-                and not job.gpus_per_task and job.gpu_share >= 1.0 and job.num_gpus > 0
-                and not job.gpu_speeds and not (job.num_cpus or job.mem_gb or job.disk_gb)
+        if (type(cluster) is ClusterState and job.num_gpus > 0
+                and (plain_spec(job) or (
+                    not job.tasks and not job.gpus_per_task and job.gpu_share >= 1.0
+                    and not job.gpu_speeds and not (job.num_cpus or job.mem_gb or job.disk_gb)))
                 and (_PLAIN.get(type(self)) or self._is_plain())):
             return self._place_plain(job, cluster)
         if job.tasks and has_roles(job):
