@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sim.jobstate import plain_spec
 from sim.model import MILLI, JobSpec, job_milli
 
 
@@ -9,8 +10,9 @@ def size_distribution(jobs: tuple[JobSpec, ...]) -> tuple[tuple[int, int, float]
     """(GPUs, milli per GPU, probability) of the GPU jobs of a trace, for FGD."""
     counts: dict[tuple[int, int], int] = {}
     for s in jobs:
-        if s.num_gpus > 0:
-            k = (s.task_gpus, job_milli(s))
+        n = s.num_gpus
+        if n > 0:
+            k = (n, MILLI) if plain_spec(s) else (s.task_gpus, job_milli(s))
             counts[k] = counts.get(k, 0) + 1
     total = sum(counts.values())
     return tuple((g, m, c / total) for (g, m), c in sorted(counts.items())) if total else ()

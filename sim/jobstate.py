@@ -46,6 +46,23 @@ def plain_spec(spec: Any) -> bool:
     return type(spec) is JobSpec and getattr(spec, "_rest", None) is _PLAIN_REST
 
 
+_PLAIN_CLASSES: dict[tuple[int, str], tuple[Any, ...]] = {}
+"""`request_class` of plain specs by (GPUs, GPU type): nothing else of theirs is in it."""
+
+
+def _class_of(spec: JobSpec) -> tuple[Any, ...]:
+    """`sim.model.request_class`, looked up here (compiled) for a plain spec."""
+    if not plain_spec(spec):
+        return request_class(spec)
+    key = (spec.num_gpus, spec.gpu_type)
+    ck = _PLAIN_CLASSES.get(key)
+    if ck is None:
+        ck = request_class(spec)
+        if len(_PLAIN_CLASSES) < 4096:
+            _PLAIN_CLASSES[key] = ck
+    return ck
+
+
 @mypyc_attr(allow_interpreted_subclasses=True)
 class _Rare:
     """The fields of a `JobState` few jobs ever change (its properties of these names).
@@ -281,7 +298,7 @@ class JobState:
         """
         spec = self.spec
         if self._ck_of is not spec:
-            self._ck = request_class(spec)
+            self._ck = _class_of(spec)
             self._ck_of = spec
         return self._ck
 

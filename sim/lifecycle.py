@@ -94,7 +94,7 @@ class RunState:
         self.by_id: dict[str, JobState] = {j.spec.job_id: j for j in self.jobs}
         self.num_trace = len(self.jobs)  # the trace's jobs; task runs follow (sim.containers)
         self.containers = Containers(self) if any(  # type: ignore[arg-type]
-            s.completions is not None for s in sim.jobs) else None
+            not plain_spec(s) and s.completions is not None for s in sim.jobs) else None
         self.missing_deps = self._link_dependencies()
         self.agenda = Agenda(self.jobs)
         self.queue = PendingQueue()
@@ -145,6 +145,8 @@ class RunState:
         """Count each job's dependencies; those cut off by max_jobs can never complete."""
         missing: dict[int, list[str]] = {}
         for j in self.jobs:
+            if plain_spec(j.spec):
+                continue  # no dependencies
             for dep in j.spec.depends_on:
                 d = self.by_id.get(dep)
                 if d is None:

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sim.degenerate import result_warnings
-from sim.jobstate import PENDING, RETRYING, RUNNING, WAITING
+from sim.jobstate import PENDING, RETRYING, RUNNING, WAITING, plain_spec
 from sim.metrics import sla_violated, summarize
 from sim.model import JobSpec, JobStatus
 from sim.recorder import (
@@ -147,7 +147,15 @@ def _jobs_frame(run: Run, end: float) -> pd.DataFrame:
     queue, run_time, gpu_seconds = (state(a) for a in ("queue_time", "run_time",
                                                        "gpu_seconds"))
     counts = [state(a) for a in ("preemptions", "migrations", "restarts", "lost_work")]
-    gpu_time = spec("gpu_time")
+    # every spec leaving its rare fields at their defaults (`sim.jobstate.plain_spec`, the
+    # common case): no deadline, no wait limit, whole GPUs, so those columns are constants
+    # rather than a Python property read a job
+    plain = all(map(plain_spec, specs))
+    duration_l, num_gpus_l = spec("duration"), spec("num_gpus")
+    if plain:  # `JobSpec.gpu_time`, duration x GPUs x share 1.0
+        gpu_time = [d * g * 1.0 for d, g in zip(duration_l, num_gpus_l, strict=True)]
+    else:
+        gpu_time = spec("gpu_time")
     containers = run.containers  # None: no job is a container job
     boxed = [] if containers is None else \
         [i for i, sp in enumerate(specs) if sp.completions is not None]
@@ -188,15 +196,20 @@ def _jobs_frame(run: Run, end: float) -> pd.DataFrame:
         end_l[i] = nan
     submit_l, first_l = spec("submit_time"), state("first_start")
     submit, first_start = _column(submit_l), _column(first_l)
-    end_time, duration = _column(end_l), _column(spec("duration"))
-    deadline = np.array([nan if d is None else float(d) for d in spec("deadline")],
-                        dtype=np.float64)
-    wait_hours = spec("max_wait_hours")
+    end_time, duration = _column(end_l), _column(duration_l)
+    del duration_l
     sla = np.zeros(n, dtype=bool)
-    for i in np.flatnonzero(~np.isnan(deadline) | (np.array(wait_hours) > 0)).tolist():
-        sla[i] = sla_violated(shown[i], submit_l[i], first_l[i], end_l[i],
-                              float(deadline[i]), wait_hours[i], end)
-    del wait_hours, end_l, first_l, submit_l
+    if plain:
+        deadline = np.full(n, nan)
+    else:
+        deadline = np.array([nan if d is None else float(d) for d in spec("deadline")],
+                            dtype=np.float64)
+        wait_hours = spec("max_wait_hours")
+        for i in np.flatnonzero(~np.isnan(deadline) | (np.array(wait_hours) > 0)).tolist():
+            sla[i] = sla_violated(shown[i], submit_l[i], first_l[i], end_l[i],
+                                  float(deadline[i]), wait_hours[i], end)
+        del wait_hours
+    del end_l, first_l, submit_l
     data["status"] = _column(shown)
     del shown
     jct = _minus(end_time, submit, ended)
@@ -206,7 +219,7 @@ def _jobs_frame(run: Run, end: float) -> pd.DataFrame:
     level_names = {lv.value: lv.label for lv in topo.levels}
     data.update({
         "job_id": _column(spec("job_id")), "user": _column(spec("user")),
-        "vc": _column(spec("vc")), "num_gpus": _column(spec("num_gpus")),
+        "vc": _column(spec("vc")), "num_gpus": _column(num_gpus_l),
         "submit_time": submit, "start_time": first_start, "end_time": end_time,
         "jct": jct, "duration": duration,
         "locality_level": _column([level_names.get(v, "")
