@@ -359,7 +359,7 @@ class BasePlacer:
         if self._plans_layout is not cluster.layout:
             self._plans = {}
             self._plans_layout = cluster.layout
-        key = ("types", job.gpu_type, job.gpu_speeds)
+        key = ("types", job.gpu_type, () if plain_spec(job) else job.gpu_speeds)
         got = self._plans.get(key)
         if got is None:
             types = candidate_types(job, cluster)
