@@ -43,6 +43,7 @@ COMPILED = [
     "sim/colocation.py",
     "sim/context.py",
     "sim/engine.py",
+    "sim/instant.py",
     "sim/jobstate.py",
     "sim/lifecycle.py",
     "sim/progress.py",

@@ -251,7 +251,7 @@ class Run(RunState):
         if (len(gpus) != s.num_gpus or s.gpu_type or not plain and (
                 s.min_gpus is not None or s.max_gpus is not None)):  # else nothing to check
             self._check_gpus(job, gpus, what)
-        now = self.env._now
+        now = self.instant.t
         if share and not gpus:
             raise InvalidDecision(f"{what} {job.job_id!r}: share={share} needs GPUs")
         if share and node >= 0:
@@ -319,14 +319,14 @@ class Run(RunState):
 
     def _end_side(self) -> None:
         """Non-gang tasks whose own duration is up give back what they hold."""
-        end_side(self.cluster, self.side_jobs, self.env._now)
+        end_side(self.cluster, self.side_jobs, self.instant.t)
 
     def _place_side(self) -> None:
         """Place waiting non-gang tasks, unless the cluster is as at the last try."""
         cluster = self.cluster
         if self.side_tried == cluster.version:
             return
-        place_side(cluster, self.placer, self.side_jobs, self.agenda, self.env._now)
+        place_side(cluster, self.placer, self.side_jobs, self.agenda, self.instant.t)
         self.side_tried = cluster.version
 
     def _schedule_failure(self, job: JobState) -> None:
@@ -385,7 +385,7 @@ class Run(RunState):
             job.migrations += 1
         job.ckpt_work = job.work
         wait = self.engine_params["restore_overhead"] if pause is None else pause
-        self.progress.set_rate(job, resume_at=self.env._now + wait, reschedule=False)
+        self.progress.set_rate(job, resume_at=self.instant.t + wait, reschedule=False)
         self.record(job, kind)
         self.progress.schedule_finish(job)
 
@@ -406,7 +406,7 @@ class Run(RunState):
         if (self.running or self.decisions > before or self.next_arrival < self.num_trace
                 or self.agenda.any_live(lambda k: k is not Due.TICK)):
             self.tick_armed = True
-            self.agenda.schedule(self.env._now + period, Due.TICK)
+            self.agenda.schedule(self.instant.t + period, Due.TICK)
 
     def _idle_for_good(self, before: int) -> bool:
         """True when nothing runs or can arrive and the policy keeps starting nothing.
@@ -441,6 +441,8 @@ class Run(RunState):
         # a policy that only starts queued jobs decides nothing without one: no pass then
         skip_empty = policy.only_pending
         queued = queue.held  # the queued jobs (true when any)
+        instant = self.instant  # SimPy's clock as the run's own code reads it (sim.instant)
+        instant.t = env._now
         stuck = False
         while self.open_jobs > 0:
             t = agenda.peek()  # the next instant: the next live entry or arrival
@@ -459,6 +461,7 @@ class Run(RunState):
                 else:
                     yield env.timeout(t - env._now)
                     env.land(t)  # now + (t - now) can miss t by an ulp
+                instant.t = env._now
             na = self.next_arrival
             while na < n and jobs[na].spec.submit_time <= t:
                 self.arrive(jobs[na])
@@ -475,6 +478,7 @@ class Run(RunState):
                     if isinstance(d, Await):  # hand control to the driver (`advance`)
                         self.paused = env.event()
                         yield self.paused
+                        instant.t = env._now  # (the driver may have moved the clock)
                         continue
                     self.apply(d)
                 self.in_pass = False
@@ -495,6 +499,7 @@ class Run(RunState):
 
     def sample(self) -> None:
         """Add a timeline row if the cluster or the queue changed."""
+        self.instant.t = self.env._now  # (a stepped run's driver may have moved it)
         self.recorder.sample(self.cluster, self.queue, len(self.running))
 
     def advance(self) -> bool:

@@ -10,8 +10,6 @@ application of the policy's decisions on top.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -22,6 +20,7 @@ from sim.agenda import Agenda, Due, Entry
 from sim.cluster import ClusterState
 from sim.colocation import Colocation
 from sim.containers import Containers
+from sim.instant import Instant
 from sim.jobstate import (
     COMPLETED,
     FAILED,
@@ -85,8 +84,9 @@ class RunState:
         self.policy_rng = np.random.default_rng(seeds[0])
         self.fail_rng = np.random.default_rng(seeds[1])
         self.env = Clock()
-        # env.now without a Python frame per call: read millions of times a run
-        clock: Callable[[], float] = partial(getattr, self.env, "_now")
+        # the time as the engine's per-event code reads it: SimPy's `env._now`, kept in
+        # a native field (`sim.instant`; the engine moves both)
+        self.instant = clock = Instant()
         self.cluster = ClusterState(self.topo, fgd=FgdMetric(sim.jobs))
         self.placer: Any = PLACERS.get(sim.placer_name)()
         self.jobs = [JobState(i, spec) for i, spec in enumerate(sim.jobs)]
@@ -176,16 +176,16 @@ class RunState:
             assert self.containers is not None
             self.containers.begin(job)
             return
-        self.queue.add(job, self.env._now)
+        self.queue.add(job, self.instant.t)
 
     def dequeue(self, job: JobState) -> None:
         """Take a job out of the queue now."""
-        self.queue.remove(job, self.env._now)
+        self.queue.remove(job, self.instant.t)
 
     def release(self, job: JobState) -> None:
         """A running job gives back its GPUs and host resources (work already advanced)."""
         if job.tasks:  # a job with roles: task by task (sim.roles)
-            drop_tasks(self.cluster, job, self.side_jobs, self.env._now)
+            drop_tasks(self.cluster, job, self.side_jobs, self.instant.t)
         elif job.gpus:
             cpus, mem, disk = job.host  # unpacked: *job.host makes a generic call
             self.cluster.release(job.idx, job.gpus, job.milli, cpus, mem, disk)
@@ -204,7 +204,7 @@ class RunState:
         """End a job for good; dependents of a job that did not complete are killed."""
         transition(job, status)
         job.forget_class()  # kept while the job was in the run (`JobState.request_class`)
-        job.end_time = self.env._now
+        job.end_time = self.instant.t
         job.reason = detail
         self.agenda.bump(job)
         if kind is not None:
@@ -309,7 +309,7 @@ class RunState:
         elif kind is Due.NODE_FAIL:
             self.events_processed += 1
             if self.side_jobs:  # non-gang tasks on the node stop alone (sim.roles)
-                drop_side_on(self.cluster, self.side_jobs, idx, self.env._now)
+                drop_side_on(self.cluster, self.side_jobs, idx, self.instant.t)
             self.health.fail(idx, version, self.jobs,
                              lambda j, why: self.interrupt(j, why, counts_retry=False))
         elif kind is Due.NODE_REPAIR:
@@ -330,7 +330,7 @@ class RunState:
             return
         self.events_processed += 1
         if not self._withdraw(job):  # waiting out its retry delay: queueing too (as on RETRY)
-            job.queue_time += self.env._now - job.queued_since
+            job.queue_time += self.instant.t - job.queued_since
         self.finalize(job, KILLED, EventKind.KILL, "max_lifetime")
 
     def _withdraw(self, job: JobState) -> bool:
@@ -357,7 +357,7 @@ class RunState:
         elif kind is Due.FAIL:
             self.interrupt(job, "attempt failed", counts_retry=True)
         elif kind is Due.RETRY:
-            waited = self.env._now - job.queued_since
+            waited = self.instant.t - job.queued_since
             self.record(job, EventKind.RETRY)
             self.enqueue(job)
             job.queued_since -= waited  # the retry delay counts as queueing
@@ -388,8 +388,8 @@ class RunState:
             return lost * gpus
         job.restarts += 1
         transition(job, RETRYING)
-        job.queued_since = self.env._now
-        self.agenda.schedule(self.env._now + self.engine_params["retry_delay"], Due.RETRY,
+        job.queued_since = self.instant.t
+        self.agenda.schedule(self.instant.t + self.engine_params["retry_delay"], Due.RETRY,
                              job.idx, job.version)
         return lost * gpus
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from mypy_extensions import mypyc_attr
 
 from sim.agenda import Agenda, Due
+from sim.instant import Instant
 from sim.jobstate import RUNNING, JobState, plain_spec
 from sim.model import MILLI
 from sim.speed import SpeedChain
@@ -23,14 +24,22 @@ from sim.speed import SpeedChain
 class Progress:
     """Advances jobs, reschedules their completions and accounts GPU time held."""
 
-    def __init__(self, agenda: Agenda, chain: SpeedChain, clock: Callable[[], float]) -> None:
+    def __init__(self, agenda: Agenda, chain: SpeedChain,
+                 clock: Callable[[], float] | Instant) -> None:
         self.agenda = agenda
         self.chain = chain
         self._clock = clock
+        # the engine's own clock is read as a native field (`sim.instant`), any other
+        # clock through a call
+        self._at: Instant | None = clock if isinstance(clock, Instant) else None
+
+    def _now(self) -> float:
+        at = self._at
+        return at.t if at is not None else self._clock()
 
     def advance(self, job: JobState) -> None:
         """Bring `work` and the last checkpoint up to now."""
-        now = self._clock()
+        now = self._now()
         if job.status != RUNNING or now <= job.seg_start:
             return
         c = None if plain_spec(job.spec) else job.spec.checkpoint_interval
@@ -44,7 +53,7 @@ class Progress:
 
     def account(self, job: JobState) -> None:
         """Add the GPU time held since `held_since` (at the current share) and restart it."""
-        now = self._clock()
+        now = self._now()
         held = now - job.held_since
         job.run_time += held
         job.gpu_seconds += held * len(job.gpus) * job.milli / MILLI
@@ -62,8 +71,8 @@ class Progress:
         if resume_at is not None:
             job.seg_start = resume_at
             job.run_start = resume_at
-        elif job.seg_start < self._clock():
-            job.seg_start = self._clock()
+        elif job.seg_start < self._now():
+            job.seg_start = self._now()
         self.agenda.bump(job)
         if reschedule:
             self.schedule_finish(job)

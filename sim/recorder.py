@@ -34,6 +34,7 @@ from mypy_extensions import mypyc_attr
 
 from sim.cluster import ClusterState
 from sim.fragmentation import fgd_node, size_distribution
+from sim.instant import Instant
 from sim.jobstate import JobState
 from sim.model import MILLI, EventKind, JobSpec
 from sim.queue import PendingQueue
@@ -226,9 +227,12 @@ def _timeline_store() -> list[array]:
 class Recorder:
     """Event, timeline and node rows of one run, column-wise."""
 
-    def __init__(self, topo: Topology, clock: Callable[[], float]) -> None:
+    def __init__(self, topo: Topology, clock: Callable[[], float] | Instant) -> None:
         self.topo = topo
         self._clock = clock
+        # the engine's own clock is read as a native field (`sim.instant`), any other
+        # clock through a call
+        self._at: Instant | None = clock if isinstance(clock, Instant) else None
         self._events: list[Any] = []  # flat: EVENT_COLUMNS values of the latest rows
         self._ev = _EventColumns()  # the rows before them, packed
         self.event_count = 0  # events recorded (kept or not)
@@ -251,6 +255,10 @@ class Recorder:
         self.timeline_mode = "full"
         self.timeline_interval = 3600.0
 
+    def _now(self) -> float:
+        at = self._at
+        return at.t if at is not None else self._clock()
+
     def configure(self, *, events: bool = True, timeline: str = "full",
                   interval: float = 3600.0) -> None:
         """What to keep: event rows or not; the timeline in full, coarse or off."""
@@ -272,7 +280,7 @@ class Recorder:
             gpus = job.gpus
             cells = self._cells.get(gpus) if gpus else ""
             ev = self._events
-            ev.extend((self._clock(), job_id or s.job_id, kind._value_, s.num_gpus,
+            ev.extend((self._now(), job_id or s.job_id, kind._value_, s.num_gpus,
                        self.cells(gpus) if cells is None else cells, detail))
             if len(ev) >= _EV_FLAT:
                 self._events = []
@@ -280,7 +288,7 @@ class Recorder:
 
     def node(self, name: str, kind: str) -> None:
         """One row of nodes.parquet (a failure or a repair) now."""
-        self.nodes.append((self._clock(), name, kind, self.event_count))
+        self.nodes.append((self._now(), name, kind, self.event_count))
 
     def cells(self, gpus: tuple[int, ...]) -> str:
         """'node:k;node:k' of a placement, nodes in first-use order."""
@@ -321,7 +329,7 @@ class Recorder:
         if state == self._last:
             return
         self._last = state
-        now = self._clock()
+        now = self._now()
         row = (now, healthy, busy, busy / healthy if healthy else 0.0, c.fragmentation,
                c.fragmentation_fgd, pending, running, queue.blocked_free(healthy - busy))
         tl = self._tl
