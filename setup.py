@@ -11,8 +11,8 @@ policy's per-pass bookkeeping (5.3-5.5 -> 4.2 CPU s in the loop), and the
 priority policies' pass: `PriorityPolicy`'s walk and index, the victim searches, and
 Tiresias and SJF/SRTF built on them (tiresias-las on 200,000 jobs: 18.1 -> 13.4 CPU s
 in the loop), fifo and fifo-backfill (the baseline: their pass runs at every
-event), and the multi-tenant policies' mirror of the engine (drf and capacity sync it at
-every pass). Researchers' own policies, placers and speed factors subclass the compiled
+event), and the mirrors of the engine that the multi-tenant and quota policies (drf,
+capacity, hai, quota-priority) bring up to date at every pass. Researchers' own policies, placers and speed factors subclass the compiled
 classes as before (each is marked `allow_interpreted_subclasses`; what a subclass
 overrides, class attributes included, is what the compiled code calls and reads). A
 compiled module checks a class-typed argument on entry, so where a caller may hand in
@@ -59,6 +59,8 @@ COMPILED = [
     "policies/priority.py",
     # the multi-tenant policies' (drf, capacity) mirror of the engine, synced every pass
     "policies/queues.py",
+    # hai's and quota-priority's mirror of the engine, polled at every pass
+    "policies/quota_files.py",
     "policies/victims.py",
     "policies/tiresias.py",
     "policies/sjf.py",

@@ -14,15 +14,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from mypy_extensions import mypyc_attr
 
 from sim.errors import InvalidParameter, did_you_mean
 from sim.jobstate import FINAL, HELD, PENDING, RETRYING, RUNNING, WAITING, JobState
 from sim.model import PRIORITY_NAMES
 from topologies.native import load_yaml
 
-if TYPE_CHECKING:
-    from sim.context import SchedContext
+Ctx = Any
+"""The context a pass gets (`sim.context.SchedContext`); compiled, an argument typed by
+class would be checked at each call."""
 
 # --- HAI priority levels (conf/server_flags TASK_PRIORITY of hai-platform) ---
 
@@ -166,6 +169,7 @@ _UNSET = object()
 _NOTHING = Changes((), (), (), ())
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class LiveJobs:
     """The running and pending jobs a policy knows of, kept in step with the engine.
 
@@ -186,7 +190,7 @@ class LiveJobs:
         self._next: Any = _UNSET  # the job at `cursor` (None past the last one)
         self._due: list[float] = []  # when retrying jobs come back to the queue
 
-    def _arrivals(self, ctx: SchedContext) -> list[JobState]:
+    def _arrivals(self, ctx: Ctx) -> list[JobState]:
         out = []
         job = self._next
         # by status, not by submit time: the engine submits in this order, and its clock
@@ -201,7 +205,7 @@ class LiveJobs:
         self._next = job
         return out
 
-    def poll(self, ctx: SchedContext) -> Changes:
+    def poll(self, ctx: Ctx) -> Changes:
         """Bring the known sets up to date and say what changed."""
         if self._next is _UNSET:
             try:
