@@ -1,23 +1,24 @@
 """Build: the engine's hot modules compiled to C extensions by mypyc, else pure Python.
 
-The modules in `COMPILED` are the engine's per-event path (the loop, the cluster state and
-its indexes, the queue, the agenda, progress, recording, the base placer). mypyc compiles
-them from the same typed source, with the same semantics (the whole test suite and the
-golden baselines run on either build), and that cuts the engine's time per event by
-about 40 % (fifo on full Philly: 19.4 -> 11.5 us). Everything else (policies, readers,
-metrics, the CLI) stays interpreted, but for HiveD's cell algorithm (its per-pass cost is
-walking its own cell trees: hived on full Philly 7.8 -> 6.7 CPU s in the loop) and its
-policy's per-pass bookkeeping (5.3-5.5 -> 4.2 CPU s in the loop), and the
-priority policies' pass: `PriorityPolicy`'s walk and index, the victim searches, and
-Tiresias and SJF/SRTF built on them (tiresias-las on 200,000 jobs: 18.1 -> 13.4 CPU s
-in the loop), fifo and fifo-backfill (the baseline: their pass runs at every
-event), and the mirrors of the engine that the multi-tenant and quota policies (drf,
-capacity, hai, quota-priority) bring up to date at every pass. Researchers' own policies, placers and speed factors subclass the compiled
-classes as before (each is marked `allow_interpreted_subclasses`; what a subclass
-overrides, class attributes included, is what the compiled code calls and reads). A
-compiled module checks a class-typed argument on entry, so where a caller may hand in
-an object of another class with the same methods (hived's narrowed per-VC context),
-the parameter is typed by a protocol (`sim.interfaces.PolicyContext`) or `Any`.
+The modules in `COMPILED` are the engine's per-event path (the loop, the cluster state
+and its indexes, the queue, the agenda, progress, recording, the base placer). mypyc
+compiles them from the same typed source, with the same semantics (the whole test suite
+and the golden baselines run on either build), and that cuts the engine's time per event
+by about 40 % (fifo on full Philly: 19.4 -> 11.5 us). Everything else (policies,
+readers, metrics, the CLI) stays interpreted, but for HiveD's cell algorithm (its
+per-pass cost is walking its own cell trees: hived on full Philly 7.8 -> 6.7 CPU s in
+the loop) and its policy's per-pass bookkeeping (5.3-5.5 -> 4.2 CPU s in the loop), and
+the priority policies' pass: `PriorityPolicy`'s walk and index, the victim searches, and
+Tiresias and SJF/SRTF built on them (tiresias-las on 200,000 jobs: 18.1 -> 13.4 CPU s in
+the loop), fifo and fifo-backfill (the baseline: their pass runs at every event), and
+the mirrors of the engine that the multi-tenant and quota policies (drf, capacity, hai,
+quota-priority) bring up to date at every pass. Researchers' own policies, placers and
+speed factors subclass the compiled classes as before (each is marked
+`allow_interpreted_subclasses`; what a subclass overrides, class attributes included, is
+what the compiled code calls and reads). A compiled module checks a class-typed argument
+on entry, so where a caller may hand in an object of another class with the same methods
+(hived's narrowed per-VC context), the parameter is typed by a protocol
+(`sim.interfaces.PolicyContext`) or `Any`.
 
 Set `SCHEDLAB_PURE=1` when installing to skip compilation (pure Python throughout, e.g. to
 edit these modules without rebuilding); without a C compiler or mypyc, or if compilation

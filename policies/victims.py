@@ -24,6 +24,7 @@ from sim.interfaces import PolicyContext
 from sim.jobstate import JobState
 from sim.model import MILLI, Unschedulable, job_milli
 from sim.registry import PLACERS
+from sim.roles import held_gpus, held_nodes
 
 Key = tuple[Any, ...]
 
@@ -309,7 +310,9 @@ def _what_if(ctx: PolicyContext, job: JobState, chosen: list[JobState]
     """Where `job` goes if `chosen` stop; only the victims holding a chosen GPU stop.
 
     A job asking for CPUs, memory or disk stops every victim on the placement's nodes
-    (the what-if counted their host share as free there).
+    (the what-if counted their host share as free there). What a victim holds is all it
+    holds: the non-gang tasks of a job with roles too, which the what-if freed with it
+    (`sim.roles.held_gpus`).
     """
     got = ctx.place_if_freed(job, chosen)
     if isinstance(got, Unschedulable):
@@ -318,9 +321,9 @@ def _what_if(ctx: PolicyContext, job: JobState, chosen: list[JobState]
     if s.num_cpus > 0 or s.mem_gb > 0 or s.disk_gb > 0:
         gnode = ctx.topology.gpu_node
         nodes = {gnode[g] for g in got}
-        return [v for v in chosen if any(gnode[g] in nodes for g in v.gpus)], got
+        return [v for v in chosen if not nodes.isdisjoint(held_nodes(v, gnode))], got
     used = set(got)
-    return [v for v in chosen if used.intersection(v.gpus)], got
+    return [v for v in chosen if not used.isdisjoint(held_gpus(v))], got
 
 
 def _one_node_victims(ctx: PolicyContext, job: JobState,

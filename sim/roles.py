@@ -199,6 +199,24 @@ def drop_tasks(cluster: Any, job: Any, side_jobs: dict[int, Any], now: float) ->
     side_jobs.pop(job.idx, None)
 
 
+def held_gpus(job: Any) -> tuple[int, ...]:
+    """Every GPU a running job holds: its gang's (`job.gpus`) and its non-gang tasks'."""
+    side = job.side
+    if not side:
+        return job.gpus
+    return (*job.gpus, *(g for v in side.values() if v for g in v[0].gpus))
+
+
+def held_nodes(job: Any, gpu_node: Any) -> set[int]:
+    """Every node where a running job holds GPUs or host resources (tasks of roles too)."""
+    nodes = {gpu_node[g] for g in held_gpus(job)}
+    nodes.update(t.node for t in job.tasks)
+    nodes.update(v[0].node for v in (job.side or {}).values() if v)
+    if job.node >= 0:  # a CPU-only job's host placement
+        nodes.add(job.node)
+    return nodes
+
+
 def side_gpu_seconds(job: Any, now: float) -> float:
     """GPU-seconds the job's running non-gang tasks have held since they started."""
     return sum((now - v[2]) * len(v[0].gpus) for v in (job.side or {}).values() if v)

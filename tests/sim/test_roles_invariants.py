@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -131,3 +132,23 @@ def test_roles_never_partly_running_nor_over_committed(specs: list[JobSpec], pol
     assert run.cluster.free_whole == TOPO.num_gpus - sum(
         n.num_gpus for i, n in enumerate(TOPO.nodes) if not run.cluster.node_up[i])
     assert run.cluster.node_cpu_free == [16.0, 16.0]
+
+
+@pytest.mark.parametrize("policy", ["srtf", "tiresias-las"])
+def test_a_victim_holds_its_non_gang_tasks_gpus_too(policy: str) -> None:
+    """j2's non-gang worker holds GPUs 0-2 (its gang only 4-5) when j0 arrives: freeing
+    j2 is what makes room for j0, so j2 must be stopped before j0 starts there (once, a
+    victim whose gang held none of the chosen GPUs was left running: an invalid Start)."""
+    specs = (
+        JobSpec("j0", 6.0, 4, 5.0, user="u0", num_cpus=8.0),
+        JobSpec("j1", 0.0, 0, 5.0, user="u1", tasks=(TaskRole("ps", 1, 0),)),
+        JobSpec("j2", 0.0, 2, 12.0, user="u0", gpus_per_task=2,
+                tasks=(TaskRole("ps", 1, 2), TaskRole("worker", 1, 3, gang=False))),
+        JobSpec("j3", 0.0, 4, 5.0, user="u1", num_cpus=8.0),
+    )
+    sim = Simulation(Trace("roles", specs), TOPO, checked(policy), seed=1)
+    run = sim.start()
+    run.env.run()
+    check_state(run)
+    r = sim.result(run, 0.0)
+    assert (r.jobs.status == "completed").all()
