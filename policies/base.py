@@ -15,6 +15,13 @@ if TYPE_CHECKING:
 _PLAIN_CONTEXTS: set[type] = set()  # context classes found to offer no `owns`
 
 
+Ctx = Any
+"""What a compiled policy's hooks receive: the run's `SchedContext`, or a context narrowed
+to part of the run that offers the same methods (hived's per-VC queues). Typed `Any`
+rather than `SchedContext`: a compiled function checks a class-typed argument on entry (a
+narrowed context is no subclass), and subclasses annotate theirs as they like."""
+
+
 def owner(ctx: Any) -> Callable[[JobState], bool] | None:
     """`ctx.owns` of a context narrowed to part of the run (hived's per-VC queues), else None.
 

@@ -4,18 +4,13 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterator
-from typing import Any
 
 from mypy_extensions import mypyc_attr
 
-from policies.base import Policy
+from policies.base import Ctx, Policy
 from sim.context import SchedContext, start_on
 from sim.jobstate import JobState
 from sim.model import Decision, Placement, Unschedulable, class_over_free
-
-Ctx = Any
-"""The context a pass gets: a `SchedContext`, or a narrowed one of hived's queues (no
-subclass of it). Compiled, an argument typed by class is checked at each call."""
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 from mypy_extensions import mypyc_attr
 from sortedcontainers import SortedList
 
-from policies.base import Policy, owner
+from policies.base import Ctx, Policy, owner
 from policies.victims import VictimPool, find_victims, free_milli
 from sim.context import SchedContext as SchedContext  # re-exported: policies import it here
 from sim.context import start_on
@@ -32,11 +32,6 @@ Key = tuple[Any, ...]
 Search = Callable[[Any, JobState, Key, VictimPool],
                   tuple[list[JobState], tuple[int, ...]] | None]
 """A victim search: (ctx, job, its key, pool) -> (victims, placement) or None."""
-Ctx = Any
-"""What `PriorityPolicy`'s methods receive: the run's `SchedContext`, or a context narrowed
-to part of the run that offers the same methods (hived's per-VC queues). Typed `Any` rather
-than `SchedContext`: this module is compiled, where a method checks a class-typed argument
-on entry (a narrowed context is no subclass), and subclasses annotate theirs as they like."""
 
 
 def _owner(ctx: Any) -> Callable[[JobState], bool] | None:

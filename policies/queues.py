@@ -20,7 +20,7 @@ from typing import Any
 
 from mypy_extensions import mypyc_attr
 
-from policies.base import owner
+from policies.base import Ctx, owner
 from sim.errors import InvalidParameter, InvalidTopology
 from sim.jobstate import PENDING, RETRYING, RUNNING, WAITING, JobState
 from sim.model import MILLI, JobSpec, job_milli
@@ -29,9 +29,6 @@ from topologies.tree import QueueSpec, Topology
 
 EPS = 1e-9
 
-Ctx = Any
-"""The context a pass gets: a `SchedContext`, or a narrowed one of hived's queues (no
-subclass of it). Compiled, an argument typed by class is checked at each call."""
 
 Vec = tuple[float, float, float]  # GPUs (whole-GPU units), CPUs, memory GB
 

@@ -18,14 +18,11 @@ from typing import Any
 
 from mypy_extensions import mypyc_attr
 
+from policies.base import Ctx
 from sim.errors import InvalidParameter, did_you_mean
 from sim.jobstate import FINAL, HELD, PENDING, RETRYING, RUNNING, WAITING, JobState
 from sim.model import PRIORITY_NAMES
 from topologies.native import load_yaml
-
-Ctx = Any
-"""The context a pass gets (`sim.context.SchedContext`); compiled, an argument typed by
-class would be checked at each call."""
 
 # --- HAI priority levels (conf/server_flags TASK_PRIORITY of hai-platform) ---
 

@@ -17,13 +17,9 @@ from typing import Any
 
 from mypy_extensions import mypyc_attr
 
-from policies.base import owner
+from policies.base import Ctx, owner
 from sim.jobstate import HELD, PENDING, RETRYING, JobState
 from sim.model import Reject
-
-Ctx = Any
-"""A run's context, or hived's narrowed one (`_QueueContext`, which is no `SchedContext`):
-compiled, a class-typed argument is checked on entry, so contexts are `Any` here."""
 
 LEFT = frozenset({"finish", "fail", "kill", "retry"})  # events after which a job may move
 
