@@ -241,10 +241,17 @@ class ClusterState:
                         sh -= bits
                     if new == old:
                         continue
-                    if old >= 0:
-                        del lst[bisect_left(lst, old)]
-                    insort(lst, new)
                     keys[c] = new
+                    if old >= 0:
+                        at = bisect_left(lst, old)
+                        # still between the same neighbours (nearly half the re-keys of
+                        # full Philly under fifo): the new code takes the old one's place
+                        if (new > old and (at + 1 == len(lst) or lst[at + 1] > new)) or (
+                                new < old and (at == 0 or lst[at - 1] < new)):
+                            lst[at] = new
+                            continue
+                        del lst[at]
+                    insort(lst, new)
                 elif old >= 0:
                     del lst[bisect_left(lst, old)]
                     keys[c] = -1

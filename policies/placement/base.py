@@ -79,15 +79,28 @@ def take_gpus(cluster: ClusterView, cell: int, n: int) -> list[int]:
     """Pick n whole free GPUs under `cell`, filling the fullest sub-cells first.
 
     Best fit: the fullest child that still holds all n, else the children from the most
-    free down. Inside a GPU parent (as many children as GPUs) one GPU is simply the first
-    free one.
+    free down. Inside a GPU parent (as many children as GPUs) that is simply the first n
+    free GPUs, and a cell with exactly n free gives all of them: both are read off the
+    GPUs' free counts directly (the same GPUs the search picks; callers sort them).
     """
-    if n == 1 and isinstance(cluster, ClusterState):  # the common case, from its tables
+    free_milli = cluster.gpu_free
+    if isinstance(cluster, ClusterState):  # the common cases, from its tables
         lo, hi = cluster.layout.gpu_span[cell]
-        free_milli = cluster.gpu_free
-        for g in range(lo, hi):
-            if free_milli[g] == MILLI:
-                return [g]
+        if hi:
+            if n == 1:
+                for g in range(lo, hi):
+                    if free_milli[g] == MILLI:
+                        return [g]
+            else:
+                first: list[int] = []
+                for g in range(lo, hi):
+                    if free_milli[g] == MILLI:
+                        first.append(g)
+                        if len(first) == n:
+                            return first
+    if cluster.cell_free[cell] == n:
+        whole = cluster.topo.cells[cell]
+        return [g for g in range(whole.gpu_lo, whole.gpu_hi) if free_milli[g] == MILLI]
     topo = cluster.topo
     c = topo.cells[cell]
     if c.level == Level.GPU:
