@@ -168,6 +168,16 @@ class ClusterState:
         self._fgd_memo: dict[tuple[int, int, tuple[int, ...]], float] | None = getattr(
             fgd, "memo", None)
         self._node_fgd: list[float] = [0.0] * len(topo.nodes)
+        # per node: the FGD of its state with k whole GPUs free and none shared, at index
+        # k (NaN until first asked), one list shared by the nodes of one capacity: the
+        # common state read by index, not by a memo keyed on a new tuple per change
+        self._fgd_whole: list[list[float]] = []
+        if fgd is not None:
+            by_cap: dict[int, list[float]] = {}
+            for n in topo.nodes:
+                if n.num_gpus not in by_cap:
+                    by_cap[n.num_gpus] = [math.nan] * (n.num_gpus + 1)
+                self._fgd_whole.append(by_cap[n.num_gpus])
         self.fgd_sum = 0.0
         if fgd is not None:
             for n in topo.nodes:
@@ -242,16 +252,24 @@ class ClusterState:
                     if new == old:
                         continue
                     keys[c] = new
-                    if old >= 0:
-                        at = bisect_left(lst, old)
-                        # still between the same neighbours (nearly half the re-keys of
-                        # full Philly under fifo): the new code takes the old one's place
-                        if (new > old and (at + 1 == len(lst) or lst[at + 1] > new)) or (
-                                new < old and (at == 0 or lst[at - 1] < new)):
+                    if old < 0:
+                        insort(lst, new)
+                        continue
+                    at = bisect_left(lst, old)
+                    # still between the same neighbours (nearly half the re-keys of full
+                    # Philly under fifo): the new code takes the old one's place; else
+                    # it moves, on the side of its old place it lies on
+                    if new > old:
+                        if at + 1 == len(lst) or lst[at + 1] > new:
                             lst[at] = new
-                            continue
+                        else:
+                            del lst[at]
+                            insort(lst, new, at)
+                    elif at == 0 or lst[at - 1] < new:
+                        lst[at] = new
+                    else:
                         del lst[at]
-                    insort(lst, new)
+                        insort(lst, new, 0, at)
                 elif old >= 0:
                     del lst[bisect_left(lst, old)]
                     keys[c] = -1
@@ -284,6 +302,14 @@ class ClusterState:
                 dirty.add(node)
         fgd = self._fgd
         if fgd is not None:
+            if self.node_up[node] and not self._node_partial[node]:
+                whole = self._fgd_whole[node]
+                v = whole[new_free]
+                if v != v:  # not asked yet
+                    v = whole[new_free] = fgd(cap, new_free, ())
+                self.fgd_sum += v - self._node_fgd[node]
+                self._node_fgd[node] = v
+                return
             partial: tuple[int, ...] = ()
             if self._node_partial[node]:
                 cell = self.topo.cells[self._node_cell[node]]
