@@ -13,7 +13,7 @@ from __future__ import annotations
 import heapq
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 from mypy_extensions import mypyc_attr
 from sortedcontainers import SortedList
@@ -159,7 +159,7 @@ class ClassHeads:
         return self._first
 
 
-CLASS_WALK_MAX = 64
+CLASS_WALK_MAX: Final = 64
 """Above this many request classes a walk goes down the queue itself: the merge of the
 class heads costs one step per class and pass, the plain walk one per job visited."""
 
@@ -396,7 +396,7 @@ class _Walk:
         return low is None or bool(low <= key)
 
 
-_UNUSED: SortedList = SortedList()  # the queue argument of a walk that merges class heads
+_UNUSED: Final[SortedList] = SortedList()  # the queue argument of a walk that merges class heads
 
 STOP_PARAM = Param(
     "suspend", as_choice("preempt", "suspend"),

@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from mypy_extensions import mypyc_attr
 
@@ -27,7 +27,7 @@ from sim.model import MILLI, JobSpec, job_milli
 from topologies.native import load_yaml, parse_queues
 from topologies.tree import QueueSpec, Topology
 
-EPS = 1e-9
+EPS: Final = 1e-9
 
 
 Vec = tuple[float, float, float]  # GPUs (whole-GPU units), CPUs, memory GB

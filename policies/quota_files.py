@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Final
 
 from mypy_extensions import mypyc_attr
 
@@ -26,11 +26,11 @@ from topologies.native import load_yaml
 
 # --- HAI priority levels (conf/server_flags TASK_PRIORITY of hai-platform) ---
 
-HAI_LEVELS: Mapping[str, int] = MappingProxyType(
+HAI_LEVELS: Final[Mapping[str, int]] = MappingProxyType(
     {k: v for k, v in PRIORITY_NAMES.items() if k != "AUTO"})
 """Level name -> value, highest first (the order AUTO tries them in)."""
 
-AUTO = PRIORITY_NAMES["AUTO"]
+AUTO: Final = PRIORITY_NAMES["AUTO"]
 """The AUTO pseudo-level: the highest level at which the user still has quota room."""
 
 LEVEL_NAME: Mapping[int, str] = MappingProxyType(
@@ -162,8 +162,8 @@ class Changes:
         return bool(self.arrived or self.requeued or self.stopped or self.dropped)
 
 
-_UNSET = object()
-_NOTHING = Changes((), (), (), ())
+_UNSET: Final = object()
+_NOTHING: Final = Changes((), (), (), ())
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from operator import attrgetter
+from typing import Final
 
 import numpy as np
 from mypy_extensions import mypyc_attr
@@ -31,8 +32,8 @@ def _size(spec: JobSpec, work: float, weight: str) -> float:
     return work * spec.num_gpus * spec.gpu_share if weight == "gpus" else work
 
 
-_STATE = attrgetter("work", "rate", "seg_start")  # what a running key is computed from
-_VERSION = attrgetter("version")  # bumped whenever `_STATE` of a running job changes
+_STATE: Final = attrgetter("work", "rate", "seg_start")  # what a running key is computed from
+_VERSION: Final = attrgetter("version")  # bumped whenever `_STATE` of a running job changes
 
 WEIGHT_PARAM = Param("none", as_choice("none", "gpus"),
                      "job size: none = run time, gpus = GPU time (run time x GPUs)")
@@ -117,8 +118,16 @@ class SrtfPolicy(PriorityPolicy):
         return build
 
 
-_WORK, _RATE, _SEG, _DUR, _SUB, _WEIGHT = range(6)  # the float columns of `_Columns`
-_IDX, _RANK, _VER = range(3)  # its int columns
+# the float columns of `_Columns`, then its int columns (Final: compiled, inlined)
+_WORK: Final = 0
+_RATE: Final = 1
+_SEG: Final = 2
+_DUR: Final = 3
+_SUB: Final = 4
+_WEIGHT: Final = 5
+_IDX: Final = 0
+_RANK: Final = 1
+_VER: Final = 2
 
 
 class _Columns:

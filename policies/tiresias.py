@@ -61,12 +61,12 @@ each time the sample grows by 10%), or a file of samples. A job past every sampl
 
 from __future__ import annotations
 
+import bisect
 import csv
 import heapq
 import math
-from bisect import bisect_left, bisect_right, insort
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 from mypy_extensions import mypyc_attr
@@ -78,7 +78,12 @@ from sim.jobstate import PENDING, RUNNING, JobState
 from sim.model import MILLI
 from sim.params import Param, as_choice, as_float, as_int
 
-EPS = 1e-6
+# bisect's functions as statics of the compiled module (not looked up by name at each call)
+bisect_left: Final = bisect.bisect_left
+bisect_right: Final = bisect.bisect_right
+insort: Final = bisect.insort
+
+EPS: Final = 1e-6
 
 
 def as_thresholds(v: Any) -> tuple[float, ...]:

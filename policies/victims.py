@@ -10,12 +10,12 @@ enough whole nodes for a large job) are checked before any what-if.
 
 from __future__ import annotations
 
+import bisect
 import math
-from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
 from operator import itemgetter
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 from mypy_extensions import mypyc_attr
@@ -37,9 +37,13 @@ def free_milli(ctx: PolicyContext) -> int:
 
 
 Spans = tuple[tuple[int, int], ...]  # (node, GPUs held there) of a running job
-_FIRST = itemgetter(0)
-_SECOND = itemgetter(1)
-_LAST = itemgetter(-1)
+_FIRST: Final = itemgetter(0)
+_SECOND: Final = itemgetter(1)
+_LAST: Final = itemgetter(-1)
+# bisect's functions as statics of the compiled module (not looked up by name at each call)
+bisect_left: Final = bisect.bisect_left
+bisect_right: Final = bisect.bisect_right
+insort: Final = bisect.insort
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)

@@ -17,6 +17,7 @@ import heapq
 import math
 from collections.abc import Callable, Sequence
 from enum import StrEnum
+from typing import Final
 
 from mypy_extensions import mypyc_attr
 
@@ -36,9 +37,12 @@ class Due(StrEnum):
     NODE_REPAIR = "node_repair"
 
 
-VERSIONED = frozenset({Due.FINISH, Due.FAIL, Due.RETRY})
+VERSIONED: Final = frozenset({Due.FINISH, Due.FAIL, Due.RETRY})
 Entry = tuple[float, int, Due, int, int]  # time, sequence, kind, job or node, version
-_COMPACT_AT = 1024
+_COMPACT_AT: Final = 1024
+# heapq's functions as statics of the compiled module (not looked up by name at each call)
+heappush: Final = heapq.heappush
+heappop: Final = heapq.heappop
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -58,7 +62,7 @@ class Agenda:
         """Add an entry; versioned kinds are stale once the job's version moves on."""
         self._seq += 1
         heap = self.heap
-        heapq.heappush(heap, (t, self._seq, kind, idx, version))
+        heappush(heap, (t, self._seq, kind, idx, version))
         if len(heap) > self._compact_at:
             self.compact()
 
@@ -86,7 +90,7 @@ class Agenda:
         while heap:
             head = heap[0]
             if head[2] in VERSIONED and jobs[head[3]].version != head[4]:  # stale
-                heapq.heappop(heap)
+                heappop(heap)
             else:
                 return head[0]
         return math.inf

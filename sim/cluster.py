@@ -32,11 +32,11 @@ are updated from the nodes that changed, never recomputed over the whole cluster
 
 from __future__ import annotations
 
+import bisect
 import math
-from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Final
 
 from mypy_extensions import mypyc_attr
 
@@ -47,11 +47,16 @@ from topologies.tree import Topology
 
 __all__ = ["MILLI", "ClusterState", "job_milli"]
 
-_DOWN = -2  # holder id of the GPUs of a failed node
+# bisect's functions as statics of the compiled module (by name, each call would be
+# a dictionary lookup of the module's globals)
+bisect_left: Final = bisect.bisect_left
+insort: Final = bisect.insort
+
+_DOWN: Final = -2  # holder id of the GPUs of a failed node
 # an indexed cell, the cells whose free counts key it (itself, then its ancestors up to
 # its node) and the digit of its id in its key's code (`ClusterLayout.code_tail`)
 _Entry = tuple[int, tuple[int, ...], int]
-_LOG_LIMIT = 20_000  # live changes kept for the scratch twin before it is dropped instead
+_LOG_LIMIT: Final = 20_000  # live changes kept for the scratch twin before it is dropped instead
 
 
 def _cancelled(log: list[tuple[str, tuple[Any, ...]]]) -> set[int] | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 from mypy_extensions import mypyc_attr
@@ -65,8 +65,9 @@ def _spec(job: JobState | JobSpec, num_gpus: int | None) -> JobSpec:
     return spec
 
 
-_NEW = object.__new__
-_SET = object.__setattr__
+_NEW: Final = object.__new__
+_START_CLASS: Final = Start  # a static, not a lookup by name per start
+_SET: Final = object.__setattr__
 
 
 def start_on(job_id: str, gpus: tuple[int, ...]) -> Start:
@@ -81,7 +82,7 @@ def start_on(job_id: str, gpus: tuple[int, ...]) -> Start:
     """
     if type(gpus) is not tuple:
         return Start(job_id, gpus)
-    d = _NEW(Start)
+    d = _NEW(_START_CLASS)
     _SET(d, "job_id", job_id)
     _SET(d, "gpus", gpus)
     _SET(d, "share", "")

@@ -57,13 +57,13 @@ wraps trace loading in it). Cycles made during the run are still collected, less
 from __future__ import annotations
 
 import gc
+import heapq
 import math
 import time as _time
 from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import contextmanager
-from heapq import heappop
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import simpy
@@ -105,12 +105,18 @@ from traces.base import Trace
 
 __all__ = ["ENGINE_PARAMS", "TIMELINE_COLUMNS", "Run", "Simulation"]
 
-_NO_HOST = (0.0, 0.0, 0.0)
-_GPU_LEVEL = int(Level.GPU)  # the lowest common level of a single GPU
+# Final: compiled, each is a static of the module, not a lookup by name at each use
+heappop: Final = heapq.heappop
+_NO_HOST: Final = (0.0, 0.0, 0.0)
+_GPU_LEVEL: Final = int(Level.GPU)  # the lowest common level of a single GPU
 # decision kinds as tuples (an `A | B` union would be built again on every isinstance)
-_STARTS = (Start, Resume)
-_STOPS = (Preempt, Suspend)
-_MOVES = (Migrate, Resize)
+_STARTS: Final = (Start, Resume)
+_STOPS: Final = (Preempt, Suspend)
+_MOVES: Final = (Migrate, Resize)
+_START: Final = EventKind.START
+_RESUME: Final = EventKind.RESUME
+_SUSPEND: Final = EventKind.SUSPEND
+_PREEMPT: Final = EventKind.PREEMPT
 GC_THRESHOLDS = (50_000, 50, 1000)
 """Collector thresholds during the engine loop (Python's defaults: 700, 10, 10)."""
 
@@ -147,10 +153,10 @@ class Run(RunState):
             job.preemptions += 1
             if isinstance(d, Suspend):
                 job.suspended = True
-                self._stop(job, self.engine_params["checkpoint_on_suspend"], EventKind.SUSPEND,
+                self._stop(job, self.engine_params["checkpoint_on_suspend"], _SUSPEND,
                            d.reason)
             else:
-                self._stop(job, False, EventKind.PREEMPT, d.reason)
+                self._stop(job, False, _PREEMPT, d.reason)
             self.stopped(job)
         elif isinstance(d, _MOVES):
             self._need(job, RUNNING, d)
@@ -298,11 +304,11 @@ class Run(RunState):
                 job.locality_level = int(self.topo.lowest_common_level(gpus))
             elif gpus:
                 job.locality_level = _GPU_LEVEL
-            self.record(job, EventKind.START, note)
+            self.record(job, _START, note)
             if not plain and s.max_lifetime:
                 self.agenda.schedule(now + s.max_lifetime, Due.LIFETIME, job.idx, -1)
         else:
-            self.record(job, EventKind.RESUME, ";".join(
+            self.record(job, _RESUME, ";".join(
                 x for x in (note, f"restore={overhead:g}" if overhead else "") if x))
         job.suspended = False
         self.progress.schedule_finish(job)

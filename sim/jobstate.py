@@ -10,19 +10,20 @@ from mypy_extensions import mypyc_attr
 from sim.errors import SimError
 from sim.model import PLAIN_REST, JobSpec, JobStatus, request_class
 
-WAITING = JobStatus.WAITING
-HELD = JobStatus.HELD
-PENDING = JobStatus.PENDING
-RUNNING = JobStatus.RUNNING
-RETRYING = JobStatus.RETRYING
-COMPLETED = JobStatus.COMPLETED
-FAILED = JobStatus.FAILED
-KILLED = JobStatus.KILLED
-REJECTED = JobStatus.REJECTED
-FINAL = (COMPLETED, FAILED, KILLED, REJECTED, JobStatus.UNFINISHED)
+# Final: compiled, each is a static of the module, not a lookup by name at each use
+WAITING: Final = JobStatus.WAITING
+HELD: Final = JobStatus.HELD
+PENDING: Final = JobStatus.PENDING
+RUNNING: Final = JobStatus.RUNNING
+RETRYING: Final = JobStatus.RETRYING
+COMPLETED: Final = JobStatus.COMPLETED
+FAILED: Final = JobStatus.FAILED
+KILLED: Final = JobStatus.KILLED
+REJECTED: Final = JobStatus.REJECTED
+FINAL: Final = (COMPLETED, FAILED, KILLED, REJECTED, JobStatus.UNFINISHED)
 
 # the job state machine of the seeds: every other transition is an engine bug
-TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {
+TRANSITIONS: Final[dict[JobStatus, frozenset[JobStatus]]] = {
     WAITING: frozenset({HELD, PENDING, REJECTED, KILLED}),
     HELD: frozenset({PENDING, KILLED}),
     # pending -> failed: stopped by the policy once too often without progress
@@ -46,7 +47,7 @@ def plain_spec(spec: Any) -> bool:
     return type(spec) is JobSpec and getattr(spec, "_rest", None) is _PLAIN_REST
 
 
-_PLAIN_CLASSES: dict[tuple[int, str], tuple[Any, ...]] = {}
+_PLAIN_CLASSES: Final[dict[tuple[int, str], tuple[Any, ...]]] = {}
 """`request_class` of plain specs by (GPUs, GPU type): nothing else of theirs is in it."""
 
 
@@ -91,7 +92,7 @@ class _Rare:
         self.fit_gpus = 0
 
 
-_DEFAULTS = _Rare()
+_DEFAULTS: Final = _Rare()
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)

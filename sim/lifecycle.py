@@ -10,7 +10,7 @@ application of the policy's decisions on top.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 import simpy
@@ -48,7 +48,9 @@ if TYPE_CHECKING:
     from sim.context import SchedContext
     from sim.engine import Simulation
 
-_FINISH = Due.FINISH
+_FINISH: Final = Due.FINISH
+_SUBMIT: Final = EventKind.SUBMIT
+_FINISHED: Final = EventKind.FINISH
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -233,7 +235,7 @@ class RunState:
         """A job is submitted: held for its dependencies, queued, or rejected at once."""
         self.events_processed += 1
         s = job.spec
-        self.record(job, EventKind.SUBMIT, "waiting for " + ";".join(s.depends_on)
+        self.record(job, _SUBMIT, "waiting for " + ";".join(s.depends_on)
                     if job.deps_left else "")
         if self._observe is not None:
             self._observe(s)
@@ -349,11 +351,11 @@ class RunState:
         return True
 
     def _job_event(self, job: JobState, kind: Due) -> None:
-        if kind is Due.FINISH:
+        if kind is _FINISH:
             self.progress.advance(job)
             job.work = job.spec.duration
             self.release(job)
-            self.finalize(job, COMPLETED, EventKind.FINISH)
+            self.finalize(job, COMPLETED, _FINISHED)
         elif kind is Due.FAIL:
             self.interrupt(job, "attempt failed", counts_retry=True)
         elif kind is Due.RETRY:

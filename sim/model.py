@@ -10,11 +10,11 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from enum import IntEnum, StrEnum
-from typing import Any
+from typing import Any, Final
 
 from sim.compact import compact, exactly, layout, record
 
-MILLI = 1000
+MILLI: Final = 1000  # inlined by the compiled modules
 """One whole GPU in milli-GPUs: capacity is counted in integers so shares never drift."""
 
 

@@ -10,10 +10,10 @@ could use.
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right, insort
+import bisect
 from collections.abc import Iterable, Iterator
 from itertools import islice
-from typing import Any
+from typing import Any, Final
 
 from mypy_extensions import mypyc_attr
 from sortedcontainers import SortedList
@@ -23,8 +23,14 @@ from sim.model import MILLI, job_milli
 
 QueueKey = tuple[float, int]
 
+# bisect's functions as statics of the compiled module (by name, each call would be a
+# dictionary lookup of the module's globals)
+bisect_left: Final = bisect.bisect_left
+bisect_right: Final = bisect.bisect_right
+insort: Final = bisect.insort
 
-SMALL = 2048
+
+SMALL: Final = 2048
 """Up to this many entries a `SortedKeys` is a plain list (beyond, a `SortedList`)."""
 
 

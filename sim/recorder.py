@@ -27,7 +27,7 @@ import math
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 from mypy_extensions import mypyc_attr
@@ -52,12 +52,12 @@ NODE_COLUMNS = ("time", "node", "kind", "event_index")
 """nodes.parquet: failures and repairs; event_index = rows of events.parquet before it."""
 TIMELINE_MODES = ("full", "coarse", "off")
 
-_TL = len(TIMELINE_COLUMNS)
-_EV = len(EVENT_COLUMNS)
-_CELLS_CACHE = 50_000  # placements whose 'node:k;...' text is kept
-_CHUNK = 8192  # rows kept flat (event or timeline) before they are packed into columns
-_EV_FLAT = _CHUNK * _EV
-_TL_FLAT = _CHUNK * _TL
+_TL: Final = len(TIMELINE_COLUMNS)
+_EV: Final = len(EVENT_COLUMNS)
+_CELLS_CACHE: Final = 50_000  # placements whose 'node:k;...' text is kept
+_CHUNK: Final = 8192  # rows kept flat (event or timeline) before they are packed into columns
+_EV_FLAT: Final = _CHUNK * _EV
+_TL_FLAT: Final = _CHUNK * _TL
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)

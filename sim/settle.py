@@ -11,7 +11,7 @@ rejected, naming the policy. Held jobs follow their dependencies (killed with th
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from sim.jobstate import PENDING, REJECTED, JobState
 from sim.model import EventKind, Unschedulable
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = ["IDLE_PASS_LIMIT", "settle", "why_waiting"]
 
-IDLE_PASS_LIMIT = 1000
+IDLE_PASS_LIMIT: Final = 1000
 """Passes in a row with nothing running in which the policy started nothing: stuck."""
 
 

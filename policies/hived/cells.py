@@ -15,12 +15,12 @@ it; giving it back merges it with its buddies when all are free.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Self
+from typing import Any, Final, Self
 
-FREE = -2  # a leaf no job uses
-OPP = -1  # opportunistic (trace priority -1)
-MIN_GUARANTEED = 0
-MAX_GUARANTEED = 1000
+FREE: Final = -2  # a leaf no job uses
+OPP: Final = -1  # opportunistic (trace priority -1)
+MIN_GUARANTEED: Final = 0
+MAX_GUARANTEED: Final = 1000
 
 
 class Cell:

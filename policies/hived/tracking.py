@@ -13,7 +13,7 @@ queues, which offer `owns(job)`), pending jobs it does not own are left out.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Final
 
 from mypy_extensions import mypyc_attr
 
@@ -21,7 +21,7 @@ from policies.base import Ctx, owner
 from sim.jobstate import HELD, PENDING, RETRYING, JobState
 from sim.model import Reject
 
-LEFT = frozenset({"finish", "fail", "kill", "retry"})  # events after which a job may move
+LEFT: Final = frozenset({"finish", "fail", "kill", "retry"})  # events after which a job may move
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)

@@ -23,12 +23,12 @@ part of the placement: the engine asks `place_side` for each while the gang runs
 
 from __future__ import annotations
 
-from bisect import bisect_left
+import bisect
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from itertools import islice
 from operator import itemgetter
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 from mypy_extensions import mypyc_attr
 
@@ -187,10 +187,12 @@ def reject_early(job: JobSpec, cluster: ClusterView, types: list[str]) -> Placem
     return None
 
 
-_NO_NODES: frozenset[int] = frozenset()
-_LAST = itemgetter(-1)  # the cell of a tightest-cell index key
-_PLAIN: dict[type, bool] = {}  # per placer class: is its one-task search the base one?
-_NO_FIT: dict[tuple[int, int], Unschedulable] = {}
+# bisect's function as a static of the compiled module (not looked up by name at each call)
+bisect_left: Final = bisect.bisect_left
+_NO_NODES: Final[frozenset[int]] = frozenset()
+_LAST: Final = itemgetter(-1)  # the cell of a tightest-cell index key
+_PLAIN: Final[dict[type, bool]] = {}  # per placer class: is its one-task search the base one?
+_NO_FIT: Final[dict[tuple[int, int], Unschedulable]] = {}
 """`_place_plain`'s refusals by (GPUs asked, whole GPUs free): most placements on a
 contended cluster fail, and each would otherwise build the same answer again."""
 
