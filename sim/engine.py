@@ -450,11 +450,13 @@ class Run(RunState):
         instant = self.instant  # SimPy's clock as the run's own code reads it (sim.instant)
         instant.t = env._now
         stuck = False
+        # the next arrival's submit time, read once per arrival (inf: none left)
+        na = self.next_arrival
+        next_sub = jobs[na].spec.submit_time if na < n else math.inf
         while self.open_jobs > 0:
             t = agenda.peek()  # the next instant: the next live entry or arrival
-            na = self.next_arrival
-            if na < n:
-                t = min(t, jobs[na].spec.submit_time)
+            if next_sub < t:
+                t = next_sub
             if stuck or t == math.inf:  # nothing can change any more
                 if not settle(self):
                     break
@@ -468,11 +470,11 @@ class Run(RunState):
                     yield env.timeout(t - env._now)
                     env.land(t)  # now + (t - now) can miss t by an ulp
                 instant.t = env._now
-            na = self.next_arrival
-            while na < n and jobs[na].spec.submit_time <= t:
+            while next_sub <= t:
                 self.arrive(jobs[na])
                 na += 1
                 self.next_arrival = na
+                next_sub = jobs[na].spec.submit_time if na < n else math.inf
             while (heap := agenda.heap) and heap[0][0] <= t:  # every entry due now
                 self.on_entry(heappop(heap))
             if self.side_jobs:  # non-gang tasks of jobs with roles (sim.roles)

@@ -35,6 +35,7 @@ TRANSITIONS: Final[dict[JobStatus, frozenset[JobStatus]]] = {
 
 
 _PLAIN_REST: Final = PLAIN_REST  # a static of the compiled module: no lookup by name
+_JOB_SPEC: Final = JobSpec  # likewise (plain_spec runs about ten times a job)
 
 
 def plain_spec(spec: Any) -> bool:
@@ -44,7 +45,7 @@ def plain_spec(spec: Any) -> bool:
     properties (`sim.model.PLAIN_REST`); a subclass of JobSpec, which may read its fields
     otherwise, is never plain.
     """
-    return type(spec) is JobSpec and getattr(spec, "_rest", None) is _PLAIN_REST
+    return type(spec) is _JOB_SPEC and getattr(spec, "_rest", None) is _PLAIN_REST
 
 
 _PLAIN_CLASSES: Final[dict[tuple[int, str], tuple[Any, ...]]] = {}
