@@ -20,6 +20,7 @@ from mypy_extensions import mypyc_attr
 
 from policies.priority import STOP_PARAM, Ctx, Key, PriorityPolicy
 from policies.victims import ArrayPool, Spans, VictimPool, gpu_spans
+from sim.agenda import WATCH_ALL
 from sim.interfaces import PolicyContext
 from sim.jobstate import RUNNING, JobState
 from sim.model import JobSpec
@@ -143,9 +144,11 @@ class _Columns:
     running job's work, rate, segment start and GPUs change only together with a bump
     of its `version` (`Progress.set_rate` and `stop`, which every change of placement
     goes through; an in-place restart of a container job's task run is one, without an
-    event), and versions only grow: when the slots' versions sum to what they summed
-    when read, every slot still holds what its job holds, so a pass reads one `version`
-    per running job and re-reads only the jobs that changed.
+    event), so `sync` re-reads only the slots of the jobs the run's progress watch
+    (`ctx.watch_progress`) saw bumped since the last sync. Should the watch overflow,
+    versions only grow: when the slots' versions sum to what they summed when read,
+    every slot still holds what its job holds, so a pass then reads one `version` per
+    running job and re-reads only the jobs that changed.
     """
 
     def __init__(self, ctx: PolicyContext) -> None:
@@ -166,6 +169,8 @@ class _Columns:
         self.ints = np.zeros((cap, 3), dtype=np.int64)
         self.gpu_node = ctx.topology.gpu_node
         self.entries = np.empty(cap, dtype=object)  # (job, spans) of each slot, for the pool
+        # the jobs whose version moved since the last sync (`watch_progress`)
+        self.moved: set[int] = ctx.watch_progress()
 
     def _grow(self) -> None:
         """Twice the room (the first `n` slots kept)."""
@@ -255,8 +260,20 @@ class _Columns:
             for job in run.values():
                 self.join(job)
         n = self.n
-        if n and sum(map(_VERSION, self.members)) != self.vsum:
-            ver = np.fromiter(map(_VERSION, self.members), dtype=np.int64, count=n)
-            for p in np.flatnonzero(self.ints[:n, _VER] != ver).tolist():
+        moved = self.moved
+        if not moved:
+            return n
+        if WATCH_ALL in moved or len(moved) > n:  # as cheap to look at every slot
+            moved.clear()
+            if n and sum(map(_VERSION, self.members)) != self.vsum:
+                ver = np.fromiter(map(_VERSION, self.members), dtype=np.int64, count=n)
+                for p in np.flatnonzero(self.ints[:n, _VER] != ver).tolist():
+                    self._read(p)
+            return n
+        slot, ints, members = self.slot, self.ints, self.members
+        for idx in moved:  # (each slot read on its own: the order does not matter)
+            p = slot.get(idx, -1)
+            if p >= 0 and members[p].version != ints[p, _VER]:
                 self._read(p)
+        moved.clear()
         return n

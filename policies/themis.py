@@ -55,6 +55,7 @@ from policies.priority import (
     start_cpu_only,
 )
 from policies.victims import VictimPool, free_milli
+from sim.agenda import WATCH_ALL
 from sim.jobstate import PENDING, RUNNING, JobState
 from sim.model import (
     Decision,
@@ -260,10 +261,13 @@ class _Running:
     an event). A job's progress fields are read again only when it was noted or its
     `version` moved (every change of rate or placement bumps it, and `work` and
     `seg_start` only change with one or with an event), so a lease costs numpy work over
-    the running jobs instead of a Python tuple each.
+    the running jobs instead of a Python tuple each. The moves are those the run's
+    progress watch (`moved`, `ctx.watch_progress`) saw; without one, or should it
+    overflow, every running job's version is read.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, moved: set[int] | None = None) -> None:
+        self.moved = moved
         self.jobs: list[JobState] = []
         self.slot: dict[int, int] = {}  # job index -> position in the arrays
         cap = 64
@@ -312,15 +316,26 @@ class _Running:
         """
         jobs = self.jobs
         n = len(jobs)
-        vers = np.fromiter(map(_version, jobs), np.int64, n)
-        stale = np.flatnonzero(vers != self.ver[:n]).tolist()
-        if stale:
-            for k in stale:
-                j = jobs[k]
-                self.work[k], self.rate[k], self.seg[k] = j.work, j.rate, j.seg_start
-                if speed_of is not None:
-                    self.speed[k] = speed_of(j)
-            self.ver[:n] = vers
+        moved = self.moved
+        if moved is not None and WATCH_ALL not in moved and len(moved) <= n:
+            slot, ver = self.slot, self.ver
+            for i in moved:  # (each marked on its own: the order does not matter)
+                k = slot.get(i)
+                if k is not None:
+                    ver[k] = -1
+            moved.clear()
+            stale = np.flatnonzero(ver[:n] < 0).tolist()
+        else:
+            if moved is not None:
+                moved.clear()
+            vers = np.fromiter(map(_version, jobs), np.int64, n)
+            stale = np.flatnonzero(vers != self.ver[:n]).tolist()
+        for k in stale:
+            j = jobs[k]
+            self.work[k], self.rate[k], self.seg[k] = j.work, j.rate, j.seg_start
+            if speed_of is not None:
+                self.speed[k] = speed_of(j)
+            self.ver[k] = j.version
         idx, work, rate, seg = self.idx[:n], self.work[:n], self.rate[:n], self.seg[:n]
         prog = np.where(now <= seg, work, np.minimum(dur[idx], work + rate * (now - seg)))
         return idx, prog, self.speed[:n]
@@ -422,7 +437,7 @@ class ThemisFtfPolicy(Policy):
         self.feed = JobFeed()
         self.waiting: dict[int, None] = {}  # waiting jobs with GPUs to ask for
         self.wait_demand = 0  # their milli-GPUs in all
-        self.run = _Running()  # running jobs with GPUs
+        self.run = _Running(ctx.watch_progress())  # running jobs with GPUs
 
     def notify(self, ctx: SchedContext, job: JobState, kind: str) -> None:
         """Note the job for the next pass (see JobFeed)."""

@@ -43,6 +43,10 @@ _COMPACT_AT: Final = 1024
 # heapq's functions as statics of the compiled module (not looked up by name at each call)
 heappush: Final = heapq.heappush
 heappop: Final = heapq.heappop
+WATCH_MAX: Final = 4096
+"""Indices a progress watch holds at most; past it, it holds `WATCH_ALL` alone."""
+WATCH_ALL: Final = -1
+"""In a progress watch: any job's version may have moved (too many to list)."""
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -54,6 +58,7 @@ class Agenda:
         self._jobs = jobs
         self._seq = 0
         self._compact_at = _COMPACT_AT  # heap size that triggers the next compaction
+        self._watchers: list[set[int]] = []  # see `watch`
 
     def __len__(self) -> int:
         return len(self.heap)
@@ -82,6 +87,29 @@ class Agenda:
     def bump(self, job: JobState) -> None:
         """Cancel the job's pending versioned entries (they stay until popped or compacted)."""
         job.version += 1
+        if self._watchers:
+            idx = job.idx
+            for w in self._watchers:
+                if WATCH_ALL in w:  # overflowed: it says all already
+                    continue
+                if len(w) < WATCH_MAX:
+                    w.add(idx)
+                else:
+                    w.clear()
+                    w.add(WATCH_ALL)
+
+    def watch(self) -> set[int]:
+        """A set to which every later `bump` adds the job's index (its `version` moved).
+
+        Every change of a job's progress fields (work, rate, segment start) or placement
+        bumps its version, so a consumer that keeps those fields for the running jobs
+        reads this set and clears it, and re-reads only the jobs in it instead of every
+        job's version. Unread, it stays bounded: past `WATCH_MAX` indices it holds
+        `WATCH_ALL` alone (any job may have changed: read them all).
+        """
+        w: set[int] = set()
+        self._watchers.append(w)
+        return w
 
     def peek(self) -> float:
         """Time of the next live entry (inf when none), dropping stale ones in front."""

@@ -200,6 +200,16 @@ class SchedContext:
         """A job's state by its index (the second element of queue keys)."""
         return self._run.jobs[idx]
 
+    def watch_progress(self) -> set[int]:
+        """A set the engine adds a job's index to whenever its `version` moves.
+
+        Its work, rate, segment start and GPUs change only with a version bump. A policy
+        that keeps them for the running jobs reads and clears the set each pass and
+        re-reads only those jobs; `sim.agenda.WATCH_ALL` in it means any job may have
+        changed (the set overflowed `sim.agenda.WATCH_MAX` unread).
+        """
+        return self._run.agenda.watch()
+
     def job(self, job_id: str) -> JobState:
         """A job's state by its trace id."""
         return self._run.by_id[job_id]

@@ -162,6 +162,10 @@ class PolicyContext(Protocol):
         """A job by its index."""
         ...
 
+    def watch_progress(self) -> set[int]:
+        """A set of the indices of jobs whose `version` moved since it was last cleared."""
+        ...
+
     def job(self, job_id: str) -> JobState:
         """A job by its trace id."""
         ...

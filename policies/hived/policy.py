@@ -220,6 +220,10 @@ class _QueueContext:
         """A job's state by index."""
         return self._ctx.job_at(idx)
 
+    def watch_progress(self) -> set[int]:
+        """The run's watch of version moves (every job's; the queue's are among them)."""
+        return self._ctx.watch_progress()
+
     def job(self, job_id: str) -> JobState:
         """A job's state by trace id."""
         return self._ctx.job(job_id)

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 import policies.victims as victims
 from policies.sjf import SrtfPolicy
+from sim.agenda import WATCH_ALL
 from sim.engine import Simulation
 from sim.jobstate import JobState
 from sim.model import JobSpec, RestartPolicy
@@ -46,14 +47,20 @@ def _checked(pol: SrtfPolicy, seen: list[int]) -> Any:
     return check
 
 
-def _check_builds(pol: SrtfPolicy, m: Any) -> None:
-    """Every pool `pol` builds holds exactly the running jobs that ask for GPUs."""
+def _check_builds(pol: SrtfPolicy, m: Any, overflow: bool = False) -> None:
+    """Every pool `pol` builds holds exactly the running jobs that ask for GPUs.
+
+    `overflow`: the progress watch says, before each build, that any job may have moved
+    (`WATCH_ALL`, as when it overflows unread), so the columns check every version.
+    """
     real = pol._pool
 
     def pool(ctx: Any) -> Any:
         build = real(ctx)
 
         def checked() -> victims.VictimPool:
+            if overflow:
+                pol._cols.moved.add(WATCH_ALL)
             got = build()
             want = sorted(i for i, j in ctx.running().items() if j.spec.num_gpus > 0)
             assert sorted(i for _, i in got.below(())) == want
@@ -102,7 +109,9 @@ def test_kept_columns_match_fresh_reads(case: Any, weight: str, stop: str,
 
 
 @pytest.mark.parametrize("weight", ["none", "gpus"])
-def test_contended_generated_run_checks_every_search(weight: str, monkeypatch: Any) -> None:
+@pytest.mark.parametrize("overflow", [False, True])
+def test_contended_generated_run_checks_every_search(weight: str, overflow: bool,
+                                                     monkeypatch: Any) -> None:
     from traces import load_trace
 
     topo = uniform_topology(2)
@@ -110,7 +119,7 @@ def test_contended_generated_run_checks_every_search(weight: str, monkeypatch: A
     seen: list[int] = []
     pol = SrtfPolicy(weight=weight)
     monkeypatch.setattr(pol, "choose_victims", _checked(pol, seen))
-    _check_builds(pol, monkeypatch)
+    _check_builds(pol, monkeypatch, overflow)
     Simulation(trace, topo, pol).run()
     assert seen  # the run did search for victims
 
@@ -140,7 +149,7 @@ def test_columns_rebuild_from_the_running_jobs_when_counts_differ() -> None:
         j.work, j.rate, j.seg_start, j.version = 3.0 * i, 1.0, 10.0 + i, i
         j.gpus = tuple(range(3 * i, 3 * i + j.spec.num_gpus))
     jobs[4] = JobState(4, JobSpec("cpu", 4.0, 0, 50.0))  # asks for no GPU
-    ctx = SimpleNamespace(num_jobs=len(jobs), job_at=jobs.__getitem__,
+    ctx = SimpleNamespace(num_jobs=len(jobs), job_at=jobs.__getitem__, watch_progress=set,
                           topology=uniform_topology(2, sockets=2, switches_per_socket=2,
                                                     gpus_per_switch=2))
     cols = _Columns(ctx)  # type: ignore[arg-type]
