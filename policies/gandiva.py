@@ -42,9 +42,11 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import Final
 
-from policies.base import Policy
+from mypy_extensions import mypyc_attr
+
+from policies.base import Ctx, Policy
 from policies.elastic import ElasticRules, bounds, is_elastic
 from policies.fifo_elastic import start_elastic
 from policies.placement.base import candidate_types, speed_tiers, take_gpus
@@ -54,13 +56,11 @@ from sim.model import Decision, Level, Migrate, Start, Unschedulable
 from sim.params import Param, as_bool, as_float, as_int
 from sim.queue import SortedKeys
 
-if TYPE_CHECKING:
-    from sim.context import SchedContext
-
-HOLD = ("start", "resume", "migrate", "resize")
-DROP = ("preempt", "suspend", "fail", "finish", "kill")
+HOLD: Final = ("start", "resume", "migrate", "resize")
+DROP: Final = ("preempt", "suspend", "fail", "finish", "kill")
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class GandivaPolicy(Policy):
     """Affinity-based placement with time-slicing, migration, packing and grow-shrink."""
 
@@ -92,7 +92,7 @@ class GandivaPolicy(Policy):
 
     # --- per-run state ---
 
-    def attach(self, ctx: SchedContext) -> None:
+    def attach(self, ctx: Ctx) -> None:
         """Build the affinity, time-share and packing indexes for this run."""
         p = self.p
         self._tier: frozenset[str] | None = None  # GPU types a search is limited to
@@ -129,7 +129,7 @@ class GandivaPolicy(Policy):
 
     # --- index maintenance from job events ---
 
-    def notify(self, ctx: SchedContext, job: JobState, kind: str) -> None:
+    def notify(self, ctx: Ctx, job: JobState, kind: str) -> None:
         """Track which jobs hold which GPUs; mark the nodes and GPU sets that changed."""
         idx = job.idx
         old = self.held.pop(idx, None)
@@ -143,14 +143,14 @@ class GandivaPolicy(Policy):
                 self.elastic_running.add(idx)
         self.elastic.util.notice(ctx, job, kind)
 
-    def _nodes_of(self, ctx: SchedContext, gpus: tuple[int, ...]) -> dict[int, int]:
+    def _nodes_of(self, ctx: Ctx, gpus: tuple[int, ...]) -> dict[int, int]:
         out: dict[int, int] = {}
         for g in gpus:
             nd = ctx.topology.gpu_node[g]
             out[nd] = out.get(nd, 0) + 1
         return out
 
-    def _forget(self, ctx: SchedContext, idx: int, gpus: tuple[int, ...]) -> None:
+    def _forget(self, ctx: Ctx, idx: int, gpus: tuple[int, ...]) -> None:
         for nd in self._nodes_of(ctx, gpus):
             self.node_jobs[nd].pop(idx, None)
             self.dirty_nodes.add(nd)
@@ -162,7 +162,7 @@ class GandivaPolicy(Policy):
         if ak is not None:
             self.alone[ak[0]].remove(ak[1:])
 
-    def _remember(self, ctx: SchedContext, job: JobState) -> None:
+    def _remember(self, ctx: Ctx, job: JobState) -> None:
         gpus = job.gpus
         self.held[job.idx] = gpus
         size = len(gpus)
@@ -182,7 +182,7 @@ class GandivaPolicy(Policy):
             self.alone_key[job.idx] = key
             self.alone.setdefault(size, SortedKeys()).add(key[1:])
 
-    def _refresh(self, ctx: SchedContext) -> None:
+    def _refresh(self, ctx: Ctx) -> None:
         """Re-key the nodes and GPU sets touched since the last pass (sorted: deterministic)."""
         cluster = ctx.cluster
         topo = ctx.topology
@@ -233,7 +233,7 @@ class GandivaPolicy(Policy):
 
     # --- reactive placement ---
 
-    def _in_node(self, ctx: SchedContext, nd: int, k: int,
+    def _in_node(self, ctx: Ctx, nd: int, k: int,
                  cluster: ClusterView | None = None) -> tuple[int, ...] | None:
         """The tightest k free GPUs inside node `nd` (None when they do not fit).
 
@@ -260,7 +260,7 @@ class GandivaPolicy(Policy):
             return None
         return tuple(sorted(take_gpus(cluster, best[2], k)))
 
-    def _fits_type(self, ctx: SchedContext, job: JobState, nd: int,
+    def _fits_type(self, ctx: Ctx, job: JobState, nd: int,
                    cluster: ClusterView | None = None) -> bool:
         t = job.spec.gpu_type
         node = ctx.topology.nodes[nd]
@@ -272,7 +272,7 @@ class GandivaPolicy(Policy):
         s = job.spec
         return view.node_fits_host(nd, s.num_cpus, s.mem_gb, s.disk_gb * s.num_tasks)
 
-    def _labelled(self, ctx: SchedContext, job: JobState, label: int, k: int
+    def _labelled(self, ctx: Ctx, job: JobState, label: int, k: int
                   ) -> tuple[int, ...] | None:
         lst = self.by_label.get(label)
         if not lst:
@@ -286,7 +286,7 @@ class GandivaPolicy(Policy):
                     return got
         return None
 
-    def _reactive(self, ctx: SchedContext, job: JobState) -> Start | None:
+    def _reactive(self, ctx: Ctx, job: JobState) -> Start | None:
         k = job.spec.num_gpus
         if k == 0 or job.spec.gpu_share < 1 or is_elastic(job) \
                 or k > ctx.topology.max_node_gpus or job.spec.num_tasks > 1:
@@ -311,38 +311,43 @@ class GandivaPolicy(Policy):
                 return pack
         return self._timeshare(ctx, job)  # (4) oversubscribe by time-slicing
 
-    def _free_spot(self, ctx: SchedContext, job: JobState, k: int
+    def _free_spot(self, ctx: Ctx, job: JobState, k: int
                    ) -> tuple[int, ...] | None:
         """Steps (1) to (3): free GPUs by affinity, then an empty node, then another label."""
         got = self._labelled(ctx, job, k, k)  # (1) same affinity
-        if got is None:  # (2) an empty node, the smallest that fits
-            for cap in self.empty_caps:
-                if cap < k:
-                    continue
-                for nd in self.empty[cap]:
-                    if self._fits_type(ctx, job, nd):
-                        got = self._in_node(ctx, nd, k)
-                        if got is not None:
-                            break
-                if got is not None:
-                    break
-        if got is None:  # (3) another affinity with room, least loaded first
-            best: tuple[int, int] | None = None
-            for label, lst in self.by_label.items():
-                if label == k or not lst or -lst[0][0] < k:
-                    continue
-                for negfree, nd in lst:
-                    if -negfree < k:
-                        break
-                    if self._fits_type(ctx, job, nd) and (best is None or
-                                                          (negfree, nd) < best):
-                        best = (negfree, nd)
-                        break
-            if best is not None:
-                got = self._in_node(ctx, best[1], k)
+        if got is None:
+            got = self._empty_node(ctx, job, k)  # (2)
+        if got is None:
+            got = self._other_label(ctx, job, k)  # (3)
         return got
 
-    def _timeshare(self, ctx: SchedContext, job: JobState) -> Start | None:
+    def _empty_node(self, ctx: Ctx, job: JobState, k: int) -> tuple[int, ...] | None:
+        """Step (2): an empty node, the smallest that fits."""
+        for cap in self.empty_caps:
+            if cap < k:
+                continue
+            for nd in self.empty[cap]:
+                if self._fits_type(ctx, job, nd):
+                    got = self._in_node(ctx, nd, k)
+                    if got is not None:
+                        return got
+        return None
+
+    def _other_label(self, ctx: Ctx, job: JobState, k: int) -> tuple[int, ...] | None:
+        """Step (3): another affinity with room, least loaded first."""
+        best: tuple[int, int] | None = None
+        for label, lst in self.by_label.items():
+            if label == k or not lst or -lst[0][0] < k:
+                continue
+            for negfree, nd in lst:
+                if -negfree < k:
+                    break
+                if self._fits_type(ctx, job, nd) and (best is None or (negfree, nd) < best):
+                    best = (negfree, nd)
+                    break
+        return None if best is None else self._in_node(ctx, best[1], k)
+
+    def _timeshare(self, ctx: Ctx, job: JobState) -> Start | None:
         lst = self.ts.get(job.spec.num_gpus)
         if not lst:
             return None
@@ -359,7 +364,7 @@ class GandivaPolicy(Policy):
 
     # --- the pass ---
 
-    def schedule(self, ctx: SchedContext) -> Iterator[Decision]:
+    def schedule(self, ctx: Ctx) -> Iterator[Decision]:
         """Reactive placement of waiting jobs; introspection when its round is due."""
         yield from self._place_waiting(ctx)
         if not self.p["introspective"]:
@@ -379,7 +384,7 @@ class GandivaPolicy(Policy):
             self.next_round = ctx.now + self.p["introspection_interval"]
             ctx.wake_at(self.next_round)
 
-    def _place_waiting(self, ctx: SchedContext) -> Iterator[Decision]:
+    def _place_waiting(self, ctx: Ctx) -> Iterator[Decision]:
         self._refresh(ctx)
         classes = ctx.pending_classes()
         # class heads in arrival order; a class whose head cannot start waits this pass
@@ -398,7 +403,7 @@ class GandivaPolicy(Policy):
 
     # --- introspection ---
 
-    def _improvable(self, ctx: SchedContext) -> bool:
+    def _improvable(self, ctx: Ctx) -> bool:
         cluster = ctx.cluster
         p = self.p
         free = cluster.free_whole
@@ -424,7 +429,7 @@ class GandivaPolicy(Policy):
     def _cost(self, job: JobState) -> float:
         return self.mig_cost_fixed + self.p["migration_cost_per_gb"] * job.spec.gpu_mem_gb
 
-    def _introspect(self, ctx: SchedContext) -> Iterator[Decision]:
+    def _introspect(self, ctx: Ctx) -> Iterator[Decision]:
         p = self.p
         budget = p["max_migrations"]
         # de-oversubscribe: a time-sliced job takes free GPUs of its own
@@ -472,7 +477,7 @@ class GandivaPolicy(Policy):
             else:
                 yield from self.elastic.grow(ctx)
 
-    def _placement_for(self, ctx: SchedContext, job: JobState) -> tuple[int, ...] | None:
+    def _placement_for(self, ctx: Ctx, job: JobState) -> tuple[int, ...] | None:
         k = len(job.gpus)
         if k > ctx.topology.max_node_gpus:
             placed = ctx.place(job)
@@ -489,7 +494,7 @@ class GandivaPolicy(Policy):
                         return got
         return None
 
-    def _defragment(self, ctx: SchedContext, budget: int) -> Iterator[Decision]:
+    def _defragment(self, ctx: Ctx, budget: int) -> Iterator[Decision]:
         """Empty the least-used busy node into the fullest other busy nodes."""
         cluster = ctx.cluster
         topo = ctx.topology
@@ -519,7 +524,7 @@ class GandivaPolicy(Policy):
                 yield Migrate(job.job_id, gpus, self._cost(job))
             self._refresh(ctx)
 
-    def _refit(self, ctx: SchedContext, jobs: list[JobState], source: int
+    def _refit(self, ctx: Ctx, jobs: list[JobState], source: int
                ) -> list[tuple[JobState, tuple[int, ...]]] | None:
         """GPUs on other busy nodes (fullest first) for every job of `source`, or None.
 
@@ -553,7 +558,7 @@ class GandivaPolicy(Policy):
                 plan.append((job, got))
         return plan
 
-    def _pack_partner(self, ctx: SchedContext, job: JobState) -> Start | None:
+    def _pack_partner(self, ctx: Ctx, job: JobState) -> Start | None:
         """Pack `job` with the least-utilized running same-size job, when that pays."""
         k = job.spec.num_gpus
         partners = self.alone.get(k)
@@ -577,7 +582,7 @@ class GandivaPolicy(Policy):
             return Start(job.job_id, tuple(sorted(other.gpus)), "pack")
         return None
 
-    def _pack(self, ctx: SchedContext) -> Iterator[Decision]:
+    def _pack(self, ctx: Ctx) -> Iterator[Decision]:
         """Under overload, pack class heads that time-slicing could not take."""
         if not ctx.pending_count or ctx.cluster.free_whole:
             return

@@ -53,9 +53,11 @@ import heapq
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar, Final
 
-from policies.base import Policy
+from mypy_extensions import mypyc_attr
+
+from policies.base import Ctx, Policy
 from policies.quota_files import (
     AUTO,
     HAI_LEVELS,
@@ -72,13 +74,10 @@ from sim.params import Param, as_bool, as_choice, as_float, as_optional, as_path
 from sim.queue import SortedKeys
 from topologies.tree import Topology
 
-if TYPE_CHECKING:
-    from sim.context import SchedContext
-
-ABOVE_NORMAL = HAI_LEVELS["ABOVE_NORMAL"]
-NORMAL = HAI_LEVELS["NORMAL"]
-_TOP = HAI_LEVELS["EXTREME_HIGH"]
-_EPS = 1e-9
+ABOVE_NORMAL: Final = HAI_LEVELS["ABOVE_NORMAL"]
+NORMAL: Final = HAI_LEVELS["NORMAL"]
+_TOP: Final = HAI_LEVELS["EXTREME_HIGH"]
+_EPS: Final = 1e-9
 
 # --- node groups and job sizes ---
 
@@ -330,6 +329,7 @@ class GroupPlan:
 # --- the policy ---
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class HaiPolicy(Policy):
     """HAI platform time-sharing: levels, whole nodes, per-user quotas, suspend with grace."""
 
@@ -376,7 +376,7 @@ class HaiPolicy(Policy):
 
     # --- per-run state ---
 
-    def attach(self, ctx: SchedContext) -> None:
+    def attach(self, ctx: Ctx) -> None:
         """Per-run state: node groups, the quota book, the plans and the timers."""
         self.live = LiveJobs()
         self.groups = node_groups(ctx.topology)
@@ -429,7 +429,7 @@ class HaiPolicy(Policy):
         p = self.p["plan_period"]
         return (math.floor(now / p) + 1) * p
 
-    def _wake_tick(self, ctx: SchedContext, t: float) -> None:
+    def _wake_tick(self, ctx: Ctx, t: float) -> None:
         if t != self._tick_wake:
             self._tick_wake = t
             ctx.wake_at(t)
@@ -522,7 +522,7 @@ class HaiPolicy(Policy):
 
     # --- the pass ---
 
-    def schedule(self, ctx: SchedContext) -> Iterator[Decision]:
+    def schedule(self, ctx: Ctx) -> Iterator[Decision]:
         """Book changes, stop jobs whose grace ended, and plan at ticks."""
         now = ctx.now
         ch = self.live.poll(ctx)
@@ -579,7 +579,7 @@ class HaiPolicy(Policy):
         if not self.event and (ctx.running() or self.suspending or decided):
             self._wake_tick(ctx, now + self.p["plan_period"])
 
-    def _started(self, ctx: SchedContext, job: JobState) -> None:
+    def _started(self, ctx: Ctx, job: JobState) -> None:
         self.live.started(job)
         if self.event:
             self._status_changed(ctx, job)
@@ -594,7 +594,7 @@ class HaiPolicy(Policy):
             if t > ctx.now:
                 ctx.wake_at(t)
 
-    def _command(self, ctx: SchedContext, job: JobState, why: str) -> None:
+    def _command(self, ctx: Ctx, job: JobState, why: str) -> None:
         """Send the suspend command: the job stops at its checkpoint or after the grace."""
         now = ctx.now
         t = now + self.p["suspend_grace"]
@@ -609,7 +609,7 @@ class HaiPolicy(Policy):
         if t > now:
             ctx.wake_at(t)
 
-    def _due_stops(self, ctx: SchedContext) -> Iterator[Decision]:
+    def _due_stops(self, ctx: Ctx) -> Iterator[Decision]:
         stops = self._stops
         while stops and stops[0][0] <= ctx.now + _EPS:
             t, idx = heapq.heappop(stops)
@@ -629,7 +629,7 @@ class HaiPolicy(Policy):
 
     # --- incremental plan ---
 
-    def _refresh_caps(self, ctx: SchedContext) -> None:
+    def _refresh_caps(self, ctx: Ctx) -> None:
         c = ctx.cluster
         if c.healthy_gpus == self.healthy:
             return
@@ -640,7 +640,7 @@ class HaiPolicy(Policy):
                 plan.cap = cap
                 self.dirty_groups.add(g.index)
 
-    def _demote_due(self, ctx: SchedContext) -> list[JobState]:
+    def _demote_due(self, ctx: Ctx) -> list[JobState]:
         out = []
         after = self.p["demote_after"]
         while self._demotions and self._demotions[0][0] <= ctx.now + _EPS:
@@ -653,7 +653,7 @@ class HaiPolicy(Policy):
                 out.append(job)
         return out
 
-    def _plan_incremental(self, ctx: SchedContext
+    def _plan_incremental(self, ctx: Ctx
                           ) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:
         for job in self._demote_due(ctx):
             if job.idx in self.status:
@@ -729,7 +729,7 @@ class HaiPolicy(Policy):
             self.touched.add(idx)
             self.dirty_groups.add(group)
 
-    def _rekey_bucket(self, ctx: SchedContext, bk: tuple[str, int, int]) -> None:
+    def _rekey_bucket(self, ctx: Ctx, bk: tuple[str, int, int]) -> None:
         """Pin the bucket's running jobs submitted after its first waiting job.
 
         Only those are re-keyed: the cost is the user's running jobs, not its backlog.
@@ -756,7 +756,7 @@ class HaiPolicy(Policy):
             assert first is not None
             self.pinned[bk] = (first, now)
 
-    def _status_changed(self, ctx: SchedContext, job: JobState) -> None:
+    def _status_changed(self, ctx: Ctx, job: JobState) -> None:
         """A job started or stopped: its user's places at its level may swap."""
         bk = self.bucket_of.get(job.idx)
         if bk is not None and self._bucket_move(bk, job, job.status == RUNNING):
@@ -772,7 +772,7 @@ class HaiPolicy(Policy):
         return PlanJob(job.idx, job.spec.user, self.level_req[job.idx], nodes, group,
                        job.spec.submit_time)
 
-    def _requota(self, ctx: SchedContext, user: str) -> None:
+    def _requota(self, ctx: Ctx, user: str) -> None:
         assert self.quotas is not None
         jobs = [ctx.job_at(i) for _, i in self.user_jobs.get(user, ())]
         verdicts = assign_levels(user, [self._plan_job(j) for j in jobs],
@@ -788,7 +788,7 @@ class HaiPolicy(Policy):
 
     # --- literal plan ---
 
-    def _plan_literal(self, ctx: SchedContext) -> tuple[list, list, list]:
+    def _plan_literal(self, ctx: Ctx) -> tuple[list, list, list]:
         """Recompute the whole plan from the live jobs, as the platform does every tick."""
         after = self.p["demote_after"]
         live = [*self.live.running.values(), *self.live.pending.values()]
@@ -850,7 +850,7 @@ class HaiPolicy(Policy):
 
     # --- whole nodes ---
 
-    def _whole_nodes(self, ctx: SchedContext, job: JobState) -> tuple[int, ...] | None:
+    def _whole_nodes(self, ctx: Ctx, job: JobState) -> tuple[int, ...] | None:
         """`num_gpus` GPUs packed on the first free whole nodes of the job's group."""
         group, nodes = self.size[job.idx]
         g = self.groups[group]
