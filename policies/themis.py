@@ -487,9 +487,14 @@ class ThemisFtfPolicy(Policy):
         if ctx.pending_count and (boundary or _something_fits(ctx)):
             pending = np.fromiter(self.waiting, np.int64, len(self.waiting))
             if not boundary and self.wait_demand <= free_milli(ctx):
-                # no contention: every waiting job gets GPUs, worst rho first
-                keys = self._keys(ctx, pending, len(pending) + len(ctx.running()))
-                queue = SortedList((k, i) for i, k in keys.items())
+                # no contention: every waiting job gets GPUs, worst rho first (a job
+                # waiting alone, as most do on an uncontended cluster, has no one to
+                # be ordered against: its key is never compared, so none is computed)
+                if len(pending) == 1:
+                    queue = SortedList([((0.0, 0.0), int(pending[0]))])
+                else:
+                    keys = self._keys(ctx, pending, len(pending) + len(ctx.running()))
+                    queue = SortedList((k, i) for i, k in keys.items())
                 yield from priority_walk(ctx, queue, None, on_start=_nothing,
                                          on_stop=_nothing, reason=self.name)
             else:
