@@ -12,8 +12,9 @@ the priority policies' pass: `PriorityPolicy`'s walk and index, the victim searc
 Tiresias and SJF/SRTF built on them (tiresias-las on 200,000 jobs: 18.1 -> 13.4 CPU s in
 the loop), fifo and fifo-backfill (the baseline: their pass runs at every event), and
 the mirrors of the engine that the multi-tenant and quota policies (drf, capacity, hai,
-quota-priority) bring up to date at every pass, and gandiva's and hai's own pass (full
-Philly engine: gandiva 3.6-3.7 -> 2.6-2.7, hai 3.4-3.7 -> 2.3-2.5 CPU s). Researchers'
+quota-priority) bring up to date at every pass, and gandiva's, hai's and capacity's own
+pass (full Philly engine: gandiva 3.6-3.7 -> 2.6-2.7, hai 3.4-3.7 -> 2.3-2.5, capacity
+3.8-3.9 -> 2.5-2.6 CPU s). Researchers'
 own policies, placers and speed factors subclass the compiled classes as before (each is marked
 `allow_interpreted_subclasses`; what a subclass overrides, class attributes included, is
 what the compiled code calls and reads). A compiled module checks a class-typed argument
@@ -67,6 +68,8 @@ COMPILED = [
     "policies/gandiva.py",
     # hai's pass: its node groups, plan buckets and quota levels, kept per event
     "policies/hai.py",
+    # capacity's pass: its queue tree's shares and leaves, walked at every event
+    "policies/capacity.py",
     "policies/victims.py",
     "policies/tiresias.py",
     "policies/sjf.py",

@@ -56,9 +56,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Generator, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from policies.base import Policy
+from mypy_extensions import mypyc_attr
+
+from policies.base import Ctx, Policy
 from policies.queues import (
     EPS,
     EngineMirror,
@@ -74,9 +76,6 @@ from sim.jobstate import PENDING, JobState
 from sim.model import Decision, Preempt, Reject, Start, Unschedulable, request_class
 from sim.params import Param, as_bool, as_float, as_optional, as_path
 from sim.queue import SortedKeys
-
-if TYPE_CHECKING:
-    from sim.context import SchedContext
 
 
 def _stopped_queues(specs: Any) -> frozenset[str]:
@@ -136,6 +135,7 @@ class _Leaf:
         self.pend.clear()
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class CapacityPolicy(Policy):
     """Hierarchical queues with guarantees, elastic ceilings, user limits and preemption."""
     supports_roles = True
@@ -165,7 +165,7 @@ class CapacityPolicy(Policy):
 
     # --- per-run state ---
 
-    def attach(self, ctx: SchedContext) -> None:
+    def attach(self, ctx: Ctx) -> None:
         """Build the queue tree and fresh per-run state."""
         if self.queue_specs is not None:
             tree = QueueTree(self.queue_specs, f"file {self.p['queues']}")
@@ -271,7 +271,7 @@ class CapacityPolicy(Policy):
             if all(abs(x) < EPS for x in uu):
                 del leaf.user_used[s.user]
 
-    def _sync(self, ctx: SchedContext) -> tuple[list[JobState], set[int] | None]:
+    def _sync(self, ctx: Ctx) -> tuple[list[JobState], set[int] | None]:
         """Apply the engine's changes.
 
         Returns the newly queued jobs that must be rejected, and the leaves that received
@@ -304,7 +304,7 @@ class CapacityPolicy(Policy):
 
     # --- the pass ---
 
-    def schedule(self, ctx: SchedContext) -> Iterator[Decision]:
+    def schedule(self, ctx: Ctx) -> Iterator[Decision]:
         """Reject, run a due preemption round, allocate, and arm the next round if needed."""
         bad, fresh = self._sync(ctx)
         for job in bad:
@@ -328,7 +328,7 @@ class CapacityPolicy(Policy):
         if self.p["preempt"]:
             self._arm(ctx)
 
-    def _allocate(self, ctx: SchedContext, fresh: set[int] | None
+    def _allocate(self, ctx: Ctx, fresh: set[int] | None
                   ) -> Generator[Decision, None, int]:
         """Start jobs down the tree, least-served queue first, until nothing more fits.
 
@@ -353,7 +353,7 @@ class CapacityPolicy(Policy):
             self.mirror.started(job)
             started += 1
 
-    def _pick(self, ctx: SchedContext, kids: tuple[int, ...], done: set[int],
+    def _pick(self, ctx: Ctx, kids: tuple[int, ...], done: set[int],
               failed: set[tuple]) -> tuple[int, JobState, tuple[int, ...]] | None:
         queues = self.tree.queues
         pcount = self.pcount
@@ -370,7 +370,7 @@ class CapacityPolicy(Policy):
             done.add(c)
         return None
 
-    def _from_leaf(self, ctx: SchedContext, qid: int, failed: set[tuple]
+    def _from_leaf(self, ctx: Ctx, qid: int, failed: set[tuple]
                    ) -> tuple[int, JobState, tuple[int, ...]] | None:
         leaf = self.leaf[qid]
         if not self.pcount[qid]:
@@ -574,7 +574,7 @@ class CapacityPolicy(Policy):
                 return True
         return False
 
-    def _arm(self, ctx: SchedContext) -> None:
+    def _arm(self, ctx: Ctx) -> None:
         """Ask for the next preemption round when one could change anything."""
         interval = self.p["preemption_interval"]
         now = ctx.now
