@@ -73,12 +73,14 @@ COMPILED = [
     "policies/victims.py",
     "policies/tiresias.py",
     "policies/sjf.py",
-    # HiveD's cell algorithm (buddy allocation, cell binding, VC bookkeeping): pure
-    # Python data structures walked per pass, with no extension point of its own; and
-    # its policy's per-pass bookkeeping (queues, job tracking, the orderings' contexts)
+    # HiveD's cell algorithm (buddy allocation, cell binding, VC bookkeeping) and its
+    # topology-aware search (nodes by rank, leaves by affinity): pure Python data
+    # structures walked per pass, with no extension point of their own; and its
+    # policy's per-pass bookkeeping (queues, job tracking, the orderings' contexts)
     "policies/hived/algorithm.py",
     "policies/hived/cells.py",
     "policies/hived/policy.py",
+    "policies/hived/topology_aware.py",
     "policies/hived/tracking.py",
 ]
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left, insort
 from collections.abc import Iterator, Sequence
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, cast
 
 from policies.hived.cells import FREE, OPP, Cell, PCell, VCell
 
@@ -236,6 +236,12 @@ def find_nodes(nodes: Sequence[N], pods: Sequence[int], prio: int, cross: bool
 
 def pick_leaves(node: N, n: int, prio: int, taken: set[int]) -> list[N]:
     """`n` leaves of `node` with the lowest common ancestor (free before preemptible)."""
+    # the walks below are typed on `Cell` (mypyc cannot expand the constrained N through
+    # `Self`-typed attributes); a node's leaves are cells of its own class
+    return cast("list[N]", _pick(node, n, prio, taken))
+
+
+def _pick(node: Cell, n: int, prio: int, taken: set[int]) -> list[Cell]:
     if not node.used and not taken:  # an idle node: its leftmost smallest cell that fits
         cell = node
         while cell.children and cell.children[0].total >= n:
@@ -246,12 +252,12 @@ def pick_leaves(node: N, n: int, prio: int, taken: set[int]) -> list[N]:
     return _pick_walk(node, n, prio, taken)
 
 
-def _pick_walk(node: N, n: int, prio: int, taken: set[int]) -> list[N]:
+def _pick_walk(node: Cell, n: int, prio: int, taken: set[int]) -> list[Cell]:
     """`pick_leaves` by a walk of the node's cells counting available leaves."""
     avail: dict[int, tuple[int, int]] = {}
-    by_level: dict[int, list[N]] = {}
+    by_level: dict[int, list[Cell]] = {}
 
-    def walk(c: N) -> tuple[int, int]:
+    def walk(c: Cell) -> tuple[int, int]:
         if not c.children:
             if id(c) in taken:
                 fq = (0, 0)
@@ -274,7 +280,7 @@ def _pick_walk(node: N, n: int, prio: int, taken: set[int]) -> list[N]:
 
     walk(node)
 
-    def key(c: N, k: int) -> tuple:
+    def key(c: Cell, k: int) -> tuple:
         f, q = avail[id(c)]
         up: list[int] = []
         p = c.parent
@@ -291,7 +297,7 @@ def _pick_walk(node: N, n: int, prio: int, taken: set[int]) -> list[N]:
     raise AssertionError(f"node {node.name} cannot hold {n} leaves")  # find_nodes checked
 
 
-def _pick_one_free(node: N) -> N:
+def _pick_one_free(node: Cell) -> Cell:
     """`pick_leaves(node, 1, OPP, set())` without the walk (one free leaf, tightest first).
 
     The free leaf whose ancestors (parent first, up to the node) hold the fewest free
@@ -320,14 +326,14 @@ def _pick_one_free(node: N) -> N:
     return best
 
 
-def _take(cell: N, n: int, avail: dict[int, tuple[int, int]], key) -> list[N]:
+def _take(cell: Cell, n: int, avail: dict[int, tuple[int, int]], key) -> list[Cell]:
     if not cell.children:
         return [cell]
     kids = [c for c in cell.children if sum(avail[id(c)]) > 0]
     fits = [c for c in kids if sum(avail[id(c)]) >= n]
     if fits:
         return _take(min(fits, key=lambda c: key(c, n)), n, avail, key)
-    out: list[N] = []
+    out: list[Cell] = []
     for c in sorted(kids, key=lambda c: (-avail[id(c)][0], -sum(avail[id(c)]), c.order)):
         k = min(sum(avail[id(c)]), n - len(out))
         out.extend(_take(c, k, avail, key))
