@@ -70,6 +70,8 @@ COMPILED = [
     "policies/hai.py",
     # capacity's pass: its queue tree's shares and leaves, walked at every event
     "policies/capacity.py",
+    # Gavel's rounds: the per-round gathering, choice and decisions around its numpy
+    "policies/gavel.py",
     "policies/victims.py",
     "policies/tiresias.py",
     "policies/sjf.py",

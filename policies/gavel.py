@@ -50,13 +50,14 @@ import functools
 import math
 from collections.abc import Generator, Iterable, Iterator
 from operator import attrgetter
-from typing import TYPE_CHECKING, ClassVar, NamedTuple
+from typing import ClassVar, Final, NamedTuple
 
 import numpy as np
+from mypy_extensions import mypyc_attr
 from scipy.sparse import csc_matrix, csr_matrix
 
 from policies import gavel_lp
-from policies.base import Policy, owner
+from policies.base import Ctx, Policy, owner
 from policies.priority import STOP_PARAM, cpu_only_pending, start_cpu_only
 from sim.cluster import ClusterState
 from sim.compact import hot_replacer
@@ -76,14 +77,11 @@ from sim.model import (
 from sim.params import Param, as_choice, as_float
 from sim.registry import PLACERS
 
-if TYPE_CHECKING:
-    from sim.context import SchedContext
-
-EPS = 1e-9
-OWED_MAX = 64  # rounds of time owed (`GavelPolicy._credit`) kept before adding them
-_IDX = attrgetter("idx")
-_HELD_SINCE = attrgetter("held_since")
-_REPLACE_TYPE = hot_replacer(JobSpec, "gpu_type")
+EPS: Final = 1e-9
+OWED_MAX: Final = 64  # rounds of time owed (`GavelPolicy._credit`) kept before adding them
+_IDX: Final = attrgetter("idx")
+_HELD_SINCE: Final = attrgetter("held_since")
+_REPLACE_TYPE: Final = hot_replacer(JobSpec, "gpu_type")
 
 
 def with_gpu_type(spec: JobSpec, gpu_type: str) -> JobSpec:
@@ -338,6 +336,7 @@ def spread_by_capacity(x: np.ndarray, usable: np.ndarray, capacity: np.ndarray
     return np.round(x.sum(axis=1, keepdims=True) * weights / rows, 6)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class GavelPolicy(Policy):
     """Heterogeneity-aware max-min fairness (Gavel): an LP allocation run in rounds.
 
@@ -362,7 +361,7 @@ class GavelPolicy(Policy):
     }
     aware: ClassVar[bool] = True
 
-    def attach(self, ctx: SchedContext) -> None:
+    def attach(self, ctx: Ctx) -> None:
         """Round clock, allocation and time received since it was computed."""
         self.types = sorted(ctx.topology.gpu_types)
         self.next_round = -math.inf
@@ -415,7 +414,7 @@ class GavelPolicy(Policy):
 
     # --- allocation ---
 
-    def throughput(self, ctx: SchedContext, job: JobState) -> np.ndarray:
+    def throughput(self, ctx: Ctx, job: JobState) -> np.ndarray:
         """The job's throughput per type as the LP sees it (1s when agnostic).
 
         Aware: the job's speed on the type times the locality slowdown of its best
@@ -431,7 +430,7 @@ class GavelPolicy(Policy):
             t.kind[job.idx] = kind
         return t.tput[job.idx]
 
-    def _row(self, ctx: SchedContext, spec: JobSpec) -> tuple[list[float], int]:
+    def _row(self, ctx: Ctx, spec: JobSpec) -> tuple[list[float], int]:
         """A job's throughput row (`throughput`) and kind, made once per request class.
 
         The kind (`_kind`) is the row with the GPU demand, which the key also fixes (its
@@ -455,11 +454,11 @@ class GavelPolicy(Policy):
             self._kind_list.append((row, need))
         return kind
 
-    def _tputs(self, ctx: SchedContext, ids: np.ndarray) -> np.ndarray:
+    def _tputs(self, ctx: Ctx, ids: np.ndarray) -> np.ndarray:
         """Throughput rows of these jobs (computed once per job, on first need)."""
         return self._rows_kinds(ctx, ids)[0]
 
-    def _rows_kinds(self, ctx: SchedContext, ids: np.ndarray
+    def _rows_kinds(self, ctx: Ctx, ids: np.ndarray
                     ) -> tuple[np.ndarray, np.ndarray]:
         """Throughput rows and kinds of these jobs (computed once per job, on first need).
 
@@ -479,7 +478,7 @@ class GavelPolicy(Policy):
             kinds = t.kind[ids]
         return t.tput[ids], kinds
 
-    def _idle_speed(self, ctx: SchedContext, spec: JobSpec, gpu_type: str) -> float:
+    def _idle_speed(self, ctx: Ctx, spec: JobSpec, gpu_type: str) -> float:
         """The job's speed on `gpu_type` placed by the engine's placer in an idle cluster.
 
         0 when it may not use the type or the placer cannot put it there.
@@ -498,7 +497,7 @@ class GavelPolicy(Policy):
                 else ctx.placement_speed(spec, got)
         return v
 
-    def _capacity(self, ctx: SchedContext) -> np.ndarray:
+    def _capacity(self, ctx: Ctx) -> np.ndarray:
         """GPUs of each type on healthy nodes (read-only; made once per set of nodes up)."""
         topo = ctx.topology
         if ctx.cluster.healthy_gpus == topo.num_gpus:
@@ -522,7 +521,7 @@ class GavelPolicy(Policy):
             self._caps[key] = got
         return got
 
-    def _reallocate(self, ctx: SchedContext, ids: np.ndarray) -> None:
+    def _reallocate(self, ctx: Ctx, ids: np.ndarray) -> None:
         """A new allocation for these jobs (by index order); time received restarts.
 
         Its LP is solved when a round first reads it (`_allocation`): only a round that
@@ -607,7 +606,7 @@ class GavelPolicy(Policy):
         x = _max_min_classes(uniq[:, :k], uniq[:, k], np.array(mult), capacity)
         return x[lut[kinds]]
 
-    def _credit(self, ctx: SchedContext, hs: np.ndarray, held_ids: np.ndarray,
+    def _credit(self, ctx: Ctx, hs: np.ndarray, held_ids: np.ndarray,
                 held_type: np.ndarray) -> None:
         """Owe each running job the time it held its type since the last round.
 
@@ -667,7 +666,7 @@ class GavelPolicy(Policy):
         prio[alloc <= EPS] = 0.0
         return prio
 
-    def type_order(self, ctx: SchedContext, tput: np.ndarray) -> list[int]:
+    def type_order(self, ctx: Ctx, tput: np.ndarray) -> list[int]:
         """Types to fill first: fastest on average for these jobs (shuffled if agnostic).
 
         Speed as the LP sees it (`tput`, the jobs' rows: type speed x the locality of
@@ -687,13 +686,13 @@ class GavelPolicy(Policy):
 
     # --- rounds ---
 
-    def schedule(self, ctx: SchedContext) -> Iterable[Decision]:
+    def schedule(self, ctx: Ctx) -> Iterable[Decision]:
         """A round's decisions at a round boundary, else none (CPU-only jobs aside)."""
         if self._cpu_only or ctx.now >= self.next_round - EPS:
             return self._pass(ctx)
         return ()  # between rounds: no generator to make (most passes)
 
-    def _pass(self, ctx: SchedContext) -> Iterator[Decision]:
+    def _pass(self, ctx: Ctx) -> Iterator[Decision]:
         """At a round boundary: allocate if needed, pick this round's jobs, place them."""
         now = ctx.now
         if self._cpu_only:
@@ -751,7 +750,7 @@ class GavelPolicy(Policy):
             self.armed = self.next_round
             ctx.wake_at(self.next_round)
 
-    def _choose(self, ctx: SchedContext, ids: np.ndarray, tp: np.ndarray,
+    def _choose(self, ctx: Ctx, ids: np.ndarray, tp: np.ndarray,
                 order: list[int], left: list[int], kinds: np.ndarray | None = None
                 ) -> np.ndarray:
         """This round's type index for each of `ids` (-1: not chosen), greedily per type.
@@ -771,9 +770,11 @@ class GavelPolicy(Policy):
         if by_kind is not None:
             return by_kind
         t = self.jobs
-        alloc = prio = None  # ranks, computed once a type cannot take all its candidates
+        # ranks, computed once a type cannot take all its candidates
+        alloc: np.ndarray | None = None
+        prio: np.ndarray | None = None
         need = t.need[ids]
-        submit = None  # submission times, read once a type must rank its candidates
+        submit: np.ndarray | None = None  # submission times, read once a type must rank
         choice = np.full(len(ids), -1, dtype=np.int64)
         taken = np.zeros(len(ids), dtype=bool)
         if self.p["unallocated"] == "wait":  # not in the allocation: nothing this round
@@ -860,7 +861,7 @@ class GavelPolicy(Policy):
         left[:] = room
         return np.array(kind_type, dtype=np.int64)[kinds]
 
-    def _round(self, ctx: SchedContext, ids: np.ndarray, held_ids: np.ndarray,
+    def _round(self, ctx: Ctx, ids: np.ndarray, held_ids: np.ndarray,
                held_type: np.ndarray, order: list[int] | None = None,
                pend: np.ndarray | None = None) -> Generator[Decision, None, int]:
         """Pick this round's (job, type) pairs greedily, then stop, keep and place.
@@ -984,7 +985,7 @@ class GavelPolicy(Policy):
 class _JobArrays:
     """Per-job constants by job index: GPU demand (milli), submission, throughputs."""
 
-    def __init__(self, ctx: SchedContext, k: int) -> None:
+    def __init__(self, ctx: Ctx, k: int) -> None:
         specs = [ctx.job_at(i).spec for i in range(ctx.num_jobs)]
         self.need = np.array([s.num_gpus * job_milli(s) for s in specs], dtype=np.int64)
         self.gpu = np.array([s.num_gpus > 0 for s in specs], dtype=bool)
