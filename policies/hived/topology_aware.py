@@ -254,47 +254,52 @@ def _pick(node: Cell, n: int, prio: int, taken: set[int]) -> list[Cell]:
 
 def _pick_walk(node: Cell, n: int, prio: int, taken: set[int]) -> list[Cell]:
     """`pick_leaves` by a walk of the node's cells counting available leaves."""
+    # (module-level helpers, not closures: compiled, a closure the function's frame
+    # holds would be a reference cycle per call, freed only by the cyclic collector)
     avail: dict[int, tuple[int, int]] = {}
     by_level: dict[int, list[Cell]] = {}
-
-    def walk(c: Cell) -> tuple[int, int]:
-        if not c.children:
-            if id(c) in taken:
-                fq = (0, 0)
-            elif c.prio == FREE:
-                fq = (1, 0)
-            elif c.prio < prio:
-                fq = (0, 1)
-            else:
-                fq = (0, 0)
-        else:
-            f = q = 0
-            for ch in c.children:
-                a, b = walk(ch)
-                f += a
-                q += b
-            fq = (f, q)
-        avail[id(c)] = fq
-        by_level.setdefault(c.level, []).append(c)
-        return fq
-
-    walk(node)
-
-    def key(c: Cell, k: int) -> tuple:
-        f, q = avail[id(c)]
-        up: list[int] = []
-        p = c.parent
-        while p is not None and id(p) in avail:
-            up.append(sum(avail[id(p)]))
-            p = p.parent
-        return (max(0, k - f), f + q, *up, c.order)
-
+    _walk(node, prio, taken, avail, by_level)
     for level in sorted(by_level):
         fits = [c for c in by_level[level] if sum(avail[id(c)]) >= n]
         if fits:
-            best = min(fits, key=lambda c: key(c, n))
-            return sorted(_take(best, n, avail, key), key=lambda c: c.order)
+            best = min(fits, key=lambda c: _fit_key(c, n, avail))
+            return sorted(_take(best, n, avail), key=lambda c: c.order)
     raise AssertionError(f"node {node.name} cannot hold {n} leaves")  # find_nodes checked
+
+
+def _walk(c: Cell, prio: int, taken: set[int], avail: dict[int, tuple[int, int]],
+          by_level: dict[int, list[Cell]]) -> tuple[int, int]:
+    """(free, preemptible) leaves under `c`, noted in `avail` for every cell walked."""
+    if not c.children:
+        if id(c) in taken:
+            fq = (0, 0)
+        elif c.prio == FREE:
+            fq = (1, 0)
+        elif c.prio < prio:
+            fq = (0, 1)
+        else:
+            fq = (0, 0)
+    else:
+        f = q = 0
+        for ch in c.children:
+            a, b = _walk(ch, prio, taken, avail, by_level)
+            f += a
+            q += b
+        fq = (f, q)
+    avail[id(c)] = fq
+    by_level.setdefault(c.level, []).append(c)
+    return fq
+
+
+def _fit_key(c: Cell, k: int, avail: dict[int, tuple[int, int]]) -> tuple:
+    """Rank of a cell for `k` leaves: fewest preemptions, tightest, fullest ancestors."""
+    f, q = avail[id(c)]
+    up: list[int] = []
+    p = c.parent
+    while p is not None and id(p) in avail:
+        up.append(sum(avail[id(p)]))
+        p = p.parent
+    return (max(0, k - f), f + q, *up, c.order)
 
 
 def _pick_one_free(node: Cell) -> Cell:
@@ -326,17 +331,17 @@ def _pick_one_free(node: Cell) -> Cell:
     return best
 
 
-def _take(cell: Cell, n: int, avail: dict[int, tuple[int, int]], key) -> list[Cell]:
+def _take(cell: Cell, n: int, avail: dict[int, tuple[int, int]]) -> list[Cell]:
     if not cell.children:
         return [cell]
     kids = [c for c in cell.children if sum(avail[id(c)]) > 0]
     fits = [c for c in kids if sum(avail[id(c)]) >= n]
     if fits:
-        return _take(min(fits, key=lambda c: key(c, n)), n, avail, key)
+        return _take(min(fits, key=lambda c: _fit_key(c, n, avail)), n, avail)
     out: list[Cell] = []
     for c in sorted(kids, key=lambda c: (-avail[id(c)][0], -sum(avail[id(c)]), c.order)):
         k = min(sum(avail[id(c)]), n - len(out))
-        out.extend(_take(c, k, avail, key))
+        out.extend(_take(c, k, avail))
         if len(out) == n:
             break
     return out
