@@ -70,6 +70,9 @@ COMPILED = [
     "policies/hai.py",
     # capacity's pass: its queue tree's shares and leaves, walked at every event
     "policies/capacity.py",
+    # EASY and conservative backfilling: the reservation profile and the class scan,
+    # built and walked at every pass
+    "policies/backfill.py",
     # Gavel's rounds: the per-round gathering, choice and decisions around its numpy
     "policies/gavel.py",
     "policies/victims.py",

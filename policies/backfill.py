@@ -33,12 +33,13 @@ import math
 import operator
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import Final
 
 import numpy as np
+from mypy_extensions import mypyc_attr
 from sortedcontainers import SortedList
 
-from policies.base import Policy
+from policies.base import Ctx, Policy
 from policies.priority import JobFeed
 from policies.victims import free_milli
 from sim.jobstate import PENDING, RUNNING, JobState
@@ -53,10 +54,7 @@ from sim.model import (
 )
 from sim.params import Param, as_float, as_int
 
-if TYPE_CHECKING:
-    from sim.context import SchedContext
-
-ESTIMATE = Param(1.0, as_float(1.0),
+ESTIMATE: Final = Param(1.0, as_float(1.0),
                  "user estimate = this factor x the trace duration (1: exact estimates)")
 
 
@@ -65,7 +63,7 @@ def demand(spec: JobSpec) -> int:
     return spec.num_gpus * job_milli(spec)
 
 
-def _allowed(ctx: SchedContext, spec: JobSpec, gpus: tuple[int, ...]) -> int:
+def _allowed(ctx: Ctx, spec: JobSpec, gpus: tuple[int, ...]) -> int:
     """How many of `gpus` are of a type `spec` may use."""
     if not spec.gpu_type:
         return len(gpus)
@@ -73,7 +71,7 @@ def _allowed(ctx: SchedContext, spec: JobSpec, gpus: tuple[int, ...]) -> int:
     return sum(1 for g in gpus if topo.nodes[topo.gpu_node[g]].gpu_type == spec.gpu_type)
 
 
-def _free_for(ctx: SchedContext, spec: JobSpec) -> int:
+def _free_for(ctx: Ctx, spec: JobSpec) -> int:
     """Free milli-GPUs of the types `spec` may use (whole GPUs only for a typed job)."""
     if not spec.gpu_type:
         return free_milli(ctx)
@@ -132,7 +130,7 @@ class _Lane:
             self.est = est
             gone.clear()
 
-    def first(self, ctx: SchedContext, since: tuple, limit: float) -> tuple | None:
+    def first(self, ctx: Ctx, since: tuple, limit: float) -> tuple | None:
         """Key of the first pending job after `since` whose estimate is within `limit`.
 
         `limit` is finite, so tombstones never match; a job started earlier in the pass
@@ -154,6 +152,7 @@ class _Lane:
         return None
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class EstimateIndex:
     """Pending GPU jobs per request class with their estimates, kept current from `notify`.
 
@@ -166,7 +165,7 @@ class EstimateIndex:
         self.lanes: dict[tuple, _Lane] = {}
         self.entry: dict[int, tuple[tuple, tuple]] = {}  # idx -> (class, (est, key))
 
-    def sync(self, ctx: SchedContext, estimate: Callable[[JobSpec], float]) -> None:
+    def sync(self, ctx: Ctx, estimate: Callable[[JobSpec], float]) -> None:
         """Add the jobs that started waiting, drop those that stopped."""
         for job in self.feed.changed(ctx):
             waiting = job.status == PENDING and job.spec.num_gpus > 0
@@ -186,7 +185,7 @@ class EstimateIndex:
                 if not len(lane):
                     del self.lanes[old[0]]
 
-    def first_within(self, ctx: SchedContext, ck: tuple, since: tuple, limit: float
+    def first_within(self, ctx: Ctx, ck: tuple, since: tuple, limit: float
                      ) -> tuple | None:
         """The earliest waiting job of request class `ck` after `since` within `limit`.
 
@@ -198,7 +197,7 @@ class EstimateIndex:
 
 
 def class_backfill(
-    ctx: SchedContext,
+    ctx: Ctx,
     index: EstimateIndex,
     after: tuple,
     fits: Callable[[JobSpec], bool],
@@ -217,23 +216,11 @@ def class_backfill(
     """
     classes = ctx.pending_classes()
     heap: list[tuple[tuple, tuple]] = []
-
-    def offer(ck: tuple, lst: SortedList, since: tuple) -> None:
-        spec = ctx.job_at(lst[0][1]).spec
-        if not fits(spec):
-            return
-        bound = limit(spec)
-        if bound == math.inf:
-            i = lst.bisect_right(since)
-            key = lst[i] if i < len(lst) else None
-        else:
-            key = index.first_within(ctx, ck, since, bound)
-        if key is not None:
-            heapq.heappush(heap, (key, ck))
-
+    # (no nested helper: compiled, a closure and the generator's frame would reference
+    # each other, a cycle per pass that only the cyclic collector frees)
     for ck, lst in classes.items():
         if lst:
-            offer(ck, lst, after)
+            _offer(ctx, index, heap, fits, limit, ck, lst, after)
     dead: set[tuple] = set()
     while heap:
         key, ck = heapq.heappop(heap)
@@ -247,21 +234,39 @@ def class_backfill(
             dead.add(ck)
             continue
         if index.entry.get(job.idx, (None, (0.0,)))[1][0] > limit(job.spec):
-            offer(ck, lst, key)
+            _offer(ctx, index, heap, fits, limit, ck, lst, key)
             continue
         got = ctx.place(job)
         if isinstance(got, Unschedulable):
             dead.add(ck)
             continue
         if not take(job, got):
-            offer(ck, lst, key)
+            _offer(ctx, index, heap, fits, limit, ck, lst, key)
             continue
         yield Start(job.job_id, got)
         lst = classes.get(ck)
         if lst:
-            offer(ck, lst, key)
+            _offer(ctx, index, heap, fits, limit, ck, lst, key)
 
 
+def _offer(ctx: Ctx, index: EstimateIndex, heap: list[tuple[tuple, tuple]],
+           fits: Callable[[JobSpec], bool], limit: Callable[[JobSpec], float],
+           ck: tuple, lst: SortedList, since: tuple) -> None:
+    """Push class `ck`'s first qualifying job after `since` (`class_backfill`), if any."""
+    spec = ctx.job_at(lst[0][1]).spec
+    if not fits(spec):
+        return
+    bound = limit(spec)
+    if bound == math.inf:
+        i = lst.bisect_right(since)
+        key = lst[i] if i < len(lst) else None
+    else:
+        key = index.first_within(ctx, ck, since, bound)
+    if key is not None:
+        heapq.heappush(heap, (key, ck))
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)
 class EndIndex:
     """Running GPU jobs ordered by expected end (start + estimate), kept from `notify`.
 
@@ -281,7 +286,7 @@ class EndIndex:
         self._sum: list[int] = []  # milli-GPUs released at each (sum over its jobs)
         self._count: list[int] = []  # jobs ending at each
 
-    def sync(self, ctx: SchedContext, estimate: Callable[[JobSpec], float]) -> None:
+    def sync(self, ctx: Ctx, estimate: Callable[[JobSpec], float]) -> None:
         """Re-key the jobs that started, moved or stopped since the last call."""
         for job in self.feed.changed(ctx):
             old = self.key.pop(job.idx, None)
@@ -313,7 +318,7 @@ class EndIndex:
             self._sum.insert(i, m)
             self._count.insert(i, n)
 
-    def ends(self, ctx: SchedContext) -> Iterator[tuple[float, JobState]]:
+    def ends(self, ctx: Ctx) -> Iterator[tuple[float, JobState]]:
         """(expected end, job) of the running jobs, earliest first; overdue ones at now."""
         now = ctx.now
         for t, idx in self.order:
@@ -339,18 +344,19 @@ class EndIndex:
         return times, list(itertools.accumulate(sums[k:], initial=free + sum(sums[:k])))
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class _Backfill(Policy):
     """Shared pieces: estimates and the expected ends of running jobs."""
     supports_roles = True
 
     params = {"estimate_factor": ESTIMATE}
 
-    def attach(self, ctx: SchedContext) -> None:
+    def attach(self, ctx: Ctx) -> None:
         """Fresh estimate and end indexes per run."""
         self.index = EstimateIndex()
         self.running = EndIndex()
 
-    def notify(self, ctx: SchedContext, job: JobState, kind: str) -> None:
+    def notify(self, ctx: Ctx, job: JobState, kind: str) -> None:
         """Note the job for both indexes (see JobFeed)."""
         self.index.feed.note(job, kind)
         self.running.feed.note(job, kind)
@@ -359,19 +365,20 @@ class _Backfill(Policy):
         """The job's user estimate of its run time (s)."""
         return self.p["estimate_factor"] * spec.duration
 
-    def expected_ends(self, ctx: SchedContext) -> Iterator[tuple[float, JobState]]:
+    def expected_ends(self, ctx: Ctx) -> Iterator[tuple[float, JobState]]:
         """(when it should release its GPUs, job) of every running job, earliest first."""
         self.running.sync(ctx, self.estimate)
         return self.running.ends(ctx)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class EasyBackfillPolicy(_Backfill):
     """FIFO with one reservation, for the queue head; later jobs must not delay it."""
 
     name = "easy-backfill"
     description = "EASY backfilling: FIFO, the blocked head gets a reservation (estimates)"
 
-    def _shadow(self, ctx: SchedContext, head: JobState) -> tuple[float, int]:
+    def _shadow(self, ctx: Ctx, head: JobState) -> tuple[float, int]:
         """(shadow time, extra milli-GPUs) of the head's reservation.
 
         The shadow time is the earliest expected end by which enough GPUs are free for
@@ -390,7 +397,7 @@ class EasyBackfillPolicy(_Backfill):
             return math.inf, 0  # counts never suffice (failed nodes): nothing can delay it
         return shadow, acc - need
 
-    def schedule(self, ctx: SchedContext) -> Iterator[Decision]:
+    def schedule(self, ctx: Ctx) -> Iterator[Decision]:
         """Start in order; when the head blocks, backfill around its reservation."""
         head: JobState | None = None
         for job in ctx.pending():
@@ -404,32 +411,50 @@ class EasyBackfillPolicy(_Backfill):
         now = ctx.now
         self.index.sync(ctx, self.estimate)
         shadow, extra = self._shadow(ctx, head)
-        hs = head.spec
-
-        def shares(spec: JobSpec) -> bool:  # could it take GPUs the head waits for?
-            return not (hs.gpu_type and spec.gpu_type and spec.gpu_type != hs.gpu_type)
-
-        def fits(spec: JobSpec) -> bool:
-            return demand(spec) <= free_milli(ctx)
-
-        def limit(spec: JobSpec) -> float:  # longest estimate that may start now
-            if shadow == math.inf or not shares(spec) or demand(spec) <= extra:
-                return math.inf
-            return shadow - now
-
-        def take(job: JobState, got: tuple[int, ...]) -> bool:
-            nonlocal extra
-            if now + self.estimate(job.spec) > shadow:  # outlives the shadow time
-                use = _allowed(ctx, hs, got) * job_milli(job.spec)
-                if use > extra:
-                    return False
-                extra -= use
-            return True
-
-        yield from class_backfill(ctx, self.index, (hs.submit_time, head.idx), fits, limit,
-                                  take)
+        rules = _EasyRules(ctx, self, head.spec, now, shadow, extra)
+        yield from class_backfill(ctx, self.index, (head.spec.submit_time, head.idx),
+                                  rules.fits, rules.limit, rules.take)
 
 
+class _EasyRules:
+    """EASY's backfill rules around the head's reservation (`class_backfill`'s callbacks).
+
+    A class rather than closures: compiled, closures and the pass's frame would form a
+    reference cycle per pass.
+    """
+
+    def __init__(self, ctx: Ctx, policy: _Backfill, hs: JobSpec, now: float,
+                 shadow: float, extra: int) -> None:
+        self.ctx, self.policy, self.hs = ctx, policy, hs
+        self.now, self.shadow, self.extra = now, shadow, extra
+
+    def shares(self, spec: JobSpec) -> bool:
+        """Whether the job could take GPUs the head waits for."""
+        hs = self.hs
+        return not (hs.gpu_type and spec.gpu_type and spec.gpu_type != hs.gpu_type)
+
+    def fits(self, spec: JobSpec) -> bool:
+        """Whether its demand is free now."""
+        return demand(spec) <= free_milli(self.ctx)
+
+    def limit(self, spec: JobSpec) -> float:
+        """The longest estimate that may start now."""
+        shadow = self.shadow
+        if shadow == math.inf or not self.shares(spec) or demand(spec) <= self.extra:
+            return math.inf
+        return shadow - self.now
+
+    def take(self, job: JobState, got: tuple[int, ...]) -> bool:
+        """Whether the start is allowed; one that outlives the shadow time uses extra."""
+        if self.now + self.policy.estimate(job.spec) > self.shadow:
+            use = _allowed(self.ctx, self.hs, got) * job_milli(job.spec)
+            if use > self.extra:
+                return False
+            self.extra -= use
+        return True
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)
 class _Profile:
     """Future free capacity: free[i] milli-GPUs from times[i] until times[i + 1].
 
@@ -588,6 +613,7 @@ class _Quiet:
         return h == math.inf or (h > 0 and estimate <= h)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class ConservativeBackfillPolicy(_Backfill):
     """Every queued job gets a reservation in arrival order; none may be delayed."""
 
@@ -600,7 +626,7 @@ class ConservativeBackfillPolicy(_Backfill):
             "queued jobs given reservations each pass, in order (cost grows with it)"),
     }
 
-    def attach(self, ctx: SchedContext) -> None:
+    def attach(self, ctx: Ctx) -> None:
         """Fresh indexes, reserved jobs' (spec, demand, length) and skip state per run."""
         super().attach(ctx)
         self._cost: dict[int, tuple[JobSpec, int, float]] = {}
@@ -609,7 +635,7 @@ class ConservativeBackfillPolicy(_Backfill):
         self._moved = False  # some other job event since the last full pass
         self._elastic = False  # some job may resize: a class no longer fits as one
 
-    def notify(self, ctx: SchedContext, job: JobState, kind: str) -> None:
+    def notify(self, ctx: Ctx, job: JobState, kind: str) -> None:
         """Note the job for the indexes, and whether it only arrived (see `_unchanged`)."""
         super().notify(ctx, job, kind)
         if kind != "submit":
@@ -619,7 +645,7 @@ class ConservativeBackfillPolicy(_Backfill):
             if job.spec.min_gpus is not None:
                 self._elastic = True
 
-    def _unchanged(self, ctx: SchedContext) -> bool:
+    def _unchanged(self, ctx: Ctx) -> bool:
         """Whether this pass would start nothing, as the last full pass started nothing.
 
         True when since then no job but arrivals had an event, the cluster is the same,
@@ -648,7 +674,7 @@ class ConservativeBackfillPolicy(_Backfill):
         self._arrived.clear()
         return True
 
-    def schedule(self, ctx: SchedContext) -> Iterator[Decision]:
+    def schedule(self, ctx: Ctx) -> Iterator[Decision]:
         """Start the queue heads that fit; then reserve or start the rest in order.
 
         Skipped when it would start nothing (`_unchanged`).
@@ -716,26 +742,43 @@ class ConservativeBackfillPolicy(_Backfill):
             return
         # past the reservations: a job may start only if it disturbs none of them
         self.index.sync(ctx, self.estimate)
-        horizons: dict[int, tuple[int, float]] = {}
-
-        def horizon(need: int) -> float:
-            got = horizons.get(need)
-            if got is None or got[0] != prof.version:
-                got = horizons[need] = (prof.version, prof.horizon(need))
-            return got[1]
-
-        def fits(spec: JobSpec) -> bool:
-            return horizon(demand(spec)) > 0
-
-        def limit(spec: JobSpec) -> float:
-            return horizon(demand(spec))
-
-        def take(job: JobState, got: tuple[int, ...]) -> bool:
-            prof.reserve(0, demand(job.spec), max(self.estimate(job.spec), 1e-9))
-            return True
-
-        for d in class_backfill(ctx, self.index, after, fits, limit, take):
+        rules = _ConservativeRules(prof, self)
+        for d in class_backfill(ctx, self.index, after, rules.fits, rules.limit,
+                                rules.take):
             quiet = False
             yield d
         if quiet:
             self._quiet = _Quiet(ctx.cluster.version, now, after, prof)
+
+
+class _ConservativeRules:
+    """Conservative backfill past the reservations: a start may delay none of them.
+
+    `class_backfill`'s callbacks, a class rather than closures (see `_EasyRules`).
+    Horizons are memoized per demand until the profile changes.
+    """
+
+    def __init__(self, prof: _Profile, policy: _Backfill) -> None:
+        self.prof, self.policy = prof, policy
+        self.horizons: dict[int, tuple[int, float]] = {}
+
+    def horizon(self, need: int) -> float:
+        """How long `need` stays free from now in the profile."""
+        prof = self.prof
+        got = self.horizons.get(need)
+        if got is None or got[0] != prof.version:
+            got = self.horizons[need] = (prof.version, prof.horizon(need))
+        return got[1]
+
+    def fits(self, spec: JobSpec) -> bool:
+        """Whether its demand is free now without touching a reservation."""
+        return self.horizon(demand(spec)) > 0
+
+    def limit(self, spec: JobSpec) -> float:
+        """The longest estimate that may start now."""
+        return self.horizon(demand(spec))
+
+    def take(self, job: JobState, got: tuple[int, ...]) -> bool:
+        """Reserve what the start uses from now on."""
+        self.prof.reserve(0, demand(job.spec), max(self.policy.estimate(job.spec), 1e-9))
+        return True
