@@ -913,33 +913,37 @@ class HivedAlgorithm:
         if not cands.has(len(verts)):
             return None
         picked: list[PCell] = []
-        used: set[int] = set()
+        return picked if self._assign(0, verts, cands, set(), picked, bindings) else None
 
-        def assign(i: int) -> bool:
-            if i == len(verts):
-                return True
-            vx = verts[i]
-            j = -1
-            while cands.has(j + 2):
-                j += 1
-                c = cands[j]
-                if j in used:
-                    continue
-                if c.level == 1:
-                    bindings[id(vx.cell)] = c
-                    ok = True
-                else:
-                    ok = self._map_cells(vx.children, c.children, bindings) is not None
-                if ok:
-                    used.add(j)
-                    picked.append(c)
-                    if assign(i + 1):
-                        return True
-                    used.discard(j)
-                    picked.pop()
-            return False
+    def _assign(self, i: int, verts: Sequence[_Vertex], cands: _Usable, used: set[int],
+                picked: list[PCell], bindings: dict[int, PCell]) -> bool:
+        """`_map_cells`' backtracking search, from vertex `i` on.
 
-        return picked if assign(0) else None
+        A method, not a closure: compiled, a recursive closure and its frame are a
+        reference cycle per call, which only the cyclic collector frees.
+        """
+        if i == len(verts):
+            return True
+        vx = verts[i]
+        j = -1
+        while cands.has(j + 2):
+            j += 1
+            c = cands[j]
+            if j in used:
+                continue
+            if c.level == 1:
+                bindings[id(vx.cell)] = c
+                ok = True
+            else:
+                ok = self._map_cells(vx.children, c.children, bindings) is not None
+            if ok:
+                used.add(j)
+                picked.append(c)
+                if self._assign(i + 1, verts, cands, used, picked, bindings):
+                    return True
+                used.discard(j)
+                picked.pop()
+        return False
 
     # --- queries for tests and reports ---
 
