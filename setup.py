@@ -14,9 +14,9 @@ the loop), fifo and fifo-backfill (the baseline: their pass runs at every event)
 the mirrors of the engine that the multi-tenant and quota policies (drf, capacity, hai,
 quota-priority) bring up to date at every pass, and gandiva's, hai's and capacity's own
 pass (full Philly engine: gandiva 3.6-3.7 -> 2.6-2.7, hai 3.4-3.7 -> 2.3-2.5, capacity
-3.8-3.9 -> 2.5-2.6 CPU s), Gavel's rounds (gavel-mmf 4.5-4.6 -> 4.1 CPU s) and EASY and
-conservative backfilling (on `uniform:56`: conservative 17.7 -> 13.1-13.5, EASY 8.2-8.8
--> 7.1-7.3 CPU s). Researchers'
+3.8-3.9 -> 2.5-2.6 CPU s), Gavel's rounds (gavel-mmf 4.5-4.6 -> 4.1 CPU s), Themis'
+auctions and EASY and conservative backfilling (on `uniform:56`: themis-ftf 15.5-16.0 ->
+13.8-14.0, conservative 17.7 -> 13.1-13.5, EASY 8.2-8.8 -> 7.1-7.3 CPU s). Researchers'
 own policies, placers and speed factors subclass the compiled classes as before (each is marked
 `allow_interpreted_subclasses`; what a subclass overrides, class attributes included, is
 what the compiled code calls and reads). A compiled module checks a class-typed argument
@@ -75,6 +75,8 @@ COMPILED = [
     # EASY and conservative backfilling: the reservation profile and the class scan,
     # built and walked at every pass
     "policies/backfill.py",
+    # Themis' auctions: rho, the worst-first walk and the fitting starts per lease
+    "policies/themis.py",
     # Gavel's rounds: the per-round gathering, choice and decisions around its numpy
     "policies/gavel.py",
     "policies/victims.py",

@@ -36,16 +36,18 @@ over time fractions; jobs keep whole leases and only move to free faster GPUs.
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Final, cast
 
 import numpy as np
+from mypy_extensions import mypyc_attr
 from sortedcontainers import SortedList
 
-from policies.base import Policy
+from policies.base import Ctx, Policy
 from policies.priority import (
     STOP_PARAM,
     ClassHeads,
@@ -68,11 +70,8 @@ from sim.model import (
 )
 from sim.params import Param, as_bool, as_float
 
-if TYPE_CHECKING:
-    from sim.context import SchedContext
-
-EPS = 1e-9
-_version = operator.attrgetter("version")
+EPS: Final = 1e-9
+_version: Final = operator.attrgetter("version")
 
 
 def _rho(spec: JobSpec, done: float, now: float, n_jobs: int, total: int) -> float:
@@ -93,6 +92,7 @@ def isolated_speed(spec: JobSpec, gpu_types: dict[str, int]) -> float:
     return sum(spec.speed_on(t) * gpu_types[t] for t in types) / total
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class JobTable:
     """Per-job constants of a run as arrays by job index.
 
@@ -100,7 +100,7 @@ class JobTable:
     types, else 1.
     """
 
-    def __init__(self, ctx: SchedContext, perf: bool = False) -> None:
+    def __init__(self, ctx: Ctx, perf: bool = False) -> None:
         jobs = [ctx.job_at(i).spec for i in range(ctx.num_jobs)]
         self.g = np.array([s.num_gpus * s.gpu_share for s in jobs], dtype=float)
         self.dur = np.array([s.duration for s in jobs], dtype=float)
@@ -122,7 +122,7 @@ class JobTable:
         self.rank[np.lexsort((np.arange(n), self.submit))] = np.arange(n)
         self.cpu_only = not bool(self.demand.all())  # some job asks for no GPU
 
-    def rho(self, ctx: SchedContext, idx: np.ndarray, done: np.ndarray, n_jobs: int,
+    def rho(self, ctx: Ctx, idx: np.ndarray, done: np.ndarray, n_jobs: int,
             speed: np.ndarray | None = None) -> np.ndarray:
         """`_rho` of the jobs `idx` with work `done` (the same arithmetic, vectorized).
 
@@ -142,12 +142,16 @@ class JobTable:
         return (now - submit + remaining) / ideal
 
 
-def finish_time_fairness(ctx: SchedContext, job: JobState, n_jobs: int) -> float:
-    """Rho of a job with `n_jobs` contending: (elapsed + remaining) / ideal finish time."""
+def finish_time_fairness(ctx: Ctx, job: Any, n_jobs: int) -> float:
+    """Rho of a job with `n_jobs` contending: (elapsed + remaining) / ideal finish time.
+
+    `job`: a `JobState`, or anything with its `spec` that `ctx.progress` reads (untyped,
+    so compiled code does not insist on the class).
+    """
     return _rho(job.spec, ctx.progress(job), ctx.now, n_jobs, ctx.cluster.healthy_gpus)
 
 
-def _faster_free(ctx: SchedContext, job: JobState, now_speed: float
+def _faster_free(ctx: Ctx, job: JobState, now_speed: float
                  ) -> tuple[int, ...] | None:
     """Free GPUs of a type faster for the job than `now_speed`, from the placer."""
     got = ctx.place(job)
@@ -159,7 +163,7 @@ def _faster_free(ctx: SchedContext, job: JobState, now_speed: float
     return got if speed > now_speed else None
 
 
-def _something_fits(ctx: SchedContext) -> bool:
+def _something_fits(ctx: Ctx) -> bool:
     """True when some waiting request is no larger than the free capacity (by count)."""
     free = free_milli(ctx)
     for lst in ctx.pending_classes().values():
@@ -278,11 +282,8 @@ class _Running:
 
     def _grow(self) -> None:
         """Twice the room, the entries kept."""
-        def more(a: np.ndarray) -> np.ndarray:
-            return np.concatenate([a, np.full_like(a, -1 if a is self.ver else 0)])
-
-        self.idx, self.work, self.rate = more(self.idx), more(self.work), more(self.rate)
-        self.seg, self.speed, self.ver = more(self.seg), more(self.speed), more(self.ver)
+        self.idx, self.work, self.rate = _more(self.idx), _more(self.work), _more(self.rate)
+        self.seg, self.speed, self.ver = _more(self.seg), _more(self.speed), _more(self.ver, -1)
 
     def note(self, job: JobState, running: bool) -> None:
         """A noted job: (re)enter it when it runs, with its fields read at the next use."""
@@ -341,7 +342,28 @@ class _Running:
         return idx, prog, self.speed[:n]
 
 
-def _start_in_order(ctx: SchedContext, ids: list[int], cls: list[int]) -> Iterator[Start]:
+def _more(a: np.ndarray, fill: int = 0) -> np.ndarray:
+    """`a` with as many entries again, set to `fill`."""
+    return np.concatenate([a, np.full_like(a, fill)])
+
+
+class _PairKey:
+    """The walk key of position p, (neg[p], sub[p]): a callable object, not a closure.
+
+    Compiled, a closure made in a generator (`_auction`) and the generator's frame
+    would reference each other: a cycle per auction.
+    """
+
+    __slots__ = ("neg", "sub")
+
+    def __init__(self, neg: list[float], sub: list[float]) -> None:
+        self.neg, self.sub = neg, sub
+
+    def __call__(self, p: int) -> tuple[float, float]:
+        return (self.neg[p], self.sub[p])
+
+
+def _start_in_order(ctx: Ctx, ids: list[int], cls: list[int]) -> Iterator[Start]:
     """Start the waiting jobs `ids` in this order where they fit now, never preempting.
 
     The visits of `priority_walk` without a victim pool (`cls`: request class numbers):
@@ -387,7 +409,7 @@ def _worst(neg: np.ndarray, rank: np.ndarray, m: int) -> np.ndarray | None:
     return sel[np.lexsort((rank[sel], neg[sel]))][:m]
 
 
-def _start_fitting(ctx: SchedContext, table: JobTable, ids: np.ndarray) -> Iterator[Start]:
+def _start_fitting(ctx: Ctx, table: JobTable, ids: np.ndarray) -> Iterator[Start]:
     """`_start_in_order` of the waiting jobs `ids`, leaving out those that cannot fit.
 
     A job of whole GPUs asking for more than are free fails at once (the context does not
@@ -405,6 +427,7 @@ def _pool(rho: np.ndarray, submit: np.ndarray, idx: np.ndarray) -> VictimPool:
     return VictimPool(list(zip(keys, idx.tolist(), strict=True)))
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class ThemisFtfPolicy(Policy):
     """Finish-time fair leases: the jobs with the worst rho get GPUs at each lease."""
 
@@ -426,7 +449,7 @@ class ThemisFtfPolicy(Policy):
                       "lease boundaries"),
     }
 
-    def attach(self, ctx: SchedContext) -> None:
+    def attach(self, ctx: Ctx) -> None:
         """Lease clock starts with the first pass; the job table is built on first need."""
         self.table: JobTable | None = None
         self.next_round = -math.inf
@@ -439,11 +462,11 @@ class ThemisFtfPolicy(Policy):
         self.wait_demand = 0  # their milli-GPUs in all
         self.run = _Running(ctx.watch_progress())  # running jobs with GPUs
 
-    def notify(self, ctx: SchedContext, job: JobState, kind: str) -> None:
+    def notify(self, ctx: Ctx, job: JobState, kind: str) -> None:
         """Note the job for the next pass (see JobFeed)."""
         self.feed.note(job, kind)
 
-    def _sync(self, ctx: SchedContext) -> JobTable:
+    def _sync(self, ctx: Ctx) -> JobTable:
         """Bring the set of waiting GPU jobs (and their work done) up to date."""
         table = self._table(ctx)
         waiting, demand = self.waiting, table.demand_of
@@ -460,12 +483,12 @@ class ThemisFtfPolicy(Policy):
             self.run.note(job, job.status == RUNNING and job.spec.num_gpus > 0)
         return table
 
-    def _table(self, ctx: SchedContext) -> JobTable:
+    def _table(self, ctx: Ctx) -> JobTable:
         if self.table is None:
             self.table = JobTable(ctx, self.p["perf"])
         return self.table
 
-    def _type_speed(self, ctx: SchedContext, job: JobState) -> float:
+    def _type_speed(self, ctx: Ctx, job: JobState) -> float:
         """The job's speed on the slowest GPU type of its placement."""
         topo = ctx.topology
         nodes, gnode = topo.nodes, topo.gpu_node
@@ -475,7 +498,7 @@ class ThemisFtfPolicy(Policy):
         """Counters of this run: auctions at lease boundaries and of freed GPUs between."""
         return dict(self.counts)
 
-    def schedule(self, ctx: SchedContext) -> Iterator[Decision]:
+    def schedule(self, ctx: Ctx) -> Iterator[Decision]:
         """At a lease boundary re-auction everything; otherwise hand out free GPUs."""
         now = ctx.now
         boundary = now >= self.next_round - EPS
@@ -515,7 +538,7 @@ class ThemisFtfPolicy(Policy):
             self.armed = self.next_round
             ctx.wake_at(self.next_round)
 
-    def _could_move(self, ctx: SchedContext) -> bool:
+    def _could_move(self, ctx: Ctx) -> bool:
         """True when a running job with gpu_speeds is not on its fastest allowed type."""
         types = ctx.topology.gpu_types
         if len(types) < 2:
@@ -527,7 +550,7 @@ class ThemisFtfPolicy(Policy):
                 return True
         return False
 
-    def _rhos(self, ctx: SchedContext, pending: np.ndarray, running: list[JobState],
+    def _rhos(self, ctx: Ctx, pending: np.ndarray, running: list[JobState],
               n: int) -> tuple[np.ndarray, np.ndarray]:
         """(job indices, rho) of the pending (indices) then the running jobs, `n` contending.
 
@@ -551,13 +574,13 @@ class ThemisFtfPolicy(Policy):
                 (self._type_speed(ctx, j) for j in running), float, len(running))])
         return idx, table.rho(ctx, idx, done, n, speed)
 
-    def _keys(self, ctx: SchedContext, jobs: np.ndarray, n: int) -> dict[int, tuple]:
+    def _keys(self, ctx: Ctx, jobs: np.ndarray, n: int) -> dict[int, tuple]:
         """Priority keys (-rho, submit time) of these waiting jobs with `n` contending."""
         idx, rho = self._rhos(ctx, jobs, [], n)
         return {i: (-r, ctx.job_at(i).spec.submit_time)
                 for i, r in zip(idx.tolist(), rho.tolist(), strict=True)}
 
-    def _move_faster(self, ctx: SchedContext, jobs: list[JobState]) -> Iterator[Decision]:
+    def _move_faster(self, ctx: Ctx, jobs: list[JobState]) -> Iterator[Decision]:
         """Move running jobs (in this order) to free GPUs of a faster type for them."""
         types = ctx.topology.gpu_types
         for job in jobs:
@@ -574,7 +597,7 @@ class ThemisFtfPolicy(Policy):
                 yield Migrate(job.job_id, got)
                 self.counts["migrations"] += 1
 
-    def _auction(self, ctx: SchedContext, pending: np.ndarray, boundary: bool
+    def _auction(self, ctx: Ctx, pending: np.ndarray, boundary: bool
                  ) -> Iterator[Decision]:
         """The worst rho first (taking expired leases at a boundary), then the others.
 
@@ -583,7 +606,7 @@ class ThemisFtfPolicy(Policy):
         table = self._table(ctx)
         perf = self.p["perf"]
         ridx, rdone, rspeed = self.run.progress(
-            ctx.now, table.dur, (lambda j: self._type_speed(ctx, j)) if perf else None)
+            ctx.now, table.dur, functools.partial(self._type_speed, ctx) if perf else None)
         np_ = len(pending)
         n = np_ + len(ridx)
         idx = np.concatenate((pending, ridx))
@@ -600,9 +623,10 @@ class ThemisFtfPolicy(Policy):
         ids = idx[worst]
         if boundary or nan:
             neg, sub = (-rho[worst]).tolist(), table.submit[ids].tolist()
-            first = _Ranked(ids.tolist(), lambda p: (neg[p], sub[p]))
+            first = _Ranked(ids.tolist(), _PairKey(neg, sub))
             heads, classes = _heads(first, table.cls[ids])
-            pool = (lambda: _pool(rho[np_:], table.submit[ridx], ridx)) if boundary else None
+            pool = functools.partial(_pool, rho[np_:], table.submit[ridx], ridx) \
+                if boundary else None
             yield from priority_walk(ctx, first.walk(), pool, on_start=_nothing,
                                      on_stop=_nothing, stop=self.p["stop"],
                                      reason=self.name, classes=classes,
