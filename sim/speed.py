@@ -66,6 +66,14 @@ class LocalitySpeed:
         # per node: on ethernet? (None when no node is: the common case costs nothing)
         self._eth: tuple[bool, ...] | None = (
             tuple(n.ethernet for n in topo.nodes) if topo.has_ethernet else None)
+        # the cell tree as flat lists, so `factor` finds the lowest common cell of a
+        # placement in compiled code (`Topology.lowest_common_cell`'s walk, the same cell)
+        cells = topo.cells
+        self._gpu_cell: list[int] = list(topo.gpu_cells)
+        self._cell_hi: list[int] = [c.gpu_hi for c in cells]
+        self._cell_parent: list[int] = [c.parent for c in cells]
+        self._cell_level: list[Level] = [c.level for c in cells]
+        self._best: dict[int, Level] = {}  # `Topology.best_level` by GPU count
 
     def factor(self, job: JobState | JobSpec, gpus: tuple[int, ...], run: Any = None
                ) -> float:
@@ -79,8 +87,16 @@ class LocalitySpeed:
         if len(gpus) <= 1 or spec.locality_sensitivity <= 0:
             return 1.0
         topo = self._topo
-        actual = topo.lowest_common_level(gpus)
-        best = topo.best_level(len(gpus))
+        hi = max(gpus)
+        c = self._gpu_cell[min(gpus)]
+        up, parent = self._cell_hi, self._cell_parent
+        while up[c] <= hi:
+            c = parent[c]
+        actual = self._cell_level[c]  # topo.lowest_common_level(gpus)
+        n = len(gpus)
+        best = self._best.get(n)
+        if best is None:
+            best = self._best[n] = topo.best_level(n)
         fa = self._f.get(actual, 1.0)
         eth = self._eth
         if eth is not None and actual > Level.NODE:
