@@ -20,7 +20,7 @@ from mypy_extensions import mypyc_attr
 
 from policies.priority import STOP_PARAM, Ctx, Key, PriorityPolicy
 from policies.victims import ArrayPool, Spans, VictimPool, gpu_spans
-from sim.agenda import WATCH_ALL
+from sim.agenda import drain_watch
 from sim.interfaces import PolicyContext
 from sim.jobstate import RUNNING, JobState
 from sim.model import JobSpec
@@ -260,20 +260,16 @@ class _Columns:
             for job in run.values():
                 self.join(job)
         n = self.n
-        moved = self.moved
-        if not moved:
-            return n
-        if WATCH_ALL in moved or len(moved) > n:  # as cheap to look at every slot
-            moved.clear()
+        moved = drain_watch(self.moved, n)
+        if moved is None:  # every slot's version, then the slots that moved
             if n and sum(map(_VERSION, self.members)) != self.vsum:
                 ver = np.fromiter(map(_VERSION, self.members), dtype=np.int64, count=n)
                 for p in np.flatnonzero(self.ints[:n, _VER] != ver).tolist():
                     self._read(p)
             return n
         slot, ints, members = self.slot, self.ints, self.members
-        for idx in moved:  # (each slot read on its own: the order does not matter)
+        for idx in moved:
             p = slot.get(idx, -1)
             if p >= 0 and members[p].version != ints[p, _VER]:
                 self._read(p)
-        moved.clear()
         return n

@@ -57,7 +57,7 @@ from policies.priority import (
     start_cpu_only,
 )
 from policies.victims import VictimPool, free_milli
-from sim.agenda import WATCH_ALL
+from sim.agenda import drain_watch
 from sim.jobstate import PENDING, RUNNING, JobState
 from sim.model import (
     Decision,
@@ -317,18 +317,15 @@ class _Running:
         """
         jobs = self.jobs
         n = len(jobs)
-        moved = self.moved
-        if moved is not None and WATCH_ALL not in moved and len(moved) <= n:
+        moved = drain_watch(self.moved, n)
+        if moved is not None:
             slot, ver = self.slot, self.ver
-            for i in moved:  # (each marked on its own: the order does not matter)
+            for i in moved:
                 k = slot.get(i)
                 if k is not None:
                     ver[k] = -1
-            moved.clear()
             stale = np.flatnonzero(ver[:n] < 0).tolist()
         else:
-            if moved is not None:
-                moved.clear()
             vers = np.fromiter(map(_version, jobs), np.int64, n)
             stale = np.flatnonzero(vers != self.ver[:n]).tolist()
         for k in stale:

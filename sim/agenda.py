@@ -49,6 +49,23 @@ WATCH_ALL: Final = -1
 """In a progress watch: any job's version may have moved (too many to list)."""
 
 
+def drain_watch(watch: set[int] | None, kept: int) -> list[int] | None:
+    """The job indices a progress watch (`Agenda.watch`) collected, and clear it.
+
+    None when the consumer must re-read all `kept` of its jobs instead: it has no watch,
+    the watch overflowed (`WATCH_ALL`), or it names more jobs than are kept (reading
+    each kept job is then as cheap).
+    """
+    if watch is None:
+        return None
+    if WATCH_ALL in watch or len(watch) > kept:
+        watch.clear()
+        return None
+    moved = list(watch)  # (each consumer treats them one by one: order does not matter)
+    watch.clear()
+    return moved
+
+
 @mypyc_attr(allow_interpreted_subclasses=True)
 class Agenda:
     """A heap of (time, seq, kind, index, version) entries; ties go in scheduling order."""

@@ -7,7 +7,7 @@ re-read only the jobs a watch names instead of every running job's version each 
 from __future__ import annotations
 
 from policies.fifo import FifoPolicy
-from sim.agenda import WATCH_ALL, WATCH_MAX, Agenda
+from sim.agenda import WATCH_ALL, WATCH_MAX, Agenda, drain_watch
 from sim.engine import Simulation
 from sim.jobstate import JobState
 from sim.model import JobSpec
@@ -62,3 +62,14 @@ def test_the_context_watch_sees_the_runs_bumps():
     Simulation(Trace("w", jobs), uniform_topology(1, sockets=1, switches_per_socket=1,
                                                   gpus_per_switch=2), Watching()).run()
     assert seen >= set(range(5))  # every job but the last was bumped before a later pass
+
+
+def test_draining_a_watch_names_its_jobs_or_asks_for_all():
+    watch = {3, 1}
+    assert sorted(drain_watch(watch, kept=5)) == [1, 3] and watch == set()
+    assert drain_watch(watch, kept=5) == []  # nothing moved since: nothing to re-read
+    assert drain_watch(None, kept=5) is None  # no watch: read every kept job
+    watch = {WATCH_ALL}
+    assert drain_watch(watch, kept=5) is None and watch == set()  # overflowed
+    watch = {1, 2, 3}
+    assert drain_watch(watch, kept=2) is None and watch == set()  # more than are kept
