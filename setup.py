@@ -55,6 +55,8 @@ COMPILED = [
     "sim/queue.py",
     "sim/recorder.py",
     "sim/speed.py",
+    # a placement's lowest common cell: at every start, resume and multi-node placement
+    "topologies/walk.py",
     "policies/placement/base.py",
     # fifo and fifo-backfill: the baseline every policy is measured against
     "policies/fifo.py",

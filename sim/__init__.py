@@ -30,7 +30,8 @@ def _compiled() -> list[tuple[str, Path]]:
     """(module name, compiled file) of each engine module installed compiled."""
     folders = (("sim", _ROOT / "sim"), ("policies", _ROOT / "policies"),
                ("policies.placement", _ROOT / "policies" / "placement"),
-               ("policies.hived", _ROOT / "policies" / "hived"))  # setup.py's COMPILED
+               ("policies.hived", _ROOT / "policies" / "hived"),
+               ("topologies", _ROOT / "topologies"))  # setup.py's COMPILED
     return [(f"{pkg}.{so.name.partition('.')[0]}", so)
             for pkg, folder in folders for so in folder.glob("*.so")]
 

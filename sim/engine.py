@@ -301,7 +301,7 @@ class Run(RunState):
             if job.tasks:
                 job.locality_level = int(roles_level(self.topo, gpus, job.tasks)[0])
             elif len(gpus) > 1:
-                job.locality_level = int(self.topo.lowest_common_level(gpus))
+                job.locality_level = int(self.topo.walk.lowest_common_level(gpus))
             elif gpus:
                 job.locality_level = _GPU_LEVEL
             self.record(job, _START, note)

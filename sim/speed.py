@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from sim.colocation import Colocation
     from sim.interfaces import RunView
     from topologies.tree import Topology
+    from topologies.walk import CellWalk
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -66,14 +67,7 @@ class LocalitySpeed:
         # per node: on ethernet? (None when no node is: the common case costs nothing)
         self._eth: tuple[bool, ...] | None = (
             tuple(n.ethernet for n in topo.nodes) if topo.has_ethernet else None)
-        # the cell tree as flat lists, so `factor` finds the lowest common cell of a
-        # placement in compiled code (`Topology.lowest_common_cell`'s walk, the same cell)
-        cells = topo.cells
-        self._gpu_cell: list[int] = list(topo.gpu_cells)
-        self._cell_hi: list[int] = [c.gpu_hi for c in cells]
-        self._cell_parent: list[int] = [c.parent for c in cells]
-        self._cell_level: list[Level] = [c.level for c in cells]
-        self._best: dict[int, Level] = {}  # `Topology.best_level` by GPU count
+        self._walk: CellWalk = topo.walk  # the topology's lowest-common-cell walk
 
     def factor(self, job: JobState | JobSpec, gpus: tuple[int, ...], run: Any = None
                ) -> float:
@@ -86,21 +80,13 @@ class LocalitySpeed:
             spec = job
         if len(gpus) <= 1 or spec.locality_sensitivity <= 0:
             return 1.0
-        topo = self._topo
-        hi = max(gpus)
-        c = self._gpu_cell[min(gpus)]
-        up, parent = self._cell_hi, self._cell_parent
-        while up[c] <= hi:
-            c = parent[c]
-        actual = self._cell_level[c]  # topo.lowest_common_level(gpus)
-        n = len(gpus)
-        best = self._best.get(n)
-        if best is None:
-            best = self._best[n] = topo.best_level(n)
+        walk = self._walk
+        actual = walk.lowest_common_level(gpus)
+        best = walk.best_level(len(gpus))
         fa = self._f.get(actual, 1.0)
         eth = self._eth
         if eth is not None and actual > Level.NODE:
-            gnode = topo.gpu_node
+            gnode = self._topo.gpu_node
             if any(eth[gnode[g]] for g in gpus):
                 fa = self._f.get("node_ethernet", fa)
         slow = fa / self._f.get(best, 1.0)

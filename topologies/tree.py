@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sim.model import Level
+from topologies.walk import CellWalk
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +117,11 @@ class Topology:
             self._max_gpus_at[c.level] = max(self._max_gpus_at.get(c.level, 0), c.num_gpus)
         self.max_node_gpus = max((n.num_gpus for n in nodes), default=0)
         self.has_ethernet = any(n.ethernet for n in nodes)
+        # the lowest-common-cell walk and best levels on flat lists (compiled)
+        self.walk = CellWalk(
+            self.gpu_cells, [c.gpu_hi for c in cells], [c.parent for c in cells],
+            [c.level for c in cells], [self._scan_best(n) for n in range(self.num_gpus + 1)],
+            self.levels[-1])
 
     def _build(
         self,
@@ -160,19 +166,18 @@ class Topology:
 
     def lowest_common_cell(self, gpus: tuple[int, ...] | list[int]) -> int:
         """Id of the lowest cell that holds every GPU of `gpus` (non-empty)."""
-        lo, hi = min(gpus), max(gpus)
-        cells = self.cells
-        c = cells[self.gpu_cells[lo]]
-        while c.gpu_hi <= hi:
-            c = cells[c.parent]
-        return c.id
+        return self.walk.lowest_common_cell(gpus)
 
     def lowest_common_level(self, gpus: tuple[int, ...] | list[int]) -> Level:
         """Level of the lowest cell holding all of `gpus` (GPU for a single GPU)."""
-        return self.cells[self.lowest_common_cell(gpus)].level
+        return self.walk.lowest_common_level(gpus)
 
     def best_level(self, num_gpus: int) -> Level:
         """The lowest level of this topology at which one cell holds `num_gpus` GPUs."""
+        return self.walk.best_level(num_gpus)
+
+    def _scan_best(self, num_gpus: int) -> Level:
+        """`best_level` by scanning the levels (the walk's table is made of these)."""
         for lv in self.levels:
             if self._max_gpus_at.get(lv, 0) >= num_gpus:
                 return lv

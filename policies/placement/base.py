@@ -471,7 +471,7 @@ class BasePlacer:
             gpus: list[int] = []
             for node, take in chosen:
                 gpus.extend(take_gpus(cluster, topo.nodes[node].cell, take))
-            key = (len(chosen), topo.lowest_common_level(gpus))
+            key = (len(chosen), topo.walk.lowest_common_level(gpus))
             if best_key is None or key < best_key:
                 best, best_key = gpus, key
         return best

@@ -1,4 +1,8 @@
-"""`LocalitySpeed` walks its own flat copy of the cell tree: the same levels as the topology's."""
+"""`LocalitySpeed`'s factor is its class doc's formula on the topology's levels.
+
+(The walk that finds a placement's level is checked against the cell tree itself in
+`tests/topologies/test_cell_walk.py`.)
+"""
 
 from __future__ import annotations
 
