@@ -43,6 +43,7 @@ from setuptools.command.build_ext import build_ext
 
 COMPILED = [
     "sim/agenda.py",
+    "sim/cfuncs.py",
     "sim/cluster.py",
     "sim/cluster_layout.py",
     "sim/colocation.py",

@@ -61,9 +61,7 @@ each time the sample grows by 10%), or a file of samples. A job past every sampl
 
 from __future__ import annotations
 
-import bisect
 import csv
-import heapq
 import math
 from pathlib import Path
 from typing import Any, Final
@@ -72,16 +70,12 @@ import numpy as np
 from mypy_extensions import mypyc_attr
 
 from policies.priority import STOP_PARAM, Ctx, Key, PriorityPolicy
+from sim.cfuncs import bisect_left, bisect_right, heappop, heappush, insort
 from sim.errors import InvalidParameter
 from sim.interfaces import PolicyContext
 from sim.jobstate import PENDING, RUNNING, JobState
 from sim.model import MILLI
 from sim.params import Param, as_choice, as_float, as_int
-
-# bisect's functions as statics of the compiled module (not looked up by name at each call)
-bisect_left: Final = bisect.bisect_left
-bisect_right: Final = bisect.bisect_right
-insort: Final = bisect.insort
 
 EPS: Final = 1e-6
 
@@ -287,7 +281,7 @@ class TiresiasLasPolicy(PriorityPolicy):
             # (and stopped for the next promoted job) before any progress, for ever
             start = max(start, job.seg_start)
         t = start + max(0.0, left) / rate
-        heapq.heappush(self.timers, (t, 0, job.idx, s.seg))
+        heappush(self.timers, (t, 0, job.idx, s.seg))
         insort(self.due, max(t, ctx.now))
 
     def _arm_promotion(self, ctx: PolicyContext, job: JobState, s: _State) -> None:
@@ -299,7 +293,7 @@ class TiresiasLasPolicy(PriorityPolicy):
             return
         t = s.pend_since + knob * executed - s.waited
         t = max(t, ctx.now)
-        heapq.heappush(self.timers, (t, 1, job.idx, s.seg))
+        heappush(self.timers, (t, 1, job.idx, s.seg))
         insort(self.due, t)
 
     # --- the simulator's demotion timing (demotion_timer=simulator) ---
@@ -374,7 +368,7 @@ class TiresiasLasPolicy(PriorityPolicy):
                 s = st.get(timers[0][2])
                 if s is not None and s.seg == timers[0][3]:
                     break
-                heapq.heappop(timers)
+                heappop(timers)
             live = timers[0][0] if timers else math.inf
             if self.sim_jump + EPS >= now:
                 live = min(live, self.sim_jump)
@@ -388,7 +382,7 @@ class TiresiasLasPolicy(PriorityPolicy):
         asked = self.asked
         if asked and asked[0] <= target:
             return  # that pass comes first and looks again
-        heapq.heappush(asked, target)
+        heappush(asked, target)
         ctx.wake_at(target)
 
     def before_walk(self, ctx: Ctx) -> None:
@@ -396,13 +390,13 @@ class TiresiasLasPolicy(PriorityPolicy):
         now = ctx.now
         asked = self.asked
         while asked and asked[0] <= now:  # reached: this pass or an earlier one
-            heapq.heappop(asked)
+            heappop(asked)
         due = self.due
         if due and due[0] <= now:
             del due[:bisect_right(due, now)]
         timers = self.timers
         while timers and timers[0][0] <= now + EPS:
-            _, kind, idx, seg = heapq.heappop(timers)
+            _, kind, idx, seg = heappop(timers)
             s = self.st.get(idx)
             if s is None or s.seg != seg:
                 continue

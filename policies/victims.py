@@ -10,7 +10,6 @@ enough whole nodes for a large job) are checked before any what-if.
 
 from __future__ import annotations
 
-import bisect
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
@@ -20,6 +19,7 @@ from typing import Any, Final
 import numpy as np
 from mypy_extensions import mypyc_attr
 
+from sim.cfuncs import bisect_left, bisect_right, insort
 from sim.interfaces import PolicyContext
 from sim.jobstate import JobState
 from sim.model import MILLI, Unschedulable, job_milli
@@ -40,10 +40,6 @@ Spans = tuple[tuple[int, int], ...]  # (node, GPUs held there) of a running job
 _FIRST: Final = itemgetter(0)
 _SECOND: Final = itemgetter(1)
 _LAST: Final = itemgetter(-1)
-# bisect's functions as statics of the compiled module (not looked up by name at each call)
-bisect_left: Final = bisect.bisect_left
-bisect_right: Final = bisect.bisect_right
-insort: Final = bisect.insort
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)

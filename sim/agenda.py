@@ -21,6 +21,7 @@ from typing import Final
 
 from mypy_extensions import mypyc_attr
 
+from sim.cfuncs import heappop, heappush
 from sim.jobstate import JobState
 
 
@@ -40,9 +41,6 @@ class Due(StrEnum):
 VERSIONED: Final = frozenset({Due.FINISH, Due.FAIL, Due.RETRY})
 Entry = tuple[float, int, Due, int, int]  # time, sequence, kind, job or node, version
 _COMPACT_AT: Final = 1024
-# heapq's functions as statics of the compiled module (not looked up by name at each call)
-heappush: Final = heapq.heappush
-heappop: Final = heapq.heappop
 WATCH_MAX: Final = 4096
 """Indices a progress watch holds at most; past it, it holds `WATCH_ALL` alone."""
 WATCH_ALL: Final = -1

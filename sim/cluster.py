@@ -32,7 +32,6 @@ are updated from the nodes that changed, never recomputed over the whole cluster
 
 from __future__ import annotations
 
-import bisect
 import math
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -40,6 +39,7 @@ from typing import Any, Final
 
 from mypy_extensions import mypyc_attr
 
+from sim.cfuncs import bisect_left, insort
 from sim.cluster_layout import ClusterLayout
 from sim.errors import InvalidDecision
 from sim.model import MILLI, Level, job_milli
@@ -47,10 +47,6 @@ from topologies.tree import Topology
 
 __all__ = ["MILLI", "ClusterState", "job_milli"]
 
-# bisect's functions as statics of the compiled module (by name, each call would be
-# a dictionary lookup of the module's globals)
-bisect_left: Final = bisect.bisect_left
-insort: Final = bisect.insort
 
 _DOWN: Final = -2  # holder id of the GPUs of a failed node
 # an indexed cell, the cells whose free counts key it (itself, then its ancestors up to

@@ -57,7 +57,6 @@ wraps trace loading in it). Cycles made during the run are still collected, less
 from __future__ import annotations
 
 import gc
-import heapq
 import math
 import time as _time
 from collections.abc import Callable, Generator, Iterator, Mapping
@@ -70,6 +69,7 @@ import simpy
 from mypy_extensions import mypyc_attr
 
 from sim.agenda import Due
+from sim.cfuncs import heappop
 from sim.context import SchedContext
 from sim.engine_params import ENGINE_PARAMS, split_params
 from sim.errors import InvalidDecision, InvalidParameter
@@ -106,7 +106,6 @@ from traces.base import Trace
 __all__ = ["ENGINE_PARAMS", "TIMELINE_COLUMNS", "Run", "Simulation"]
 
 # Final: compiled, each is a static of the module, not a lookup by name at each use
-heappop: Final = heapq.heappop
 _NO_HOST: Final = (0.0, 0.0, 0.0)
 _GPU_LEVEL: Final = int(Level.GPU)  # the lowest common level of a single GPU
 # decision kinds as tuples (an `A | B` union would be built again on every isinstance)

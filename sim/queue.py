@@ -10,7 +10,6 @@ could use.
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Iterable, Iterator
 from itertools import islice
 from typing import Any, Final
@@ -18,16 +17,12 @@ from typing import Any, Final
 from mypy_extensions import mypyc_attr
 from sortedcontainers import SortedList
 
+from sim.cfuncs import bisect_left, bisect_right, insort
 from sim.jobstate import PENDING, JobState, plain_spec, transition
 from sim.model import MILLI, job_milli
 
 QueueKey = tuple[float, int]
 
-# bisect's functions as statics of the compiled module (by name, each call would be a
-# dictionary lookup of the module's globals)
-bisect_left: Final = bisect.bisect_left
-bisect_right: Final = bisect.bisect_right
-insort: Final = bisect.insort
 
 
 SMALL: Final = 2048

@@ -23,7 +23,6 @@ part of the placement: the engine asks `place_side` for each while the gang runs
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from itertools import islice
@@ -32,6 +31,7 @@ from typing import Any, ClassVar, Final
 
 from mypy_extensions import mypyc_attr
 
+from sim.cfuncs import bisect_left
 from sim.cluster import ClusterState
 from sim.interfaces import ClusterView
 from sim.jobstate import plain_spec
@@ -187,8 +187,6 @@ def reject_early(job: JobSpec, cluster: ClusterView, types: list[str]) -> Placem
     return None
 
 
-# bisect's function as a static of the compiled module (not looked up by name at each call)
-bisect_left: Final = bisect.bisect_left
 _NO_NODES: Final[frozenset[int]] = frozenset()
 _LAST: Final = itemgetter(-1)  # the cell of a tightest-cell index key
 _PLAIN: Final[dict[type, bool]] = {}  # per placer class: is its one-task search the base one?
