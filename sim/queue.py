@@ -23,8 +23,6 @@ from sim.model import MILLI, job_milli
 
 QueueKey = tuple[float, int]
 
-
-
 SMALL: Final = 2048
 """Up to this many entries a `SortedKeys` is a plain list (beyond, a `SortedList`)."""
 

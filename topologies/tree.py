@@ -81,7 +81,11 @@ class QueueSpec:
 
 
 class Topology:
-    """An immutable cell tree with node attributes, virtual clusters and queues."""
+    """An immutable cell tree with node attributes, virtual clusters and queues.
+
+    `walk` (`topologies.walk.CellWalk`) answers the locality queries below on flat
+    lists, compiled with the engine; callers on a hot path may call it directly.
+    """
 
     def __init__(
         self,
