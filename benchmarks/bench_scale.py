@@ -3,7 +3,7 @@
     python benchmarks/bench_scale.py [--sizes 10000,100000,1000000]
         [--policies fifo,fifo-backfill,tiresias-las] [--philly] [--all-policies]
         [--philly-topology philly|uniform:56] [--cpu-limit S] [--timeout S] [--lean]
-        [--system-malloc] [--out FILE.md]
+        [--system-malloc] [--out FILE.md] [--check]
 
 Part 1 (`--sizes`): `philly-like:N` at load 0.8 on the `philly` preset (552 machines,
 2,490 GPUs) under each of `--policies`, plus the bare-SimPy FIFO floor on the same jobs:
@@ -16,6 +16,8 @@ events a policy's behaviour makes, e.g. Gavel's rounds of suspensions). `--lean`
 `timeline=off, events=off` (no summary number changes). Every measurement runs in a
 fresh, niced subprocess (its own peak RSS) and is cut after `--cpu-limit` CPU seconds
 (a loaded machine stretches wall time, not CPU time) or `--timeout` wall seconds.
+The report ends with a verdict on each of issue 18's targets that its rows speak to
+(`scale_targets.py`); `--check` makes a failed one the exit status, for a guard.
 Each subprocess settles its C allocator as the `schedlab` command does
 (`sim.app.allocator`: freed memory goes back to the system); `--system-malloc` leaves
 glibc's defaults, as a Python process that does not call it has them (the peaks are
@@ -42,6 +44,8 @@ import time
 from collections import deque
 from pathlib import Path
 from typing import Any
+
+from scale_targets import philly_verdicts, size_verdicts
 
 SHARED = Path(os.environ.get("SCHEDLAB_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 PHILLY = SHARED / "traces" / "philly" / "philly_jobs_pollux.csv"
@@ -230,6 +234,9 @@ def main() -> None:
     ap.add_argument("--system-malloc", action="store_true",
                     help="leave glibc's malloc thresholds as they are (sim.app.allocator)")
     ap.add_argument("--out", default=None, help="write a Markdown report here")
+    ap.add_argument("--check", action="store_true",
+                    help="exit with status 1 when a target of issue 18 fails "
+                         "(scale_targets.py; the verdicts are printed either way)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--trace", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--policy", default=None, help=argparse.SUPPRESS)
@@ -245,6 +252,7 @@ def main() -> None:
               f"{platform.python_version()}; lean={args.lean}; "
               f"system_malloc={args.system_malloc}; compiled engine modules: "
               f"{len(sim_pkg.compiled_modules())} (0: pure Python)"]
+    verdicts: list[tuple[bool, str]] = []
     sizes = [int(x) for x in args.sizes.split(",") if x and int(x) > 0]  # 0: none
     if sizes:
         rows = []
@@ -252,6 +260,7 @@ def main() -> None:
             for p in ["floor", "floor-procs", *args.policies.split(",")]:
                 rows.append(measure(f"philly-like:{n}", p, args))
         report += ["", "## philly-like at load 0.8 on philly", "", table(rows, cols)]
+        verdicts += size_verdicts(rows)
     if args.philly:
         if not PHILLY.exists():
             sys.exit(f"Philly table not found at {PHILLY} (set SCHEDLAB_SHARED)")
@@ -274,10 +283,16 @@ def main() -> None:
                 r["x_fifo_event"] = round(r["us_per_event"] / fifo_ev, 2)
         report += ["", f"## full Philly on {args.philly_topology}", "",
                    table(rows, [*cols[2:], "x_fifo", "x_fifo_event", "x_floor"])]
+        verdicts += philly_verdicts(rows, args.philly_topology)
+    if verdicts:
+        report += ["", "## Targets (issue 18; scale_targets.py)", "",
+                   *[f"- {line}" for _, line in verdicts]]
     text = "\n".join(report) + "\n"
     print(text)
     if args.out:
         Path(args.out).write_text(text)
+    if args.check and not all(ok for ok, _ in verdicts):
+        sys.exit(1)
 
 
 if __name__ == "__main__":
