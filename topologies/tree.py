@@ -124,8 +124,7 @@ class Topology:
         # the lowest-common-cell walk and best levels on flat lists (compiled)
         self.walk = CellWalk(
             self.gpu_cells, [c.gpu_hi for c in cells], [c.parent for c in cells],
-            [c.level for c in cells], [self._scan_best(n) for n in range(self.num_gpus + 1)],
-            self.levels[-1])
+            [c.level for c in cells], self._best_levels(), self.levels[-1])
 
     def _build(
         self,
@@ -180,12 +179,19 @@ class Topology:
         """The lowest level of this topology at which one cell holds `num_gpus` GPUs."""
         return self.walk.best_level(num_gpus)
 
-    def _scan_best(self, num_gpus: int) -> Level:
-        """`best_level` by scanning the levels (the walk's table is made of these)."""
+    def _best_levels(self) -> list[Level]:
+        """`best_level(n)` for n = 0 .. num_gpus, in one pass over the levels.
+
+        Level by level from the lowest, each GPU count up to the level's largest cell
+        that no lower level's cells reach gets that level.
+        """
+        best: list[Level] = []
         for lv in self.levels:
-            if self._max_gpus_at.get(lv, 0) >= num_gpus:
-                return lv
-        return self.levels[-1]
+            while len(best) <= min(self._max_gpus_at.get(lv, 0), self.num_gpus):
+                best.append(lv)
+        while len(best) <= self.num_gpus:  # a count past every cell: the top level
+            best.append(self.levels[-1])
+        return best
 
     def ancestors(self, cell: int) -> list[int]:
         """Cell ids from `cell` (included) up to the root."""
