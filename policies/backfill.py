@@ -27,11 +27,9 @@ same starts as a job-by-job scan in arrival order at a fraction of the cost.
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import math
 import operator
-from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from typing import Final
 
@@ -42,6 +40,7 @@ from sortedcontainers import SortedList
 from policies.base import Ctx, Policy
 from policies.priority import JobFeed
 from policies.victims import free_milli
+from sim.cfuncs import bisect_left, bisect_right, heappop, heappush
 from sim.jobstate import PENDING, RUNNING, JobState
 from sim.model import (
     MILLI,
@@ -223,7 +222,7 @@ def class_backfill(
             _offer(ctx, index, heap, fits, limit, ck, lst, after)
     dead: set[tuple] = set()
     while heap:
-        key, ck = heapq.heappop(heap)
+        key, ck = heappop(heap)
         lst = classes.get(ck)
         if ck in dead or not lst:
             continue
@@ -263,7 +262,7 @@ def _offer(ctx: Ctx, index: EstimateIndex, heap: list[tuple[tuple, tuple]],
     else:
         key = index.first_within(ctx, ck, since, bound)
     if key is not None:
-        heapq.heappush(heap, (key, ck))
+        heappush(heap, (key, ck))
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterator
 
 from mypy_extensions import mypyc_attr
 
 from policies.base import Ctx, Policy
+from sim.cfuncs import heapify, heappop, heappush
 from sim.context import SchedContext, start_on
 from sim.jobstate import JobState
 from sim.model import Decision, Placement, Unschedulable, class_over_free
@@ -53,9 +53,9 @@ class FifoBackfillPolicy(Policy):
         skip = type(self).place is FifoBackfillPolicy.place and type(ctx) is SchedContext
         cluster = ctx.cluster
         heap = [(lst[0], ck) for ck, lst in classes.items()]
-        heapq.heapify(heap)
+        heapify(heap)
         while heap:
-            key, ck = heapq.heappop(heap)
+            key, ck = heappop(heap)
             if skip and class_over_free(ck, cluster.free_whole):
                 continue
             job = ctx.job_at(key[1])
@@ -65,7 +65,7 @@ class FifoBackfillPolicy(Policy):
             yield start_on(job.job_id, got)
             lst = classes.get(ck)
             if lst:
-                heapq.heappush(heap, (lst[0], ck))
+                heappush(heap, (lst[0], ck))
 
     def place(self, ctx: Ctx, job: JobState) -> Placement:
         """Where the job would go now (the engine's placer; subclasses may use their own)."""

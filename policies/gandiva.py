@@ -40,7 +40,6 @@ Introspective mode, every `introspection_interval` while there is something to i
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterator
 from typing import Final
 
@@ -50,6 +49,7 @@ from policies.base import Ctx, Policy
 from policies.elastic import ElasticRules, bounds, is_elastic
 from policies.fifo_elastic import start_elastic
 from policies.placement.base import candidate_types, speed_tiers, take_gpus
+from sim.cfuncs import heapify, heappop, heappush
 from sim.interfaces import ClusterView
 from sim.jobstate import JobState
 from sim.model import Decision, Level, Migrate, Start, Unschedulable
@@ -389,9 +389,9 @@ class GandivaPolicy(Policy):
         classes = ctx.pending_classes()
         # class heads in arrival order; a class whose head cannot start waits this pass
         heap = [(lst[0], ck) for ck, lst in classes.items()]
-        heapq.heapify(heap)
+        heapify(heap)
         while heap:
-            key, ck = heapq.heappop(heap)
+            key, ck = heappop(heap)
             start = self._reactive(ctx, ctx.job_at(key[1]))
             if start is None:
                 continue
@@ -399,7 +399,7 @@ class GandivaPolicy(Policy):
             self._refresh(ctx)
             lst = classes.get(ck)
             if lst:
-                heapq.heappush(heap, (lst[0], ck))
+                heappush(heap, (lst[0], ck))
 
     # --- introspection ---
 

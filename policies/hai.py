@@ -49,7 +49,6 @@ gives the names for the engine's other event kinds.
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -67,6 +66,7 @@ from policies.quota_files import (
     hai_level,
     load_hai_quotas,
 )
+from sim.cfuncs import heappop, heappush
 from sim.errors import InvalidParameter
 from sim.jobstate import PENDING, RUNNING, JobState
 from sim.model import Decision, JobSpec, Reject, Start, Suspend, Unschedulable
@@ -590,7 +590,7 @@ class HaiPolicy(Policy):
         if (after is not None and self.event
                 and self.level_req.get(job.idx) == ABOVE_NORMAL):
             t = ctx.now + max(0.0, after - ctx.run_time(job))
-            heapq.heappush(self._demotions, (t, job.idx))
+            heappush(self._demotions, (t, job.idx))
             if t > ctx.now:
                 ctx.wake_at(t)
 
@@ -605,14 +605,14 @@ class HaiPolicy(Policy):
             t = min(t, base + k * c)
         self.suspending[job.idx] = (t, why)
         self.counts["suspend_commands"] += 1
-        heapq.heappush(self._stops, (t, job.idx))
+        heappush(self._stops, (t, job.idx))
         if t > now:
             ctx.wake_at(t)
 
     def _due_stops(self, ctx: Ctx) -> Iterator[Decision]:
         stops = self._stops
         while stops and stops[0][0] <= ctx.now + _EPS:
-            t, idx = heapq.heappop(stops)
+            t, idx = heappop(stops)
             got = self.suspending.get(idx)
             if got is None or got[0] != t:
                 continue
@@ -644,7 +644,7 @@ class HaiPolicy(Policy):
         out = []
         after = self.p["demote_after"]
         while self._demotions and self._demotions[0][0] <= ctx.now + _EPS:
-            _, idx = heapq.heappop(self._demotions)
+            _, idx = heappop(self._demotions)
             job = ctx.job_at(idx)
             if (job.status == RUNNING and self.level_req.get(idx) == ABOVE_NORMAL
                     and ctx.run_time(job) >= after - _EPS):

@@ -10,7 +10,6 @@ class and stops as soon as nothing more can start.
 
 from __future__ import annotations
 
-import heapq
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar, Final
@@ -20,6 +19,7 @@ from sortedcontainers import SortedList
 
 from policies.base import Ctx, Policy, owner
 from policies.victims import VictimPool, find_victims, free_milli
+from sim.cfuncs import heapify, heappop, heappush
 from sim.context import SchedContext as SchedContext  # re-exported: policies import it here
 from sim.context import start_on
 from sim.interfaces import PolicyContext
@@ -257,7 +257,7 @@ class _Merge:
         self.head: dict[tuple[Any, ...], tuple[Key, int]] = dict(heads.firsts())
         self.heap: list[tuple[tuple[Key, int], tuple[Any, ...]]] = [
             (e, ck) for ck, e in self.head.items()]
-        heapq.heapify(self.heap)
+        heapify(self.heap)
 
     def refresh(self, ck: tuple[Any, ...], after: tuple[Key, int]) -> None:
         """Class `ck`'s head becomes its first entry after `after` (none: it leaves)."""
@@ -269,7 +269,7 @@ class _Merge:
         if i < len(lst):
             e: tuple[Key, int] = lst[i]
             self.head[ck] = e
-            heapq.heappush(self.heap, (e, ck))
+            heappush(self.heap, (e, ck))
         else:
             self.head.pop(ck, None)
 
@@ -313,12 +313,12 @@ def _class_walk(
     while heap:
         entry, ck = heap[0]
         if head.get(ck) != entry:  # stale: the class moved on or failed
-            heapq.heappop(heap)
+            heappop(heap)
             continue
         key, idx = entry
         job = ctx.job_at(idx)
         if job.status != PENDING:
-            heapq.heappop(heap)
+            heappop(heap)
             m.refresh(ck, entry)
             continue
         got = ctx.place(job)
@@ -330,7 +330,7 @@ def _class_walk(
                     since.add(ck)
                 if walk.give_up(ck, key):
                     return
-                heapq.heappop(heap)
+                heappop(heap)
                 del head[ck]
                 continue
             victims, got = plan

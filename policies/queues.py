@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from typing import Any, Final
 from mypy_extensions import mypyc_attr
 
 from policies.base import Ctx, owner
+from sim.cfuncs import heappop, heappush
 from sim.errors import InvalidParameter, InvalidTopology
 from sim.jobstate import PENDING, RETRYING, RUNNING, WAITING, JobState
 from sim.model import MILLI, JobSpec, job_milli
@@ -160,7 +160,7 @@ class EngineMirror:
         ends = self._ends
         again = []
         while ends and due(ends[0][0], now):
-            _, idx, ver = heapq.heappop(ends)
+            _, idx, ver = heappop(ends)
             if self._running.get(idx) != ver:
                 continue
             job = ctx.job_at(idx)
@@ -169,7 +169,7 @@ class EngineMirror:
             else:
                 self._stopped(ctx, job, stopped, queued)
         for e in again:
-            heapq.heappush(ends, e)
+            heappush(ends, e)
         running = ctx.running()
         if len(running) != len(self._running):
             self.scans += 1
@@ -178,14 +178,14 @@ class EngineMirror:
         later = self._later
         back = []
         while later and due(later[0][0], now):
-            t, idx = heapq.heappop(later)
+            t, idx = heappop(later)
             job = ctx.job_at(idx)
             if job.status == PENDING:
                 queued[idx] = job
             elif job.status == RETRYING:
                 back.append((t, idx))
         for t, idx in back:
-            heapq.heappush(later, (max(t, now), idx))
+            heappush(later, (max(t, now), idx))
         owns = owner(ctx)
         if owns is not None:
             # a context narrowed to part of the run (hived's per-VC queues): arrivals and
@@ -204,7 +204,7 @@ class EngineMirror:
         del self._running[job.idx]
         stopped.append(job)
         if job.status == RETRYING:
-            heapq.heappush(self._later,
+            heappush(self._later,
                            (job.queued_since + ctx.params.get("retry_delay", 0.0), job.idx))
         elif job.status == "completed":
             for d in job.dependents:
@@ -218,7 +218,7 @@ class EngineMirror:
         self._running[job.idx] = job.version
         t = finish_time(job)
         if t < math.inf:
-            heapq.heappush(self._ends, (t, job.idx, job.version))
+            heappush(self._ends, (t, job.idx, job.version))
 
     def rejected(self) -> None:
         """Call after the engine applied our Reject of a pending job."""

@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from typing import Any, Final
 from mypy_extensions import mypyc_attr
 
 from policies.base import Ctx
+from sim.cfuncs import heappop, heappush
 from sim.errors import InvalidParameter, did_you_mean
 from sim.jobstate import FINAL, HELD, PENDING, RETRYING, RUNNING, WAITING, JobState
 from sim.model import PRIORITY_NAMES
@@ -230,7 +230,7 @@ class LiveJobs:
                 self.watch[job.idx] = job
         ends = self._ends
         while ends and ends[0][0] <= now:
-            _, idx = heapq.heappop(ends)
+            _, idx = heappop(ends)
             ended = self.running.get(idx)
             if ended is not None and ended.status != RUNNING:
                 stopped[idx] = ended
@@ -246,10 +246,10 @@ class LiveJobs:
                 requeued.append(job)
             elif job.status not in FINAL:
                 self.watch[idx] = job
-                heapq.heappush(due, now + ctx.params.get("retry_delay", 0.0))
+                heappush(due, now + ctx.params.get("retry_delay", 0.0))
         retry = False
         while due and due[0] <= now:
-            heapq.heappop(due)
+            heappop(due)
             retry = True
         # held jobs are released by an end, retried ones at their retry time
         if self.watch and (stopped or retry or ctx.pending_count != len(self.pending)):
@@ -282,7 +282,7 @@ class LiveJobs:
         self.pending.pop(job.idx, None)
         self.running[job.idx] = job
         if job.rate > 0:
-            heapq.heappush(self._ends, (job.seg_start + job.remaining_work / job.rate, job.idx))
+            heappush(self._ends, (job.seg_start + job.remaining_work / job.rate, job.idx))
 
     def stopped_by_policy(self, job: JobState) -> None:
         """The policy suspended or preempted `job`: it is pending again."""

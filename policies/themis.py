@@ -39,7 +39,6 @@ from __future__ import annotations
 import functools
 import math
 import operator
-from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from typing import Any, Final, cast
 
@@ -58,6 +57,7 @@ from policies.priority import (
 )
 from policies.victims import VictimPool, free_milli
 from sim.agenda import drain_watch
+from sim.cfuncs import bisect_right
 from sim.jobstate import PENDING, RUNNING, JobState
 from sim.model import (
     Decision,

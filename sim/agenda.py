@@ -13,7 +13,6 @@ due at an instant from `heap` itself (stale ones included; it skips those by ver
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections.abc import Callable, Sequence
 from enum import StrEnum
@@ -21,7 +20,7 @@ from typing import Final
 
 from mypy_extensions import mypyc_attr
 
-from sim.cfuncs import heappop, heappush
+from sim.cfuncs import heapify, heappop, heappush
 from sim.jobstate import JobState
 
 
@@ -91,7 +90,7 @@ class Agenda:
         jobs = self._jobs
         self.heap = [e for e in self.heap  # `stale` inlined
                      if e[2] not in VERSIONED or jobs[e[3]].version == e[4]]
-        heapq.heapify(self.heap)
+        heapify(self.heap)
         self._compact_at = max(_COMPACT_AT, 2 * len(self.heap))
 
     def stale(self, entry: Entry) -> bool:

@@ -17,3 +17,4 @@ bisect_right: Final = bisect.bisect_right
 insort: Final = bisect.insort
 heappush: Final = heapq.heappush
 heappop: Final = heapq.heappop
+heapify: Final = heapq.heapify

@@ -22,11 +22,11 @@ affinity level, ours also keeps whole buddies free for later pods.
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_left, insort
 from collections.abc import Iterator, Sequence
 from typing import Generic, TypeVar, cast
 
 from policies.hived.cells import FREE, OPP, Cell, PCell, VCell
+from sim.cfuncs import bisect_left, insort
 
 N = TypeVar("N", PCell, VCell)  # the cells of a view: all physical or all virtual
 
