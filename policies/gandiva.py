@@ -172,8 +172,8 @@ class GandivaPolicy(Policy):
                 self.label[nd] = size
             self.dirty_nodes.add(nd)
         self.dirty_sets.add(tuple(sorted(gpus)))
-        topo = ctx.topology
-        if size > 1 and topo.lowest_common_level(gpus) > topo.best_level(size):
+        walk = ctx.topology.walk
+        if size > 1 and walk.lowest_common_level(gpus) > walk.best_level(size):
             self.poor.add(job.idx)
         # a packing partner holds its GPUs whole and alone: a fractional job shares its GPU
         # through the milli-GPU accounting and cannot found a pack (the engine refuses it)
@@ -455,9 +455,9 @@ class GandivaPolicy(Policy):
                 if ctx.share_mode(job):
                     continue
                 tighter = ctx.place_if_freed(job, [job])
-                topo = ctx.topology
+                walk = ctx.topology.walk
                 if not isinstance(tighter, Unschedulable) and \
-                        topo.lowest_common_level(tighter) < topo.lowest_common_level(job.gpus):
+                        walk.lowest_common_level(tighter) < walk.lowest_common_level(job.gpus):
                     budget -= 1
                     yield Migrate(job.job_id, tighter, self._cost(job))
                     self._refresh(ctx)

@@ -80,19 +80,7 @@ class LocalitySpeed:
             spec = job
         if len(gpus) <= 1 or spec.locality_sensitivity <= 0:
             return 1.0
-        walk = self._walk
-        actual = walk.lowest_common_level(gpus)
-        best = walk.best_level(len(gpus))
-        fa = self._f.get(actual, 1.0)
-        eth = self._eth
-        if eth is not None and actual > Level.NODE:
-            gnode = self._topo.gpu_node
-            if any(eth[gnode[g]] for g in gpus):
-                fa = self._f.get("node_ethernet", fa)
-        slow = fa / self._f.get(best, 1.0)
-        if slow <= 1.0:
-            return 1.0
-        return 1.0 / (1.0 + spec.locality_sensitivity * (slow - 1.0))
+        return self._slowdown(spec, gpus, self._walk.lowest_common_level(gpus), ())
 
     def _roles(self, spec: JobSpec, gpus: tuple[int, ...], tasks: tuple[Any, ...]
                ) -> float:
@@ -107,9 +95,9 @@ class LocalitySpeed:
 
     def _slowdown(self, spec: JobSpec, gpus: tuple[int, ...], actual: Level,
                   nodes: tuple[int, ...]) -> float:
-        """The slowdown at level `actual` (ethernet when a GPU's or a node's is)."""
+        """The slowdown at level `actual` (ethernet when a GPU's or one of `nodes`' is)."""
         topo = self._topo
-        best = topo.best_level(len(gpus))
+        best = self._walk.best_level(len(gpus))
         fa = self._f.get(actual, 1.0)
         eth = self._eth
         if eth is not None and actual > Level.NODE:
@@ -135,7 +123,7 @@ def roles_level(topo: Topology, gpus: tuple[int, ...], tasks: tuple[Any, ...]
     off = tuple(sorted({t.node for t in tasks if not t.gpus and t.node not in on}))
     if not gpus:
         return Level.GPU, off
-    common = topo.lowest_common_cell(gpus)
+    common = topo.walk.lowest_common_cell(gpus)
     if not off:
         return topo.cells[common].level, off
     cells = topo.cells
