@@ -1,99 +1,89 @@
-"""Build: the engine's hot modules compiled to C extensions by mypyc, else pure Python.
+"""Build: pure Python by default; `SCHEDLAB_COMPILE=1` compiles the hot modules with mypyc.
 
-The modules in `COMPILED` are the engine's per-event path (the loop, the cluster state
-and its indexes, the queue, the agenda, progress, recording, the base placer). mypyc
-compiles them from the same typed source, with the same semantics (the whole test suite
-and the golden baselines run on either build), and that cuts the engine's time per event
-by about 40 % (fifo on full Philly: 19.4 -> 11.5 us). Everything else (policies,
-readers, metrics, the CLI) stays interpreted, but for HiveD's cell algorithm (its
-per-pass cost is walking its own cell trees: hived on full Philly 7.8 -> 6.7 CPU s in
-the loop) and its policy's per-pass bookkeeping (5.3-5.5 -> 4.2 CPU s in the loop), and
-the priority policies' pass: `PriorityPolicy`'s walk and index, the victim searches, and
-Tiresias and SJF/SRTF built on them (tiresias-las on 200,000 jobs: 18.1 -> 13.4 CPU s in
-the loop), fifo and fifo-backfill (the baseline: their pass runs at every event), and
-the mirrors of the engine that the multi-tenant and quota policies (drf, capacity, hai,
-quota-priority) bring up to date at every pass, and gandiva's, hai's and capacity's own
-pass (full Philly engine: gandiva 3.6-3.7 -> 2.6-2.7, hai 3.4-3.7 -> 2.3-2.5, capacity
-3.8-3.9 -> 2.5-2.6 CPU s), Gavel's rounds (gavel-mmf 4.5-4.6 -> 4.1 CPU s), Themis'
-auctions and EASY and conservative backfilling (on `uniform:56`: themis-ftf 15.5-16.0 ->
-13.8-14.0, conservative 17.7 -> 13.1-13.5, EASY 8.2-8.8 -> 7.1-7.3 CPU s). Researchers'
-own policies, placers and speed factors subclass the compiled classes as before (each is marked
-`allow_interpreted_subclasses`; what a subclass overrides, class attributes included, is
-what the compiled code calls and reads). A compiled module checks a class-typed argument
-on entry, so where a caller may hand in an object of another class with the same methods
-(hived's narrowed per-VC context), the parameter is typed by a protocol
-(`sim.interfaces.PolicyContext`) or `Any`.
+The editable install a researcher works in is the source itself: nothing is built, and an
+edit is in the next run. The compiled build is for long sweeps and benchmarks: the same
+typed source compiled to C, the same results (CI runs the golden baselines and the engine
+tests on both). It compiles one extension per module, on every core, and reuses the
+objects of modules whose generated C did not change (`build/native-cache`), so a rebuild
+after an edit compiles only what the edit changed. It records the SHA-256 of every file
+it was built from (`schedlab/_native_build.json`): at import, a compiled build whose
+sources changed is skipped for the source, with a warning (`schedlab/_native.py`). Which
+modules pay for compiling, and by how much, is in docs/performance.md.
 
-Set `SCHEDLAB_PURE=1` when installing to skip compilation (pure Python throughout, e.g. to
-edit these modules without rebuilding); without a C compiler or mypyc, or if compilation
-fails, the install falls back to pure Python on its own and says so. An editable install
-that was compiled must be rebuilt (`pip install -e .`) after editing a compiled module:
-`sim/__init__.py` refuses to import a compiled module older than its source.
+`SCHEDLAB_COMPILE=1 pip install -e .` (or `pip install .` for a wheel); a pure install
+removes the compiled modules an earlier compiled build left in the source tree.
 """
 
 from __future__ import annotations
 
+import ast
+import hashlib
+import json
 import os
 import shutil
 import sys
 import sysconfig
+from pathlib import Path
 
 from setuptools import setup
 from setuptools.command.build_ext import build_ext
 
+ROOT = Path(__file__).resolve().parent
+PACKAGE = ROOT / "schedlab"
+MANIFEST = PACKAGE / "_native_build.json"
+CACHE = ROOT / "build" / "native-cache"
+
 COMPILED = [
-    "sim/agenda.py",
-    "sim/cfuncs.py",
-    "sim/cluster.py",
-    "sim/cluster_layout.py",
-    "sim/colocation.py",
-    "sim/context.py",
-    "sim/engine.py",
-    "sim/instant.py",
-    "sim/jobstate.py",
-    "sim/lifecycle.py",
-    "sim/progress.py",
-    "sim/queue.py",
-    "sim/recorder.py",
-    "sim/speed.py",
+    # the engine's per-event path: the loop, the agenda, progress, the cluster state and
+    # its indexes, the queue, recording, the context policies see, the speed factors
+    "schedlab/sim/agenda.py",
+    "schedlab/sim/cfuncs.py",
+    "schedlab/sim/cluster.py",
+    "schedlab/sim/cluster_layout.py",
+    "schedlab/sim/colocation.py",
+    "schedlab/sim/context.py",
+    "schedlab/sim/engine.py",
+    "schedlab/sim/instant.py",
+    "schedlab/sim/jobstate.py",
+    "schedlab/sim/lifecycle.py",
+    "schedlab/sim/progress.py",
+    "schedlab/sim/queue.py",
+    "schedlab/sim/recorder.py",
+    "schedlab/sim/speed.py",
     # a placement's lowest common cell: at every start, resume and multi-node placement
-    "topologies/walk.py",
-    "policies/placement/base.py",
+    "schedlab/topologies/walk.py",
+    "schedlab/policies/placement/base.py",
     # fifo and fifo-backfill: the baseline every policy is measured against
-    "policies/fifo.py",
+    "schedlab/policies/fifo.py",
     # the priority walk and its victim searches (every `PriorityPolicy`, researchers'
     # included, and themis-ftf run their passes in them), and the two policies built on
     # them whose hooks run at every event (Tiresias' timers, SRTF's running columns)
-    "policies/priority.py",
+    "schedlab/policies/priority.py",
+    "schedlab/policies/victims.py",
+    "schedlab/policies/tiresias.py",
+    "schedlab/policies/sjf.py",
     # the multi-tenant policies' (drf, capacity) mirror of the engine, synced every pass
-    "policies/queues.py",
+    "schedlab/policies/queues.py",
     # hai's and quota-priority's mirror of the engine, polled at every pass
-    "policies/quota_files.py",
+    "schedlab/policies/quota_files.py",
     # gandiva's per-pass bookkeeping (affinity and time-share indexes re-keyed per pass)
-    "policies/gandiva.py",
+    "schedlab/policies/gandiva.py",
     # hai's pass: its node groups, plan buckets and quota levels, kept per event
-    "policies/hai.py",
+    "schedlab/policies/hai.py",
     # capacity's pass: its queue tree's shares and leaves, walked at every event
-    "policies/capacity.py",
-    # EASY and conservative backfilling: the reservation profile and the class scan,
-    # built and walked at every pass
-    "policies/backfill.py",
+    "schedlab/policies/capacity.py",
+    # EASY and conservative backfilling: the reservation profile and the class scan
+    "schedlab/policies/backfill.py",
     # Themis' auctions: rho, the worst-first walk and the fitting starts per lease
-    "policies/themis.py",
+    "schedlab/policies/themis.py",
     # Gavel's rounds: the per-round gathering, choice and decisions around its numpy
-    "policies/gavel.py",
-    "policies/victims.py",
-    "policies/tiresias.py",
-    "policies/sjf.py",
-    # HiveD's cell algorithm (buddy allocation, cell binding, VC bookkeeping) and its
-    # topology-aware search (nodes by rank, leaves by affinity): pure Python data
-    # structures walked per pass, with no extension point of their own; and its
-    # policy's per-pass bookkeeping (queues, job tracking, the orderings' contexts)
-    "policies/hived/algorithm.py",
-    "policies/hived/cells.py",
-    "policies/hived/policy.py",
-    "policies/hived/topology_aware.py",
-    "policies/hived/tracking.py",
+    "schedlab/policies/gavel.py",
+    # HiveD's cell algorithm, its topology-aware search and its policy's bookkeeping
+    "schedlab/policies/hived/algorithm.py",
+    "schedlab/policies/hived/cells.py",
+    "schedlab/policies/hived/policy.py",
+    "schedlab/policies/hived/topology_aware.py",
+    "schedlab/policies/hived/tracking.py",
 ]
 
 
@@ -101,57 +91,156 @@ def _say(msg: str) -> None:
     print(f"schedlab build: {msg}", file=sys.stderr)
 
 
-class OptionalBuildExt(build_ext):
-    """build_ext that falls back to pure Python when the C build fails."""
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _module_file(module: str) -> Path | None:
+    """The source of one of schedlab's modules, or None (not ours, or an attribute)."""
+    base = PACKAGE.joinpath(*module.split(".")[1:])
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def built_from(paths: list[str]) -> dict[str, str]:
+    """SHA-256 of each compiled module and every module of ours it imports, transitively.
+
+    Imports under TYPE_CHECKING and inside functions count: mypy reads them all, and mypyc
+    inlines the constants it finds there.
+    """
+    todo = [ROOT / p for p in paths]
+    seen: set[Path] = set()
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            for name in names:
+                if name == "schedlab" or name.startswith("schedlab."):
+                    # the package __init__s on the way are imported too
+                    parts = name.split(".")
+                    for i in range(1, len(parts) + 1):
+                        found = _module_file(".".join(parts[:i]))
+                        if found is not None:
+                            todo.append(found)
+    return {str(p.relative_to(ROOT).relative_to("schedlab")): _digest(p) for p in sorted(seen)}
+
+
+def docstrings(paths: list[str]) -> dict[str, dict[str, str]]:
+    """Each compiled module's docstring ("") and its classes' (by qualified name).
+
+    mypyc drops them; `schedlab._native` puts them back when it loads a compiled module,
+    so `help()` and the docs read the same text in both builds.
+    """
+    out: dict[str, dict[str, str]] = {}
+    for path in paths:
+        tree = ast.parse((ROOT / path).read_text(encoding="utf-8"))
+        docs = {"": ast.get_docstring(tree, clean=False) or ""}
+        todo: list[tuple[ast.AST, str]] = [(tree, "")]
+        while todo:
+            node, prefix = todo.pop()
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.ClassDef):
+                    name = prefix + child.name
+                    docs[name] = ast.get_docstring(child, clean=False) or ""
+                    todo.append((child, name + "."))
+        out[path.removesuffix(".py").replace("/", ".")] = {k: v for k, v in docs.items() if v}
+    return out
+
+
+def _remove_compiled() -> None:
+    """A pure install: drop the compiled modules and manifest an earlier build left here."""
+    removed = 0
+    for folder in [PACKAGE, *(d.resolve() for d in PACKAGE.iterdir() if d.is_dir())]:
+        for so in folder.rglob("*.so"):  # rglob does not follow the subpackages' links
+            so.unlink()
+            removed += 1
+    if MANIFEST.exists():
+        MANIFEST.unlink()
+    if removed:
+        _say(f"pure Python: removed {removed} compiled modules of an earlier build")
+
+
+class CachedBuildExt(build_ext):
+    """build_ext on every core, reusing an extension whose inputs did not change.
+
+    It writes the build's manifest beside the package it builds (the wheel's, or the
+    source tree's for an editable install).
+    """
+
+    manifest: dict | None = None
+
+    def initialize_options(self) -> None:
+        """Compile on every core unless told otherwise (`--parallel`)."""
+        super().initialize_options()
+        self.parallel = os.cpu_count() or 1
 
     def run(self) -> None:
-        """Build the extensions; on a failure, none (the .py modules are installed)."""
-        try:
-            super().run()
-        except Exception as e:  # a compiler error: install the pure-Python modules
-            _say(f"compiling the engine failed ({e}); installing pure Python")
-            self.extensions = []
+        """Build every extension, then the manifest `schedlab._native` reads."""
+        super().run()
+        if self.manifest is None or not self.extensions:
+            return
+        text = json.dumps(self.manifest, indent=1, sort_keys=True) + "\n"
+        folders = [Path(self.build_lib) / "schedlab"]
+        if self.inplace or getattr(self, "editable_mode", False):
+            folders.append(PACKAGE)
+        for folder in folders:
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / MANIFEST.name).write_text(text, encoding="utf-8")
 
-    def copy_extensions_to_source(self) -> None:
-        """Copy the built modules into the source tree (an editable install), stamped now.
+    def _key(self, ext) -> str:  # noqa: ANN001 - setuptools' Extension
+        h = hashlib.sha256()
+        h.update(repr((ext.name, ext.extra_compile_args, sys.version,
+                       sysconfig.get_config_var("CC"))).encode())
+        for f in sorted(set(ext.sources) | set(ext.depends)):
+            h.update(f.encode())
+            h.update(Path(f).read_bytes())
+        return h.hexdigest()[:24]
 
-        The copy keeps the build's own time, which an unchanged module's skipped rebuild
-        leaves older than an edit (of a docstring, say): `sim/__init__.py` would then
-        refuse it as stale although it was just rebuilt.
-        """
-        super().copy_extensions_to_source()
-        build_py = self.get_finalized_command("build_py")
-        for ext in self.extensions:
-            inplace_file, _ = self._get_inplace_equivalent(build_py, ext)
-            if os.path.exists(inplace_file):
-                os.utime(inplace_file)
+    def build_extension(self, ext) -> None:  # noqa: ANN001
+        """Copy a cached build of the same inputs, else compile and keep a copy."""
+        target = Path(self.get_ext_fullpath(ext.name))
+        cached = CACHE / f"{ext.name}-{self._key(ext)}{target.suffix}"
+        if cached.is_file():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(cached, target)
+            return
+        super().build_extension(ext)
+        CACHE.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(target, cached)
 
 
 # the commands that build modules: metadata queries (egg_info, dist_info) need none, and
-# mypyc's analysis (about 15 s) runs only once per install instead of at every query
+# mypyc's analysis runs only once per install instead of at every query
 _BUILDS = {"build", "build_ext", "bdist_wheel", "editable_wheel", "develop", "install"}
 
 
 def _ext_modules() -> list:
     if not _BUILDS & set(sys.argv[1:]):
         return []
-    if os.environ.get("SCHEDLAB_PURE"):
-        _say("SCHEDLAB_PURE is set: pure Python")
+    if not os.environ.get("SCHEDLAB_COMPILE"):
+        _remove_compiled()
         return []
     cc = (sysconfig.get_config_var("CC") or "cc").split()[0]
     if shutil.which(cc) is None:
-        _say(f"no C compiler ({cc}): pure Python")
-        return []
-    try:
-        from mypyc.build import mypycify
-    except ImportError:
-        _say("mypyc is not available: pure Python")
-        return []
-    try:
-        return mypycify(COMPILED, opt_level="3", group_name="schedlab_native")
-    except BaseException as e:  # mypy found an error (it exits), or mypyc failed
-        _say(f"mypyc could not compile the engine ({e!r}): pure Python")
-        return []
+        raise SystemExit(f"schedlab build: SCHEDLAB_COMPILE is set but there is no C "
+                         f"compiler ({cc})")
+    from mypyc.build import mypycify
+
+    extensions = mypycify(COMPILED, opt_level="3", separate=True,
+                          target_dir=os.path.join("build", "mypyc"))
+    modules = [p.removesuffix(".py").replace("/", ".") for p in COMPILED]
+    CachedBuildExt.manifest = {"modules": modules, "sources": built_from(COMPILED),
+                               "docs": docstrings(COMPILED)}
+    return extensions
 
 
-setup(ext_modules=_ext_modules(), cmdclass={"build_ext": OptionalBuildExt})
+setup(ext_modules=_ext_modules(), cmdclass={"build_ext": CachedBuildExt})

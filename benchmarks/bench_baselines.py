@@ -40,11 +40,11 @@ METRICS = ("jobs_completed", "jct_mean", "jct_p95", "queueing_delay_mean", "slow
 def topology(name: str):
     """A bundled topology, or `uniform:N` (N DGX-like 8-GPU nodes)."""
     if name.startswith("uniform:"):
-        from topologies.build import uniform_topology
+        from schedlab.topologies.build import uniform_topology
 
         return uniform_topology(int(name.split(":", 1)[1]), sockets=2, switches_per_socket=2,
                                 gpus_per_switch=2, name=name)
-    from topologies import load_topology
+    from schedlab.topologies import load_topology
 
     return load_topology(name)
 
@@ -52,11 +52,11 @@ def topology(name: str):
 def load(trace: str, philly_topology: str):
     """(trace, topology) of a benchmark case."""
     if trace == "default":
-        from traces import load_trace
+        from schedlab.traces import load_trace
 
         return load_trace("default"), topology("default")
-    from traces.canonical import frame_to_trace
-    from traces.make_default import convert_philly
+    from schedlab.traces.canonical import frame_to_trace
+    from schedlab.traces.make_default import convert_philly
 
     t = frame_to_trace(convert_philly(PHILLY), label=PHILLY.name, name="philly-full",
                        source=str(PHILLY))
@@ -65,7 +65,7 @@ def load(trace: str, philly_topology: str):
 
 def one(trace: str, policy: str, philly_topology: str) -> dict:
     """Run one policy on one case in this process and measure it."""
-    from sim.engine import Simulation
+    from schedlab.sim.engine import Simulation
 
     t0 = time.perf_counter()
     tr, topo = load(trace, philly_topology)
@@ -110,7 +110,7 @@ def main() -> None:
     traces = args.trace or ["default", "philly"]
     if "philly" in traces and not PHILLY.exists():
         sys.exit(f"Philly table not found at {PHILLY} (set SCHEDLAB_SHARED)")
-    from policies.registry import registered_policies
+    from schedlab.policies.registry import registered_policies
 
     policies = args.policy or registered_policies()
     rows = []

@@ -20,8 +20,8 @@ import re
 import time
 from pathlib import Path
 
-from policies.base import Policy
-from sim.model import Start, Unschedulable
+from schedlab.policies.base import Policy
+from schedlab.sim.model import Start, Unschedulable
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("SCHEDLAB_SHARED", ROOT.parent / "shared"))
@@ -52,7 +52,7 @@ def readme_policy() -> type[Policy]:
 
 
 def best(make, trace, topo, repeat: int) -> tuple[float, dict]:
-    from sim.engine import Simulation
+    from schedlab.sim.engine import Simulation
 
     walls, summary = [], {}
     for _ in range(repeat):
@@ -67,14 +67,14 @@ def main() -> None:
     ap.add_argument("--philly-jobs", type=int, default=20_000)
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
-    from policies import make_policy
-    from topologies import load_topology
-    from traces import load_trace
+    from schedlab.policies import make_policy
+    from schedlab.topologies import load_topology
+    from schedlab.traces import load_trace
 
     cases = [("default", load_trace("default"), load_topology("default"))]
     if PHILLY.exists():
-        from traces.canonical import frame_to_trace
-        from traces.make_default import convert_philly
+        from schedlab.traces.canonical import frame_to_trace
+        from schedlab.traces.make_default import convert_philly
 
         full = frame_to_trace(convert_philly(PHILLY), label=PHILLY.name, name="philly",
                               source=str(PHILLY))

@@ -68,18 +68,18 @@ def write_tenant_files(shares: dict[str, float], folder: Path) -> tuple[Path, Pa
 
 def _register() -> None:
     """Make `drf` and `capacity` available even before the registry lists them."""
-    from policies import register, registered_policies
+    from schedlab.policies import register, registered_policies
 
-    for name, entry in (("drf", "policies.drf:DrfPolicy"),
-                        ("capacity", "policies.capacity:CapacityPolicy")):
+    for name, entry in (("drf", "schedlab.policies.drf:DrfPolicy"),
+                        ("capacity", "schedlab.policies.capacity:CapacityPolicy")):
         if name not in registered_policies():
             register(name, entry)
 
 
 def _topology(name: str):
     """A preset or file, or `uniform:N` (N nodes of 8 P40 GPUs: a contended cluster)."""
-    from topologies import load_topology
-    from topologies.build import uniform_topology
+    from schedlab.topologies import load_topology
+    from schedlab.topologies.build import uniform_topology
 
     if name.startswith("uniform:"):
         n = int(name.partition(":")[2])
@@ -90,9 +90,9 @@ def _topology(name: str):
 
 def one(run: str, topology: str, max_jobs: int | None) -> dict:
     """One run in this process."""
-    from sim.engine import Simulation
-    from traces.canonical import frame_to_trace
-    from traces.make_default import convert_philly
+    from schedlab.sim.engine import Simulation
+    from schedlab.traces.canonical import frame_to_trace
+    from schedlab.traces.make_default import convert_philly
 
     _register()
     t0 = time.perf_counter()

@@ -69,7 +69,7 @@ def authors_variant(label: str) -> None:
     lexicographically smallest node name among the top scores: the lowest node index
     here (openb node names are zero-padded in file order).
     """
-    from sim.registry import PLACERS
+    from schedlab.sim.registry import PLACERS
 
     base = PLACERS[label]
     to_int = {
@@ -115,9 +115,9 @@ def fgd_workload(seed: int, tune: float = 1.3, nodes: str = "gpu"):
     """(trace, topology) of the authors' experiment: shuffled pods tuned to `tune` x GPUs."""
     import numpy as np
 
-    from topologies.openb import read_openb_nodes
-    from traces import load_trace
-    from traces.base import Trace
+    from schedlab.topologies.openb import read_openb_nodes
+    from schedlab.traces import load_trace
+    from schedlab.traces.base import Trace
 
     pods = sorted(load_trace(PODS).jobs, key=lambda j: j.job_id)
     topo = read_openb_nodes(NODES[nodes])
@@ -163,7 +163,7 @@ def allocation_curve(jobs, starts, capacity_milli: float) -> dict[int, float]:
 
 def one(label: str, seed: int, nodes: str) -> dict:
     """One placement on one seed, in this process."""
-    from sim.engine import Simulation
+    from schedlab.sim.engine import Simulation
 
     trace, topo = fgd_workload(seed, nodes=nodes)
     if label.endswith(AUTHORS):

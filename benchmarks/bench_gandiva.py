@@ -16,13 +16,13 @@ import time
 
 from bench_philly import PHILLY
 
-from sim.engine import Simulation
-from sim.model import JobSpec
-from topologies import load_topology
-from topologies.build import uniform_topology
-from traces.base import Trace
-from traces.canonical import frame_to_trace
-from traces.make_default import convert_philly
+from schedlab.sim.engine import Simulation
+from schedlab.sim.model import JobSpec
+from schedlab.topologies import load_topology
+from schedlab.topologies.build import uniform_topology
+from schedlab.traces.base import Trace
+from schedlab.traces.canonical import frame_to_trace
+from schedlab.traces.make_default import convert_philly
 
 RUNS = (("fifo", "fifo", {}), ("gandiva-reactive", "gandiva", {"introspective": False}),
         ("gandiva", "gandiva", {}))

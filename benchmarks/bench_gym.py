@@ -17,8 +17,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from sim.app.rl import ClusterEnv, PolicyAgent, RandomAgent
-from sim.engine import Simulation
+from schedlab.app.rl import ClusterEnv, PolicyAgent, RandomAgent
+from schedlab.sim.engine import Simulation
 
 
 def episode(env: ClusterEnv, agent, options: dict) -> tuple[int, float, float]:

@@ -30,9 +30,9 @@ PHILLY = SHARED / "traces" / "philly" / "philly_jobs_pollux.csv"
 
 
 def load(policy):
-    from traces.base import Trace
-    from traces.canonical import frame_to_trace
-    from traces.make_default import convert_philly
+    from schedlab.traces.base import Trace
+    from schedlab.traces.canonical import frame_to_trace
+    from schedlab.traces.make_default import convert_philly
 
     trace = frame_to_trace(
         convert_philly(PHILLY), label=PHILLY.name, name="philly-full", source=str(PHILLY)
@@ -68,8 +68,8 @@ def quotas_file(trace, out):
 
 
 def one(policy, extra):
-    from sim.engine import Simulation
-    from topologies import load_topology
+    from schedlab.sim.engine import Simulation
+    from schedlab.topologies import load_topology
 
     t0 = time.perf_counter()
     trace = load(policy)
@@ -80,11 +80,11 @@ def one(policy, extra):
         params["quotas"] = quotas_file(trace, str(quota_path))
     load_s = time.perf_counter() - t0
     if policy == "fifo":
-        from policies.fifo import FifoPolicy as P
+        from schedlab.policies.fifo import FifoPolicy as P
     elif policy == "hai":
-        from policies.hai import HaiPolicy as P
+        from schedlab.policies.hai import HaiPolicy as P
     else:
-        from policies.quota_priority import QuotaPriorityPolicy as P
+        from schedlab.policies.quota_priority import QuotaPriorityPolicy as P
     pol_keys = set(P.params)
     pol = P(**{k: v for k, v in params.items() if k in pol_keys})
     t1 = time.perf_counter()

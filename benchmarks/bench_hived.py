@@ -45,8 +45,8 @@ PHILLY = SHARED / "traces" / "philly" / "philly_jobs_pollux.csv"
 BIG = 8  # GPUs from which a job counts as multi-GPU in the report
 EXCESS = 0.10  # a VC whose 8+ GPU jobs wait 10% (and a minute) more than when private
 # where the two policies live, for a registry that does not list them yet
-ENTRIES = {"hived": "policies.hived:HivedPolicy",
-           "vc-quota": "policies.hived.vc_quota:VcQuotaPolicy"}
+ENTRIES = {"hived": "schedlab.policies.hived:HivedPolicy",
+           "vc-quota": "schedlab.policies.hived.vc_quota:VcQuotaPolicy"}
 # node shapes of the philly machine list, per GPU type (native topology groups)
 SHAPES = {"P40": {"sockets": 2, "switches_per_socket": 2, "gpus_per_switch": 2},
           "K80": {"gpus_per_node": 2}}
@@ -54,9 +54,9 @@ SHAPES = {"P40": {"sockets": 2, "switches_per_socket": 2, "gpus_per_switch": 2},
 
 def load_trace(load_scale: float = 1.0, max_jobs: int | None = None):
     """The full Philly table as a trace, optionally compressed in time and cut."""
-    from traces.canonical import frame_to_trace
-    from traces.make_default import convert_philly
-    from traces.shaping import shape
+    from schedlab.traces.canonical import frame_to_trace
+    from schedlab.traces.make_default import convert_philly
+    from schedlab.traces.shaping import shape
 
     trace = frame_to_trace(convert_philly(PHILLY), label=PHILLY.name, name="philly-full",
                            source=str(PHILLY))
@@ -108,9 +108,9 @@ def _result_rows(jobs):
 def one(policy: str, private: bool, cells_file: str, load_scale: float,
         max_jobs: int | None) -> dict:
     """Run one policy in this process, shared or on private clusters: per-job delays."""
-    from policies import register, registered_policies
-    from sim.engine import Simulation
-    from topologies import load_topology
+    from schedlab.policies import register, registered_policies
+    from schedlab.sim.engine import Simulation
+    from schedlab.topologies import load_topology
 
     if policy not in registered_policies():
         if policy not in ENTRIES:
@@ -136,9 +136,9 @@ def one(policy: str, private: bool, cells_file: str, load_scale: float,
 
 def _private(trace, cells: dict[str, dict[str, int]], policy: str) -> list:
     """Each VC's jobs alone on a cluster of its own cells, under the same policy."""
-    from sim.engine import Simulation
-    from topologies.native import native_from_dict
-    from traces.base import Trace
+    from schedlab.sim.engine import Simulation
+    from schedlab.topologies.native import native_from_dict
+    from schedlab.traces.base import Trace
 
     by_vc: dict[str, list] = {}
     for s in trace.jobs:
@@ -156,8 +156,8 @@ def _private(trace, cells: dict[str, dict[str, int]], policy: str) -> list:
 def write_configs(out_dir: Path, load_scale: float, max_jobs: int | None
                   ) -> tuple[str, dict]:
     """The HiveD `vcs` file, the `vc-quota` quotas file and the cells, in `out_dir`."""
-    from policies.hived.config import build_physical
-    from topologies import load_topology
+    from schedlab.policies.hived.config import build_physical
+    from schedlab.topologies import load_topology
 
     trace = load_trace(load_scale, max_jobs)
     pc = build_physical(load_topology("philly"))

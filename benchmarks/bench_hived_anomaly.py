@@ -55,9 +55,9 @@ def load(load_scale: float, days: float, start: float = 14.0):
     """The Philly table: `days` days from day `start`, the 11 busy VCs, at `load_scale`."""
     from collections import Counter
 
-    from traces.canonical import frame_to_trace
-    from traces.make_default import convert_philly
-    from traces.shaping import shape
+    from schedlab.traces.canonical import frame_to_trace
+    from schedlab.traces.make_default import convert_philly
+    from schedlab.traces.shaping import shape
 
     full = frame_to_trace(convert_philly(PHILLY), label=PHILLY.name, name="philly-11",
                           source=str(PHILLY))
@@ -91,7 +91,7 @@ def shares(jobs) -> dict[str, int]:
 
 def topology(nodes: int, name: str, vcs: dict[str, int] | None = None):
     """`nodes` P40-shaped 8-GPU nodes; with `vcs`, native VCs of whole nodes."""
-    from topologies.native import native_from_dict
+    from schedlab.topologies.native import native_from_dict
 
     data: dict = {"name": name, "nodes": [{"count": nodes, "gpu_type": "P40", "sockets": 2,
                                            "switches_per_socket": 2, "gpus_per_switch": 2}]}
@@ -102,8 +102,8 @@ def topology(nodes: int, name: str, vcs: dict[str, int] | None = None):
 
 def run_one(setup: str, cfg: dict) -> dict:
     """One set-up in this process: per-job (vc, GPUs, queueing delay s) and utilization."""
-    from sim.engine import Simulation
-    from traces.base import Trace
+    from schedlab.sim.engine import Simulation
+    from schedlab.traces.base import Trace
 
     trace = load(cfg["load_scale"], cfg["days"], cfg["start"])
     nodes = cfg["nodes"]

@@ -27,10 +27,10 @@ PHILLY = SHARED / "traces" / "philly" / "philly_jobs_pollux.csv"
 
 def one(policy: str, placer: str | None) -> dict:
     """Run one policy in this process and measure it."""
-    from sim.engine import Simulation
-    from topologies import load_topology
-    from traces.canonical import frame_to_trace
-    from traces.make_default import convert_philly
+    from schedlab.sim.engine import Simulation
+    from schedlab.topologies import load_topology
+    from schedlab.traces.canonical import frame_to_trace
+    from schedlab.traces.make_default import convert_philly
 
     t0 = time.perf_counter()
     trace = frame_to_trace(convert_philly(PHILLY), label=PHILLY.name, name="philly-full",

@@ -19,7 +19,7 @@ fresh, niced subprocess (its own peak RSS) and is cut after `--cpu-limit` CPU se
 The report ends with a verdict on each of issue 18's targets that its rows speak to
 (`scale_targets.py`); `--check` makes a failed one the exit status, for a guard.
 Each subprocess settles its C allocator as the `schedlab` command does
-(`sim.app.allocator`: freed memory goes back to the system); `--system-malloc` leaves
+(`schedlab.app.allocator`: freed memory goes back to the system); `--system-malloc` leaves
 glibc's defaults, as a Python process that does not call it has them (the peaks are
 then 0.06-0.09 GiB higher at a million jobs, the CPU the same).
 
@@ -54,13 +54,13 @@ HERE = Path(__file__).resolve().parent
 
 def load(trace: str, topology: str) -> tuple[Any, Any]:
     """(trace, topology): `philly` is the shared full table, else `philly-like:N`."""
-    from topologies import load_topology
-    from traces import load_trace
+    from schedlab.topologies import load_topology
+    from schedlab.traces import load_trace
 
     topo = load_topology("philly") if topology == "philly" else _uniform(topology)
     if trace == "philly":
-        from traces.canonical import frame_to_trace
-        from traces.make_default import convert_philly
+        from schedlab.traces.canonical import frame_to_trace
+        from schedlab.traces.make_default import convert_philly
 
         return frame_to_trace(convert_philly(PHILLY), label=PHILLY.name, name="philly-full",
                               source=str(PHILLY)), topo
@@ -68,7 +68,7 @@ def load(trace: str, topology: str) -> tuple[Any, Any]:
 
 
 def _uniform(spec: str) -> Any:
-    from topologies.build import uniform_topology
+    from schedlab.topologies.build import uniform_topology
 
     n = int(spec.partition(":")[2])
     return uniform_topology(n, sockets=2, switches_per_socket=2, gpus_per_switch=2,
@@ -138,12 +138,12 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
     """One measurement in this process."""
     import contextlib
 
-    from sim import engine
+    from schedlab.sim import engine
 
     # an older engine (to measure before/after) has no quiet collector
     collector = getattr(engine, "quiet_collector", contextlib.nullcontext)
     if not args.system_malloc:
-        from sim.app.allocator import settle_allocator
+        from schedlab.app.allocator import settle_allocator
 
         settle_allocator()  # as the `schedlab` command does
     c0 = time.process_time()
@@ -159,7 +159,7 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
         ev = (floor if args.policy == "floor" else floor_procs)(jobs, topo.num_gpus)
         cpu = time.process_time() - c1
     else:
-        from sim.engine import Simulation
+        from schedlab.sim.engine import Simulation
 
         params = {"timeline": "off", "events": "off"} if args.lean else {}
         s = Simulation(trace, topo, args.policy, params=params).run().summary
@@ -232,7 +232,7 @@ def main() -> None:
                     help="CPU seconds per run (trace included); 0: none")
     ap.add_argument("--lean", action="store_true")
     ap.add_argument("--system-malloc", action="store_true",
-                    help="leave glibc's malloc thresholds as they are (sim.app.allocator)")
+                    help="leave glibc's malloc thresholds as they are (schedlab.app.allocator)")
     ap.add_argument("--out", default=None, help="write a Markdown report here")
     ap.add_argument("--check", action="store_true",
                     help="exit with status 1 when a target of issue 18 fails "
@@ -244,7 +244,7 @@ def main() -> None:
     if args.child:
         print(json.dumps(child(args)))
         return
-    import sim as sim_pkg
+    import schedlab as sim_pkg
 
     cols = ["trace", "jobs", "policy", "trace_cpu_s", "run_cpu_s", "events_per_job",
             "us_per_event", "ms_per_job", "peak_rss_gb", "wall_s", "note"]
@@ -264,7 +264,7 @@ def main() -> None:
     if args.philly:
         if not PHILLY.exists():
             sys.exit(f"Philly table not found at {PHILLY} (set SCHEDLAB_SHARED)")
-        from policies import registered_policies
+        from schedlab.policies import registered_policies
 
         names = (registered_policies() if args.all_policies
                  else [p for p in args.policies.split(",") if p])

@@ -2,10 +2,10 @@
 
 Each run draws a case (topology, trace, engine parameters) and a target (a registered
 policy or hived composed with an ordering, with random policy parameters) from one seed,
-runs it on a process pool with a per-run timeout and checks it with `policies.fuzzing.
-run_case`: no exception, the invariants of `policies.conformance.check_invariants`, the
-run terminates, and (every `--determinism-every`-th run) the same seed twice gives the
-same jobs and events tables.
+runs it on a process pool with a per-run timeout and checks it with `run_case` of
+`tests/fuzzing.py`: no exception, the invariants of
+`schedlab.policies.conformance.check_invariants`, the run terminates, and (every
+`--determinism-every`-th run) the same seed twice gives the same jobs and events tables.
 
     python benchmarks/fuzz_campaign.py --runs 1000 --seed 0 --jobs 2 --timeout 60
     python benchmarks/fuzz_campaign.py --repro 17 [--minimize]   # one run, as a script
@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+if str(ROOT / "tests") not in sys.path:  # the fuzzing helpers live with the tests
+    sys.path.insert(0, str(ROOT / "tests"))
 
 RESULTS = ROOT / "benchmarks" / "RESULTS_fuzz.md"
 SEED_STRIDE = 1_000_000  # run i of campaign seed s uses case seed s * SEED_STRIDE + i
@@ -41,7 +41,7 @@ def run_seed(campaign_seed: int, i: int) -> int:
 
 def one_run(seed: int, determinism: bool, timeout: float) -> dict[str, Any]:
     """Worker: draw the case and target of `seed`, run and check it."""
-    from policies.fuzzing import fuzz_target, run_case
+    from fuzzing import fuzz_target, run_case
 
     t0 = time.perf_counter()
     try:
@@ -58,7 +58,7 @@ def one_run(seed: int, determinism: bool, timeout: float) -> dict[str, Any]:
 
 
 def _warm() -> None:
-    import policies.fuzzing  # noqa: F401 - import once per worker, not per run
+    import fuzzing  # noqa: F401 - import once per worker, not per run
 
 
 def _kill(ex: ProcessPoolExecutor) -> None:
@@ -201,7 +201,7 @@ def summarize(results: list[dict[str, Any]], wall: float, args: argparse.Namespa
 
 
 def repro(args: argparse.Namespace) -> int:
-    from policies.fuzzing import fuzz_target, minimize, repro_code, run_case
+    from fuzzing import fuzz_target, minimize, repro_code, run_case
 
     case, policy, params = fuzz_target(args.repro)
     if args.policy:

@@ -44,7 +44,7 @@ def main() -> None:
     ap.add_argument("--param", action="append", default=[])
     args = ap.parse_args()
 
-    from sim.engine import Simulation
+    from schedlab.sim.engine import Simulation
     params = parse_params(args.param)
     topo = topology(args.topology)
     trace = load(args.trace, topo, params)

@@ -37,12 +37,12 @@ def load(trace: str, topo: Any, params: dict[str, Any]) -> Any:
     A calibrated generator (`philly-like:N`) takes `load` from the params (default 0.8).
     """
     if trace == "philly":
-        from traces.canonical import frame_to_trace
-        from traces.make_default import convert_philly
+        from schedlab.traces.canonical import frame_to_trace
+        from schedlab.traces.make_default import convert_philly
 
         return frame_to_trace(convert_philly(PHILLY), label=PHILLY.name, name="philly-full",
                               source=str(PHILLY))
-    from traces import load_trace
+    from schedlab.traces import load_trace
 
     if trace.partition(":")[0] in ("philly-like", "helios-like"):
         return load_trace(trace, topology=topo, load=float(params.pop("load", 0.8)))
@@ -66,7 +66,7 @@ def topology(spec: str) -> Any:
         from bench_scale import _uniform
 
         return _uniform(spec)
-    from topologies import load_topology
+    from schedlab.topologies import load_topology
 
     return load_topology(spec)
 
@@ -92,9 +92,9 @@ def main() -> None:
     ap.add_argument("--no-profile", action="store_true", help="phases only, no cProfile")
     args = ap.parse_args()
 
-    from sim import engine
-    from sim.engine import Run, Simulation
-    from sim.results import build_result
+    from schedlab.sim import engine
+    from schedlab.sim.engine import Run, Simulation
+    from schedlab.sim.results import build_result
     # the phases of `schedlab run` and Simulation.run, measured apart, as they run them
     # (inside the engine's quiet garbage collector, where it has one)
     collector = getattr(engine, "quiet_collector", contextlib.nullcontext)
@@ -132,7 +132,7 @@ def main() -> None:
         mem["result"] = memory()
         if prof is not None:
             prof.disable()
-    import sim as sim_pkg
+    import schedlab as sim_pkg
 
     phases = {"trace": c1 - c0, "setup": c3 - c2, "engine": c4 - c3, "result": c5 - c4}
     n = len(sim.jobs)

@@ -37,12 +37,12 @@ import numpy as np
 from mypy_extensions import mypyc_attr
 from sortedcontainers import SortedList
 
-from policies.base import Ctx, Policy
-from policies.priority import JobFeed
-from policies.victims import free_milli
-from sim.cfuncs import bisect_left, bisect_right, heappop, heappush
-from sim.jobstate import PENDING, RUNNING, JobState
-from sim.model import (
+from schedlab.policies.base import Ctx, Policy
+from schedlab.policies.priority import JobFeed
+from schedlab.policies.victims import free_milli
+from schedlab.sim.cfuncs import bisect_left, bisect_right, heappop, heappush
+from schedlab.sim.jobstate import PENDING, RUNNING, JobState
+from schedlab.sim.model import (
     MILLI,
     Decision,
     JobSpec,
@@ -51,7 +51,7 @@ from sim.model import (
     job_milli,
     request_class,
 )
-from sim.params import Param, as_float, as_int
+from schedlab.sim.params import Param, as_float, as_int
 
 ESTIMATE: Final = Param(1.0, as_float(1.0),
                  "user estimate = this factor x the trace duration (1: exact estimates)")

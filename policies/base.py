@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from sim.model import Decision
-from sim.params import Param, resolve
+from schedlab.sim.model import Decision
+from schedlab.sim.params import Param, resolve
 
 if TYPE_CHECKING:
-    from sim.context import SchedContext
-    from sim.jobstate import JobState
+    from schedlab.sim.context import SchedContext
+    from schedlab.sim.jobstate import JobState
 
 _PLAIN_CONTEXTS: set[type] = set()  # context classes found to offer no `owns`
 
@@ -47,7 +47,7 @@ class Policy:
     sees the cluster state its earlier decisions produced. `period` (seconds) asks for a
     pass on a timer as well as on arrivals and completions. `placer` names the placer the
     run uses when the user does not choose one (None: the engine's default). Policies
-    that order pending jobs by a key should subclass `policies.priority.PriorityPolicy`.
+    that order pending jobs by a key should subclass `schedlab.policies.priority.PriorityPolicy`.
     """
 
     name: ClassVar[str] = "policy"
@@ -62,14 +62,14 @@ class Policy:
     """The parameter naming another policy that orders jobs inside this one (hived's
     `order`), so the conformance harness can run every composition."""
     container_jobs: ClassVar[bool] = True
-    """Whether the policy runs container jobs' task runs (`sim.containers`) as ordinary
+    """Whether the policy runs container jobs' task runs (`schedlab.sim.containers`) as ordinary
     jobs; False: such a job is rejected at submission, naming the policy."""
     supports_roles: ClassVar[bool] = False
-    """Whether the policy runs jobs with roles (SPEC `tasks`: `sim.roles.has_roles`). The
-    engine rejects such a job at submission under any other policy, with "policy X does
-    not support task roles". A policy may set it when it starts jobs on the run's placer's
-    answers (a `RolePlacement`, taken whole by `Start`), never moves or resizes them and
-    accounts for them by `num_gpus` (the gang's GPUs)."""
+    """Whether the policy runs jobs with roles (contract.md#sec-2 `tasks`,
+    `schedlab.sim.roles.has_roles`). The engine rejects such a job at submission under any other
+    policy, with "policy X does not support task roles". A policy may set it when it
+    starts jobs on the run's placer's answers (a `RolePlacement`, taken whole by
+    `Start`), never moves or resizes them and accounts for them by `num_gpus` (the gang's GPUs)."""
     only_pending: ClassVar[bool] = False
     """Whether a pass with no pending job decides nothing and changes nothing (the policy
     only starts queued jobs): the engine then skips the pass, which saves a generator and
@@ -101,7 +101,7 @@ class Policy:
     def explain(self, ctx: SchedContext, job: JobState) -> str:
         """Why this pending job cannot start under the policy ('' when it knows no reason).
 
-        Asked when nothing can change any more (see `sim.settle`): a non-empty answer
+        Asked when nothing can change any more (see `schedlab.sim.settle`): a non-empty answer
         rejects the job as `unschedulable: <answer>` instead of leaving it waiting for
         ever. Override it where the policy's own rules (quotas, VCs, levels) block a job
         the placer alone would accept; the default defers to the placer.

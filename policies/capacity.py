@@ -1,6 +1,6 @@
 """Hierarchical capacity scheduling with the semantics of YARN's Capacity Scheduler.
 
-Queues (SPEC sec. 3 `queues:`): from the `queues` parameter (a YAML file), else the
+Queues (docs/contract.md#sec-3 `queues:`): from the `queues` parameter (a YAML file), else the
 topology's `queues:`, else one leaf queue per VC seen in the trace with equal capacities,
 `max_capacity` 1 and a `user_limit_factor` letting one user reach it (a VC of a trace is
 often one user). Leaf queues hold the jobs whose trace `vc` is their name.
@@ -60,8 +60,8 @@ from typing import Any
 
 from mypy_extensions import mypyc_attr
 
-from policies.base import Ctx, Policy
-from policies.queues import (
+from schedlab.policies.base import Ctx, Policy
+from schedlab.policies.queues import (
     EPS,
     EngineMirror,
     QueueTree,
@@ -72,10 +72,10 @@ from policies.queues import (
     parse_queue_param,
     queues_for_vcs,
 )
-from sim.jobstate import PENDING, JobState
-from sim.model import Decision, Preempt, Reject, Start, Unschedulable, request_class
-from sim.params import Param, as_bool, as_float, as_optional, as_path
-from sim.queue import SortedKeys
+from schedlab.sim.jobstate import PENDING, JobState
+from schedlab.sim.model import Decision, Preempt, Reject, Start, Unschedulable, request_class
+from schedlab.sim.params import Param, as_bool, as_float, as_optional, as_path
+from schedlab.sim.queue import SortedKeys
 
 
 def _stopped_queues(specs: Any) -> frozenset[str]:

@@ -11,12 +11,12 @@ from typing import Any
 
 import numpy as np
 
-from policies.base import Policy
-from sim.model import JobSpec, Level, TaskRole
-from sim.roles import has_roles, role_of, with_tasks
-from topologies.build import uniform_topology
-from topologies.tree import Topology
-from traces.base import Trace
+from schedlab.policies.base import Policy
+from schedlab.sim.model import JobSpec, Level, TaskRole
+from schedlab.sim.roles import has_roles, role_of, with_tasks
+from schedlab.topologies.build import uniform_topology
+from schedlab.topologies.tree import Topology
+from schedlab.traces.base import Trace
 
 FINAL = {"completed", "failed", "killed", "rejected"}
 HOLD = {"start", "resume", "migrate", "resize"}
@@ -317,7 +317,7 @@ def _roles_scenario(rng: np.random.Generator) -> tuple[str, Topology, Trace]:
 
 def _container_scenario(rng: np.random.Generator) -> tuple[str, Topology, Trace]:
     """Container jobs (task runs, both restart policies, deadlines) among plain gangs."""
-    from sim.model import RestartPolicy
+    from schedlab.sim.model import RestartPolicy
 
     topo = uniform_topology(2, switches_per_socket=2, gpus_per_switch=2, name="containers")
     jobs = []
@@ -349,8 +349,8 @@ def _container_scenario(rng: np.random.Generator) -> tuple[str, Topology, Trace]
 
 def _host_scenario(rng: np.random.Generator) -> tuple[str, Topology, Trace]:
     """CPUs, memory and disk asked on ethernet nodes and a CPU-only node, with gangs."""
-    from topologies.native import node_cell
-    from topologies.tree import CellSpec
+    from schedlab.topologies.native import node_cell
+    from schedlab.topologies.tree import CellSpec
 
     attrs = {"gpu_type": "V100", "num_cpus": 16.0, "mem_gb": 64.0, "gpu_mem_gb": 0.0,
              "disk_gb": 100.0, "interconnect": "ethernet"}
@@ -377,7 +377,7 @@ def _host_scenario(rng: np.random.Generator) -> tuple[str, Topology, Trace]:
 
 def _vc_scenario(rng: np.random.Generator) -> tuple[str, Topology, Trace]:
     """Two tenants' virtual clusters (HiveD cells) on two nodes, jobs of both VCs."""
-    from topologies.native import native_from_dict
+    from schedlab.topologies.native import native_from_dict
 
     topo = native_from_dict({
         "name": "vcs",
@@ -406,7 +406,7 @@ SCENARIO_PARAMS: dict[str, dict[str, Any]] = {
 
 def compositions() -> list[tuple[str, dict[str, Any]]]:
     """Every (policy, params) that composes a registered policy with another's ordering."""
-    from policies.registry import orderings, policy_class, registered_policies
+    from schedlab.policies.registry import orderings, policy_class, registered_policies
 
     out: list[tuple[str, dict[str, Any]]] = []
     for name in registered_policies():
@@ -424,8 +424,8 @@ def check_policy(policy: str | Callable[[], Policy], *, seed: int = 0,
     jobs and events tables.
     Engine parameters (e.g. `placer`) and policy parameters both go in `params`.
     """
-    from policies.registry import make_policy
-    from sim.engine import Simulation
+    from schedlab.policies.registry import make_policy
+    from schedlab.sim.engine import Simulation
 
     def fresh() -> Policy | str:
         return policy if isinstance(policy, str) else policy()

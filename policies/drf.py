@@ -38,16 +38,16 @@ from typing import TYPE_CHECKING, Any
 
 from sortedcontainers import SortedList
 
-from policies.base import Policy
-from policies.queues import EPS, EngineMirror, Resources, Vec, add
-from sim.errors import InvalidParameter, InvalidTopology
-from sim.jobstate import PENDING, JobState
-from sim.model import Decision, Preempt, Start, Unschedulable
-from sim.params import Param, as_bool, as_choice, as_optional, as_path
-from topologies.native import load_yaml
+from schedlab.policies.base import Policy
+from schedlab.policies.queues import EPS, EngineMirror, Resources, Vec, add
+from schedlab.sim.errors import InvalidParameter, InvalidTopology
+from schedlab.sim.jobstate import PENDING, JobState
+from schedlab.sim.model import Decision, Preempt, Start, Unschedulable
+from schedlab.sim.params import Param, as_bool, as_choice, as_optional, as_path
+from schedlab.topologies.native import load_yaml
 
 if TYPE_CHECKING:
-    from sim.context import SchedContext
+    from schedlab.sim.context import SchedContext
 
 MAX_VICTIMS = 32  # victims considered for one job (bounds the what-if placements)
 

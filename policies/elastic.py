@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING
 
 from sortedcontainers import SortedList
 
-from sim.jobstate import RUNNING, JobState
-from sim.model import Decision, JobSpec, Resize, Unschedulable
+from schedlab.sim.jobstate import RUNNING, JobState
+from schedlab.sim.model import Decision, JobSpec, Resize, Unschedulable
 
 if TYPE_CHECKING:
-    from sim.context import SchedContext
+    from schedlab.sim.context import SchedContext
 
 
 def bounds(job: JobState) -> tuple[int, int]:

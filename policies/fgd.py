@@ -1,7 +1,7 @@
 """The `fgd` policy: arrival order with backfilling, placed by FGD.
 
 Fragmentation gradient descent (Weng et al., USENIX ATC 2023) is a placement rule, so it
-lives in the `fgd` placer (`policies.placement.fgd`, with its choices and departures from
+lives in the `fgd` placer (`schedlab.policies.placement.fgd`, with its choices and departures from
 the paper). This policy is `fifo-backfill` whose default placer is `fgd`: every job goes
 through the run's placer (`ctx.place`), and the engine shows that placer each submitted
 job (`FgdPlacer.observe`), so the workload it scores against is learned online from every
@@ -11,7 +11,7 @@ submission (the authors compute it from the whole trace beforehand). Passing ano
 
 from __future__ import annotations
 
-from policies.fifo import FifoBackfillPolicy
+from schedlab.policies.fifo import FifoBackfillPolicy
 
 
 class FgdPolicy(FifoBackfillPolicy):

@@ -6,11 +6,11 @@ from collections.abc import Iterator
 
 from mypy_extensions import mypyc_attr
 
-from policies.base import Ctx, Policy
-from sim.cfuncs import heapify, heappop, heappush
-from sim.context import SchedContext, start_on
-from sim.jobstate import JobState
-from sim.model import Decision, Placement, Unschedulable, class_over_free
+from schedlab.policies.base import Ctx, Policy
+from schedlab.sim.cfuncs import heapify, heappop, heappush
+from schedlab.sim.context import SchedContext, start_on
+from schedlab.sim.jobstate import JobState
+from schedlab.sim.model import Decision, Placement, Unschedulable, class_over_free
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)

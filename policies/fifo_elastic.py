@@ -10,7 +10,7 @@ Rules (documented in `schedlab policies`):
    `resize_interval` seconds, and only when the shrinks can free enough for the head.
 3. When nothing is pending, running elastic jobs below their maximum grow, oldest first,
    into free GPUs (the engine may move them to a tighter set of GPUs while doing so).
-4. A job with `target_util` scales on utilization instead (`policies.elastic`): it starts
+4. A job with `target_util` scales on utilization instead (`schedlab.policies.elastic`): it starts
    at most at `num_gpus`, steps out one task at a time while its utilization
    min(1, gpu_util x num_gpus / n) is above target and nothing is pending, at most once
    per its `scale_interval`, before rule 3's grows; rule 2 shrinks it at once.
@@ -24,14 +24,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from policies.base import Policy
-from policies.elastic import ElasticRules, bounds, is_elastic, start_cap
-from sim.jobstate import JobState
-from sim.model import Decision, Start, Unschedulable
-from sim.params import Param, as_float
+from schedlab.policies.base import Policy
+from schedlab.policies.elastic import ElasticRules, bounds, is_elastic, start_cap
+from schedlab.sim.jobstate import JobState
+from schedlab.sim.model import Decision, Start, Unschedulable
+from schedlab.sim.params import Param, as_float
 
 if TYPE_CHECKING:
-    from sim.context import SchedContext
+    from schedlab.sim.context import SchedContext
 
 
 def start_elastic(ctx: SchedContext, job: JobState) -> Start | None:

@@ -31,7 +31,7 @@ Introspective mode, every `introspection_interval` while there is something to i
   pair that beats time-slicing when formed keeps doing so, so pairs are never unpacked;
 * grow-shrink: elastic jobs grow into idle GPUs when nobody waits and shrink back (to
   num_gpus, then min_gpus) when jobs queue; each resize pays a checkpoint/restore. Jobs
-  with `target_util` grow by utilization instead (`policies.elastic`): one task per
+  with `target_util` grow by utilization instead (`schedlab.policies.elastic`): one task per
   `scale_interval` while min(1, gpu_util x num_gpus / n) is above target and nobody
   waits, on their own timers (not the introspection rounds); they shrink in the rounds
   like the others, whatever `resize_interval` says.
@@ -45,16 +45,16 @@ from typing import Final
 
 from mypy_extensions import mypyc_attr
 
-from policies.base import Ctx, Policy
-from policies.elastic import ElasticRules, bounds, is_elastic
-from policies.fifo_elastic import start_elastic
-from policies.placement.base import candidate_types, speed_tiers, take_gpus
-from sim.cfuncs import heapify, heappop, heappush
-from sim.interfaces import ClusterView
-from sim.jobstate import JobState
-from sim.model import Decision, Level, Migrate, Start, Unschedulable
-from sim.params import Param, as_bool, as_float, as_int
-from sim.queue import SortedKeys
+from schedlab.policies.base import Ctx, Policy
+from schedlab.policies.elastic import ElasticRules, bounds, is_elastic
+from schedlab.policies.fifo_elastic import start_elastic
+from schedlab.policies.placement.base import candidate_types, speed_tiers, take_gpus
+from schedlab.sim.cfuncs import heapify, heappop, heappush
+from schedlab.sim.interfaces import ClusterView
+from schedlab.sim.jobstate import JobState
+from schedlab.sim.model import Decision, Level, Migrate, Start, Unschedulable
+from schedlab.sim.params import Param, as_bool, as_float, as_int
+from schedlab.sim.queue import SortedKeys
 
 HOLD: Final = ("start", "resume", "migrate", "resize")
 DROP: Final = ("preempt", "suspend", "fail", "finish", "kill")

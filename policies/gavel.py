@@ -56,14 +56,14 @@ import numpy as np
 from mypy_extensions import mypyc_attr
 from scipy.sparse import csc_matrix, csr_matrix
 
-from policies import gavel_lp
-from policies.base import Ctx, Policy, owner
-from policies.priority import STOP_PARAM, cpu_only_pending, start_cpu_only
-from sim.cluster import ClusterState
-from sim.compact import hot_replacer
-from sim.interfaces import Placer
-from sim.jobstate import RUNNING, JobState
-from sim.model import (
+from schedlab.policies import gavel_lp
+from schedlab.policies.base import Ctx, Policy, owner
+from schedlab.policies.priority import STOP_PARAM, cpu_only_pending, start_cpu_only
+from schedlab.sim.cluster import ClusterState
+from schedlab.sim.compact import hot_replacer
+from schedlab.sim.interfaces import Placer
+from schedlab.sim.jobstate import RUNNING, JobState
+from schedlab.sim.model import (
     MILLI,
     Decision,
     JobSpec,
@@ -74,8 +74,8 @@ from sim.model import (
     job_milli,
     request_class,
 )
-from sim.params import Param, as_choice, as_float
-from sim.registry import PLACERS
+from schedlab.sim.params import Param, as_choice, as_float
+from schedlab.sim.registry import PLACERS
 
 EPS: Final = 1e-9
 OWED_MAX: Final = 64  # rounds of time owed (`GavelPolicy._credit`) kept before adding them
@@ -87,7 +87,7 @@ _REPLACE_TYPE: Final = hot_replacer(JobSpec, "gpu_type")
 def with_gpu_type(spec: JobSpec, gpu_type: str) -> JobSpec:
     """`dataclasses.replace(spec, gpu_type=gpu_type)`, at a tenth of its cost.
 
-    The GPU type is one of JobSpec's own slots (`sim.compact`), so the copy shares the
+    The GPU type is one of JobSpec's own slots (`schedlab.sim.compact`), so the copy shares the
     spec's record of rare fields (`hot_replacer`): one per job start on `philly`.
     """
     return _REPLACE_TYPE(spec, gpu_type)

@@ -14,7 +14,7 @@ Rules, as the open-source scheduler (`scheduler/modules/assigners/simple_fifo.py
    rounding shows as idle GPUs in the metrics. A job larger than its group is
    rejected. CPU-only jobs (no GPUs) are outside the plan: they start at once. The
    engine's `placer` is not used.
-3. Quota (file of SPEC sec. 7; no file, no quota): live jobs (running and queued) are taken
+3. Quota (file of contract.md#sec-7; no file, no quota): live jobs (running and queued) are taken
    in order of first submission; a job is in quota if its user's remaining nodes at its
    level hold it (it then uses them), over quota (it waits) if not, and QUOTA_EXCEEDED
    (rejected) if it is larger than the user's whole quota at that level. AUTO takes the
@@ -56,8 +56,8 @@ from typing import Any, ClassVar, Final
 
 from mypy_extensions import mypyc_attr
 
-from policies.base import Ctx, Policy
-from policies.quota_files import (
+from schedlab.policies.base import Ctx, Policy
+from schedlab.policies.quota_files import (
     AUTO,
     HAI_LEVELS,
     LEVEL_NAME,
@@ -66,13 +66,13 @@ from policies.quota_files import (
     hai_level,
     load_hai_quotas,
 )
-from sim.cfuncs import heappop, heappush
-from sim.errors import InvalidParameter
-from sim.jobstate import PENDING, RUNNING, JobState
-from sim.model import Decision, JobSpec, Reject, Start, Suspend, Unschedulable
-from sim.params import Param, as_bool, as_choice, as_float, as_optional, as_path
-from sim.queue import SortedKeys
-from topologies.tree import Topology
+from schedlab.sim.cfuncs import heappop, heappush
+from schedlab.sim.errors import InvalidParameter
+from schedlab.sim.jobstate import PENDING, RUNNING, JobState
+from schedlab.sim.model import Decision, JobSpec, Reject, Start, Suspend, Unschedulable
+from schedlab.sim.params import Param, as_bool, as_choice, as_float, as_optional, as_path
+from schedlab.sim.queue import SortedKeys
+from schedlab.topologies.tree import Topology
 
 ABOVE_NORMAL: Final = HAI_LEVELS["ABOVE_NORMAL"]
 NORMAL: Final = HAI_LEVELS["NORMAL"]
@@ -340,7 +340,7 @@ class HaiPolicy(Policy):
                    "quotas per level, suspend with grace, ABOVE_NORMAL demotion")
     params = {
         "quotas": Param(None, as_optional(as_path),
-                        "YAML file of node quotas per user and level (SPEC sec. 7); none: "
+                        "YAML file of node quotas per user and level (contract.md#sec-7); none: "
                         "no quota"),
         "backfill": Param(False, as_bool,
                           "let smaller jobs behind a job that does not fit into the plan"),

@@ -1,15 +1,15 @@
 """`learned`: replay a trained scoring model (`--policy learned --param model=FILE`).
 
-At each decision point of a pass (`policies.observation`: one of the first K pending
+At each decision point of a pass (`schedlab.policies.observation`: one of the first K pending
 jobs can be placed now) the model scores the valid choices and the policy takes the
 best: start that candidate on the run's placer's GPUs, or start nothing more this pass.
 The observation, the candidates and the mask are those of the Gym environment
-`schedlab/Cluster-v0` (`sim.app.rl`) built from the model's `k` and `durations`, so a
+`schedlab/Cluster-v0` (`schedlab.app.rl`) built from the model's `k` and `durations`, so a
 model trained there makes here, on the same trace, topology, parameters and seed, the
 same decisions, and the run the same results. Without `model` it runs the built-in
 scorer: the earliest candidate that fits (fifo-backfill over the first K jobs).
 
-The model file is JSON (`policies.scorer`: a linear scorer or a small numpy MLP).
+The model file is JSON (`schedlab.policies.scorer`: a linear scorer or a small numpy MLP).
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from policies.base import Policy
-from policies.observation import Observer
-from policies.scorer import Scorer, load_scorer
-from sim.context import SchedContext
-from sim.jobstate import JobState
-from sim.model import Decision, Start, Unschedulable
-from sim.params import Param, as_optional, as_path
+from schedlab.policies.base import Policy
+from schedlab.policies.observation import Observer
+from schedlab.policies.scorer import Scorer, load_scorer
+from schedlab.sim.context import SchedContext
+from schedlab.sim.jobstate import JobState
+from schedlab.sim.model import Decision, Start, Unschedulable
+from schedlab.sim.params import Param, as_optional, as_path
 
 __all__ = ["LearnedPolicy"]
 
@@ -36,7 +36,7 @@ class LearnedPolicy(Policy):
                    "pending jobs to start; trained with the Gym env schedlab/Cluster-v0")
     params = {
         "model": Param(None, as_optional(as_path),
-                       "JSON model file (policies.scorer); none: the built-in scorer "
+                       "JSON model file (schedlab.policies.scorer); none: the built-in scorer "
                        "(earliest of the first 16 pending jobs that fits)"),
     }
 

@@ -1,6 +1,6 @@
 """What a learned scheduler sees and may choose at a decision point (fixed-size, numpy).
 
-One definition, shared by the Gym environment (`sim.app.rl`) and the `learned` policy,
+One definition, shared by the Gym environment (`schedlab.app.rl`) and the `learned` policy,
 so a model trained in the one replays decision for decision in the other.
 
 **Decision point**: a scheduling pass at which at least one of the *candidates* (the
@@ -46,11 +46,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sim.jobstate import JobState
-from sim.model import Level, Placement, Unschedulable, request_class
+from schedlab.sim.jobstate import JobState
+from schedlab.sim.model import Level, Placement, Unschedulable, request_class
 
 if TYPE_CHECKING:
-    from sim.context import SchedContext
+    from schedlab.sim.context import SchedContext
 
 __all__ = [
     "GLOBAL_FEATURES", "JOB_FEATURES", "DecisionPoint", "ObsConfig", "Observer", "squash",

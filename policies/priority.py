@@ -17,16 +17,18 @@ from typing import Any, ClassVar, Final
 from mypy_extensions import mypyc_attr
 from sortedcontainers import SortedList
 
-from policies.base import Ctx, Policy, owner
-from policies.victims import VictimPool, find_victims, free_milli
-from sim.cfuncs import heapify, heappop, heappush
-from sim.context import SchedContext as SchedContext  # re-exported: policies import it here
-from sim.context import start_on
-from sim.interfaces import PolicyContext
-from sim.jobstate import PENDING, RUNNING, JobState
-from sim.model import Decision, Preempt, Start, Suspend, Unschedulable
-from sim.params import Param, as_choice
-from sim.queue import SortedKeys
+from schedlab.policies.base import Ctx, Policy, owner
+from schedlab.policies.victims import VictimPool, find_victims, free_milli
+from schedlab.sim.cfuncs import heapify, heappop, heappush
+from schedlab.sim.context import (
+    SchedContext as SchedContext,  # re-exported: policies import it here
+)
+from schedlab.sim.context import start_on
+from schedlab.sim.interfaces import PolicyContext
+from schedlab.sim.jobstate import PENDING, RUNNING, JobState
+from schedlab.sim.model import Decision, Preempt, Start, Suspend, Unschedulable
+from schedlab.sim.params import Param, as_choice
+from schedlab.sim.queue import SortedKeys
 
 Key = tuple[Any, ...]
 Search = Callable[[Any, JobState, Key, VictimPool],
@@ -35,7 +37,7 @@ Search = Callable[[Any, JobState, Key, VictimPool],
 
 
 def _owner(ctx: Any) -> Callable[[JobState], bool] | None:
-    """`policies.base.owner`, answered at once for the run's own context (it owns all)."""
+    """`schedlab.policies.base.owner`, answered at once for the run's own context (it owns all)."""
     return None if type(ctx) is SchedContext else owner(ctx)
 
 
@@ -112,7 +114,7 @@ class ClassHeads:
     """
 
     def __init__(self) -> None:
-        # each class's entries, sorted (`sim.queue.SortedKeys`; a caller may hand in lists
+        # each class's entries, sorted (`schedlab.sim.queue.SortedKeys`; a caller may hand in lists
         # of its own with `len`, indexing and `bisect_right`, as themis does)
         self.lists: dict[tuple[Any, ...], Any] = {}
         self.touched: set[tuple[Any, ...]] = set()
@@ -189,7 +191,7 @@ def priority_walk(
     `classes`, when given) has failed. `on_start` / `on_stop` let the caller update its
     own index as decisions are applied (a stopped job usually re-enters `queue`, behind).
     `heads`, the same entries by request class, lets the walk skip failed classes whole
-    (same decisions). `search` chooses the victims (`policies.victims.find_victims`).
+    (same decisions). `search` chooses the victims (`schedlab.policies.victims.find_victims`).
 
     With `heads` (a merge of at most `CLASS_WALK_MAX` classes), `failed_out` receives
     the classes whose first entry failed after the walk's last decision: at the state
@@ -431,7 +433,7 @@ class PriorityPolicy(Policy):
     * `before_walk(ctx)` / `after_walk(ctx)`: per-pass bookkeeping around the walk
       (e.g. promotions before, `ctx.wake_at` for the next demotion after).
     * `choose_victims(ctx, job, key, pool)`: which running jobs to stop for a waiting
-      one, and where it then goes (default: `policies.victims.find_victims`).
+      one, and where it then goes (default: `schedlab.policies.victims.find_victims`).
 
     The index is fed by `notify`: a subclass that overrides `notify` must call
     `super().notify(ctx, job, kind)`. Jobs that ask for no GPU start as soon as the
@@ -497,7 +499,7 @@ class PriorityPolicy(Policy):
                        ) -> tuple[list[JobState], tuple[int, ...]] | None:
         """Running jobs of `pool` ranking below `key` to stop so `job` starts, and where.
 
-        `policies.victims.find_victims`: few, lowest priority first, each set tried on a
+        `schedlab.policies.victims.find_victims`: few, lowest priority first, each set tried on a
         what-if of the cluster. Override it to choose victims another way (None: none).
         """
         return find_victims(ctx, job, key, pool)

@@ -5,7 +5,7 @@
 * `EngineMirror`: what the engine did between two passes (arrivals, jobs queued again,
   jobs that stopped running), found without scanning the queue or the running jobs, so a
   policy can keep its own per-tenant index of pending jobs.
-* Queue trees for capacity scheduling: the `queues:` form of SPEC sec. 3 read from a YAML
+* Queue trees for capacity scheduling: the `queues:` form of docs/contract.md#sec-3 read from a YAML
   file, or derived from the trace's VCs, flattened into `QueueTree`.
 """
 
@@ -19,13 +19,13 @@ from typing import Any, Final
 
 from mypy_extensions import mypyc_attr
 
-from policies.base import Ctx, owner
-from sim.cfuncs import heappop, heappush
-from sim.errors import InvalidParameter, InvalidTopology
-from sim.jobstate import PENDING, RETRYING, RUNNING, WAITING, JobState
-from sim.model import MILLI, JobSpec, job_milli
-from topologies.native import load_yaml, parse_queues
-from topologies.tree import QueueSpec, Topology
+from schedlab.policies.base import Ctx, owner
+from schedlab.sim.cfuncs import heappop, heappush
+from schedlab.sim.errors import InvalidParameter, InvalidTopology
+from schedlab.sim.jobstate import PENDING, RETRYING, RUNNING, WAITING, JobState
+from schedlab.sim.model import MILLI, JobSpec, job_milli
+from schedlab.topologies.native import load_yaml, parse_queues
+from schedlab.topologies.tree import QueueSpec, Topology
 
 EPS: Final = 1e-9
 
@@ -189,7 +189,8 @@ class EngineMirror:
         owns = owner(ctx)
         if owns is not None:
             # a context narrowed to part of the run (hived's per-VC queues): arrivals and
-            # released dependents of other queues are not ours (`policies.priority.JobFeed`)
+            # released dependents of other queues are not ours
+            # (`schedlab.policies.priority.JobFeed`)
             queued = {i: j for i, j in queued.items() if owns(j)}
         self.pending += len(queued)
         if self.pending != ctx.pending_count:
@@ -288,7 +289,7 @@ class QueueTree:
 
 
 def load_queue_file(path: str | Path) -> tuple[QueueSpec, ...]:
-    """Queues from a YAML file: `queues: [...]` (SPEC sec. 3) or the bare list.
+    """Queues from a YAML file: `queues: [...]` (docs/contract.md#sec-3) or the bare list.
 
     Validation (names unique, sibling capacities summing to 1, max_capacity >= capacity,
     known keys) is the topology reader's, so both sources accept exactly the same queues.

@@ -1,6 +1,6 @@
 """Shared pieces of the quota policies (`hai`, `quota-priority`): quota files and live jobs.
 
-* HAI priority levels and the `hai` quota file of SPEC sec. 7 (user -> nodes per level);
+* HAI priority levels and the `hai` quota file of docs/contract.md#sec-7 (user -> nodes per level);
 * the `quota-priority` quota file (vc -> GPUs);
 * `LiveJobs`: what the engine changed since a policy's last pass (arrivals, ends, retries),
   inferred without scanning the queue, since the engine reports nothing to policies.
@@ -17,12 +17,12 @@ from typing import Any, Final
 
 from mypy_extensions import mypyc_attr
 
-from policies.base import Ctx
-from sim.cfuncs import heappop, heappush
-from sim.errors import InvalidParameter, did_you_mean
-from sim.jobstate import FINAL, HELD, PENDING, RETRYING, RUNNING, WAITING, JobState
-from sim.model import PRIORITY_NAMES
-from topologies.native import load_yaml
+from schedlab.policies.base import Ctx
+from schedlab.sim.cfuncs import heappop, heappush
+from schedlab.sim.errors import InvalidParameter, did_you_mean
+from schedlab.sim.jobstate import FINAL, HELD, PENDING, RETRYING, RUNNING, WAITING, JobState
+from schedlab.sim.model import PRIORITY_NAMES
+from schedlab.topologies.native import load_yaml
 
 # --- HAI priority levels (conf/server_flags TASK_PRIORITY of hai-platform) ---
 
@@ -113,7 +113,7 @@ def _levels(path: str | Path, where: str, data: Any) -> Mapping[int, int]:
 
 
 def load_hai_quotas(path: str | Path) -> HaiQuotas:
-    """Read the `hai` quota file of SPEC sec. 7: `default:` and `users:` (level -> nodes)."""
+    """Read the `hai` quota file of contract.md#sec-7: `default:` and `users:` (level -> nodes)."""
     data = load_yaml(path, "quota file", InvalidParameter)
     if data is None:
         data = {}

@@ -37,14 +37,14 @@ from typing import TYPE_CHECKING, Any
 
 from sortedcontainers import SortedList
 
-from policies.base import Policy
-from policies.quota_files import LiveJobs, load_vc_quotas
-from sim.jobstate import FINAL, RUNNING, JobState
-from sim.model import Decision, JobSpec, Placement, Preempt, Start, Suspend, Unschedulable
-from sim.params import Param, as_choice, as_optional, as_path
+from schedlab.policies.base import Policy
+from schedlab.policies.quota_files import LiveJobs, load_vc_quotas
+from schedlab.sim.jobstate import FINAL, RUNNING, JobState
+from schedlab.sim.model import Decision, JobSpec, Placement, Preempt, Start, Suspend, Unschedulable
+from schedlab.sim.params import Param, as_choice, as_optional, as_path
 
 if TYPE_CHECKING:
-    from sim.context import SchedContext
+    from schedlab.sim.context import SchedContext
 
 WEIGHTS = ("priority-wait", "wait", "suspensions")
 _NO_ROOM = Unschedulable("not enough free GPUs now", True)

@@ -1,4 +1,4 @@
-"""Policy names -> classes: the policy face of `sim.registry.POLICIES`.
+"""Policy names -> classes: the policy face of `schedlab.sim.registry.POLICIES`.
 
 Entries are lazy 'module:Class' strings; plugins come from the `schedlab.policies` entry
 point group; `policy_class` also takes an importable path ('my_module:MyPolicy').
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from policies.base import Policy
-from sim.registry import POLICIES
+from schedlab.policies.base import Policy
+from schedlab.sim.registry import POLICIES
 
 
 def register(name: str, entry: str | type[Policy], *, replace: bool = False) -> None:

@@ -1,6 +1,6 @@
 """Scoring models of the `learned` policy: a linear scorer or a small MLP, numpy only, in JSON.
 
-A model scores each of the K candidates of a decision point (`policies.observation`)
+A model scores each of the K candidates of a decision point (`schedlab.policies.observation`)
 from its own features followed by the global ones (``inputs``: the F + G names), and
 scores "no more starts" from the global features alone (``stop_weights``). The
 greedy choice is the best valid score (ties: the lowest index). A linear model is one
@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from policies.observation import GLOBAL_FEATURES, JOB_FEATURES, ObsConfig
-from sim.errors import InvalidParameter
+from schedlab.policies.observation import GLOBAL_FEATURES, JOB_FEATURES, ObsConfig
+from schedlab.sim.errors import InvalidParameter
 
 __all__ = ["FORMAT", "Scorer", "load_scorer"]
 

@@ -18,13 +18,13 @@ from typing import Final
 import numpy as np
 from mypy_extensions import mypyc_attr
 
-from policies.priority import STOP_PARAM, Ctx, Key, PriorityPolicy
-from policies.victims import ArrayPool, Spans, VictimPool, gpu_spans
-from sim.agenda import drain_watch
-from sim.interfaces import PolicyContext
-from sim.jobstate import RUNNING, JobState
-from sim.model import JobSpec
-from sim.params import Param, as_choice
+from schedlab.policies.priority import STOP_PARAM, Ctx, Key, PriorityPolicy
+from schedlab.policies.victims import ArrayPool, Spans, VictimPool, gpu_spans
+from schedlab.sim.agenda import drain_watch
+from schedlab.sim.interfaces import PolicyContext
+from schedlab.sim.jobstate import RUNNING, JobState
+from schedlab.sim.model import JobSpec
+from schedlab.sim.params import Param, as_choice
 
 __all__ = ["SjfPolicy", "SrtfPolicy"]
 

@@ -46,8 +46,8 @@ import numpy as np
 from mypy_extensions import mypyc_attr
 from sortedcontainers import SortedList
 
-from policies.base import Ctx, Policy
-from policies.priority import (
+from schedlab.policies.base import Ctx, Policy
+from schedlab.policies.priority import (
     STOP_PARAM,
     ClassHeads,
     JobFeed,
@@ -55,11 +55,11 @@ from policies.priority import (
     priority_walk,
     start_cpu_only,
 )
-from policies.victims import VictimPool, free_milli
-from sim.agenda import drain_watch
-from sim.cfuncs import bisect_right
-from sim.jobstate import PENDING, RUNNING, JobState
-from sim.model import (
+from schedlab.policies.victims import VictimPool, free_milli
+from schedlab.sim.agenda import drain_watch
+from schedlab.sim.cfuncs import bisect_right
+from schedlab.sim.jobstate import PENDING, RUNNING, JobState
+from schedlab.sim.model import (
     Decision,
     JobSpec,
     Migrate,
@@ -68,7 +68,7 @@ from sim.model import (
     job_milli,
     request_class,
 )
-from sim.params import Param, as_bool, as_float
+from schedlab.sim.params import Param, as_bool, as_float
 
 EPS: Final = 1e-9
 _version: Final = operator.attrgetter("version")

@@ -69,13 +69,13 @@ from typing import Any, Final
 import numpy as np
 from mypy_extensions import mypyc_attr
 
-from policies.priority import STOP_PARAM, Ctx, Key, PriorityPolicy
-from sim.cfuncs import bisect_left, bisect_right, heappop, heappush, insort
-from sim.errors import InvalidParameter
-from sim.interfaces import PolicyContext
-from sim.jobstate import PENDING, RUNNING, JobState
-from sim.model import MILLI
-from sim.params import Param, as_choice, as_float, as_int
+from schedlab.policies.priority import STOP_PARAM, Ctx, Key, PriorityPolicy
+from schedlab.sim.cfuncs import bisect_left, bisect_right, heappop, heappush, insort
+from schedlab.sim.errors import InvalidParameter
+from schedlab.sim.interfaces import PolicyContext
+from schedlab.sim.jobstate import PENDING, RUNNING, JobState
+from schedlab.sim.model import MILLI
+from schedlab.sim.params import Param, as_choice, as_float, as_int
 
 EPS: Final = 1e-6
 

@@ -19,12 +19,12 @@ from typing import Any, Final
 import numpy as np
 from mypy_extensions import mypyc_attr
 
-from sim.cfuncs import bisect_left, bisect_right, insort
-from sim.interfaces import PolicyContext
-from sim.jobstate import JobState
-from sim.model import MILLI, Unschedulable, job_milli
-from sim.registry import PLACERS
-from sim.roles import held_gpus, held_nodes
+from schedlab.sim.cfuncs import bisect_left, bisect_right, insort
+from schedlab.sim.interfaces import PolicyContext
+from schedlab.sim.jobstate import JobState
+from schedlab.sim.model import MILLI, Unschedulable, job_milli
+from schedlab.sim.registry import PLACERS
+from schedlab.sim.roles import held_gpus, held_nodes
 
 Key = tuple[Any, ...]
 
@@ -312,7 +312,7 @@ def _what_if(ctx: PolicyContext, job: JobState, chosen: list[JobState]
     A job asking for CPUs, memory or disk stops every victim on the placement's nodes
     (the what-if counted their host share as free there). What a victim holds is all it
     holds: the non-gang tasks of a job with roles too, which the what-if freed with it
-    (`sim.roles.held_gpus`).
+    (`schedlab.sim.roles.held_gpus`).
     """
     got = ctx.place_if_freed(job, chosen)
     if isinstance(got, Unschedulable):

@@ -20,8 +20,8 @@ from typing import Final
 
 from mypy_extensions import mypyc_attr
 
-from sim.cfuncs import heapify, heappop, heappush
-from sim.jobstate import JobState
+from schedlab.sim.cfuncs import heapify, heappop, heappush
+from schedlab.sim.jobstate import JobState
 
 
 class Due(StrEnum):

@@ -8,7 +8,7 @@ counts of the touched cells and their ancestors, and the indexes placers query:
   GPU, key = (free of the cell, free of each ancestor up to its node, cell id), so the
   first key >= (n,) is the tightest cell that fits n GPUs, ties broken by the fullest
   switch, socket, node. The lists hold each key coded as one int that compares as the
-  key does (`index_codes`, `sim.cluster_layout.KeyCodec`): a bisect then compares ints,
+  key does (`index_codes`, `schedlab.sim.cluster_layout.KeyCodec`): a bisect then compares ints,
   not tuples element by element. It is re-keyed lazily, list by list: a change marks its
   node in each list holding cells of it (only when the node's whole free GPUs moved:
   otherwise no key of it changed) and a list re-keys its marked nodes when it is next
@@ -39,11 +39,11 @@ from typing import Any, Final
 
 from mypy_extensions import mypyc_attr
 
-from sim.cfuncs import bisect_left, insort
-from sim.cluster_layout import ClusterLayout
-from sim.errors import InvalidDecision
-from sim.model import MILLI, Level, job_milli
-from topologies.tree import Topology
+from schedlab.sim.cfuncs import bisect_left, insort
+from schedlab.sim.cluster_layout import ClusterLayout
+from schedlab.sim.errors import InvalidDecision
+from schedlab.sim.model import MILLI, Level, job_milli
+from schedlab.topologies.tree import Topology
 
 __all__ = ["MILLI", "ClusterState", "job_milli"]
 
@@ -115,7 +115,7 @@ class ClusterState:
         self._node_gpus: list[int] = [n.num_gpus for n in topo.nodes]
         self._gpu_path = lay.gpu_path
         self._gpu_type = lay.gpu_type
-        # the tightest-cell index, its keys coded as ints (`sim.cluster_layout.KeyCodec`):
+        # the tightest-cell index, its keys coded as ints (`schedlab.sim.cluster_layout.KeyCodec`):
         # one sorted list of codes per (GPU type, level), by list id
         self._list_id: dict[tuple[str, Level], int] = {}
         self._codes: list[list[int]] = []

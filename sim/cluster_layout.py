@@ -10,8 +10,8 @@ whether any node could ever hold it: a pure function of the topology.)
 
 from __future__ import annotations
 
-from sim.model import Level
-from topologies.tree import Topology
+from schedlab.sim.model import Level
+from schedlab.topologies.tree import Topology
 
 
 class KeyCodec:

@@ -12,11 +12,11 @@ from collections.abc import Sequence
 
 from mypy_extensions import mypyc_attr
 
-from sim.cluster import ClusterState
-from sim.errors import InvalidDecision, InvalidParameter
-from sim.jobstate import JobState
-from sim.model import MILLI
-from sim.progress import Progress
+from schedlab.sim.cluster import ClusterState
+from schedlab.sim.errors import InvalidDecision, InvalidParameter
+from schedlab.sim.jobstate import JobState
+from schedlab.sim.model import MILLI
+from schedlab.sim.progress import Progress
 
 GroupKey = tuple[int, ...]
 MODES = ("timeshare", "pack")

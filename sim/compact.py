@@ -10,7 +10,7 @@ field is read through a property whose getter is C code (`operator.attrgetter`),
 costs about what a slot read costs. At a million jobs a spec of 38 fields takes 88
 bytes instead of 320.
 
-This module imports nothing of schedlab's own (`sim.model` builds on it).
+This module imports nothing of schedlab's own (`schedlab.sim.model` builds on it).
 """
 
 from __future__ import annotations
@@ -169,7 +169,7 @@ def _refuse(name: str, field: str) -> Callable[[Any, Any], None]:
 
     def refuse(self: Any, value: Any) -> None:
         raise TypeError(
-            f"{name}.{field} is kept in a shared record (sim.compact), so a dataclass "
+            f"{name}.{field} is kept in a shared record (schedlab.sim.compact), so a dataclass "
             f"subclass of {name} cannot set it; subclass it without new fields, or keep "
             f"a {name} in a field of your own class")
 

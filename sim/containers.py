@@ -36,8 +36,8 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from sim.agenda import Due
-from sim.jobstate import (
+from schedlab.sim.agenda import Due
+from schedlab.sim.jobstate import (
     COMPLETED,
     FAILED,
     KILLED,
@@ -47,11 +47,11 @@ from sim.jobstate import (
     JobState,
     transition,
 )
-from sim.model import EventKind, JobSpec, RestartPolicy, is_missing
-from sim.registry import POLICIES
+from schedlab.sim.model import EventKind, JobSpec, RestartPolicy, is_missing
+from schedlab.sim.registry import POLICIES
 
 if TYPE_CHECKING:
-    from sim.engine import Run
+    from schedlab.sim.engine import Run
 
 __all__ = ["FAILED_RUNS", "Containers", "failed_runs", "run_fail_at"]
 
@@ -195,7 +195,7 @@ class Containers:
         self._close_wait(job)
         run.finalize(job.parent, status, kind, why)
 
-    # --- task runs (hooks of sim.lifecycle) ---
+    # --- task runs (hooks of schedlab.sim.lifecycle) ---
 
     def record(self, child: JobState, kind: EventKind, detail: str = "", *,
                notify: bool = True) -> None:

@@ -16,11 +16,11 @@ import numpy as np
 from mypy_extensions import mypyc_attr
 from sortedcontainers import SortedList
 
-from sim.agenda import Due
-from sim.cluster import ClusterState
-from sim.interfaces import ClusterView, Placer
-from sim.jobstate import RUNNING, JobState
-from sim.model import (
+from schedlab.sim.agenda import Due
+from schedlab.sim.cluster import ClusterState
+from schedlab.sim.interfaces import ClusterView, Placer
+from schedlab.sim.jobstate import RUNNING, JobState
+from schedlab.sim.model import (
     MILLI,
     JobSpec,
     Placement,
@@ -29,11 +29,11 @@ from sim.model import (
     request_class,
     resized,
 )
-from sim.roles import free_tasks
+from schedlab.sim.roles import free_tasks
 
 if TYPE_CHECKING:
-    from sim.lifecycle import RunState
-    from topologies.tree import Topology
+    from schedlab.sim.lifecycle import RunState
+    from schedlab.topologies.tree import Topology
 
 
 def live_keys(keys: SortedList) -> Iterator[Any]:
@@ -164,7 +164,7 @@ class SchedContext:
     def trace_jobs(self) -> int:
         """Jobs of the trace: indices 0 .. trace_jobs - 1, in submit order.
 
-        A container job's task runs (`sim.containers`) follow them, in the order they are
+        A container job's task runs (`schedlab.sim.containers`) follow them, in the order they are
         spawned, so `num_jobs` grows during a run that has container jobs.
         """
         return self._run.num_trace
@@ -205,8 +205,8 @@ class SchedContext:
 
         Its work, rate, segment start and GPUs change only with a version bump. A policy
         that keeps them for the running jobs reads and clears the set each pass and
-        re-reads only those jobs; `sim.agenda.WATCH_ALL` in it means any job may have
-        changed (the set overflowed `sim.agenda.WATCH_MAX` unread).
+        re-reads only those jobs; `schedlab.sim.agenda.WATCH_ALL` in it means any job may have
+        changed (the set overflowed `schedlab.sim.agenda.WATCH_MAX` unread).
         """
         return self._run.agenda.watch()
 

@@ -12,7 +12,7 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from sim.engine import Run, Simulation
+    from schedlab.sim.engine import Run, Simulation
 
 __all__ = ["result_warnings"]
 

@@ -2,12 +2,12 @@
 
 One SimPy environment per run, no module-level state. Time advances from one instant to
 the next on a single SimPy process: arrivals come from the sorted trace, everything else
-from the agenda (`sim.agenda`). At each instant the engine applies every due event, then
+from the agenda (`schedlab.sim.agenda`). At each instant the engine applies every due event, then
 runs one scheduling pass, applying each decision the policy yields before asking for the
 next, and samples the cluster state if it changed. The run's state lives in parts
-(`sim.lifecycle.RunState`); this module validates and applies decisions.
+(`schedlab.sim.lifecycle.RunState`); this module validates and applies decisions.
 
-Control can be inverted for a stepping driver (the Gym environment, `sim.app.rl`): a
+Control can be inverted for a stepping driver (the Gym environment, `schedlab.app.rl`): a
 policy may yield `Await` mid-pass instead of a decision; the loop then waits on a SimPy
 event that only `Run.advance` triggers, so the driver runs the simulation from one such
 point to the next (`Simulation.start`, `Run.advance`, `Simulation.result`) without a
@@ -68,14 +68,14 @@ import numpy as np
 import simpy
 from mypy_extensions import mypyc_attr
 
-from sim.agenda import Due
-from sim.cfuncs import heappop
-from sim.context import SchedContext
-from sim.engine_params import ENGINE_PARAMS, split_params
-from sim.errors import InvalidDecision, InvalidParameter
-from sim.jobstate import PENDING, RUNNING, JobState, plain_spec
-from sim.lifecycle import RunState
-from sim.model import (
+from schedlab.sim.agenda import Due
+from schedlab.sim.cfuncs import heappop
+from schedlab.sim.context import SchedContext
+from schedlab.sim.engine_params import ENGINE_PARAMS, split_params
+from schedlab.sim.errors import InvalidDecision, InvalidParameter
+from schedlab.sim.jobstate import PENDING, RUNNING, JobState, plain_spec
+from schedlab.sim.lifecycle import RunState
+from schedlab.sim.model import (
     MILLI,
     Await,
     Decision,
@@ -93,15 +93,15 @@ from sim.model import (
     TaskPlacement,
     job_milli,
 )
-from sim.params import resolve
-from sim.recorder import TIMELINE_COLUMNS
-from sim.registry import POLICIES
-from sim.role_tasks import end_side, place_side, take_tasks
-from sim.roles import has_roles
-from sim.settle import IDLE_PASS_LIMIT, settle
-from sim.speed import roles_level
-from topologies.tree import Topology
-from traces.base import Trace
+from schedlab.sim.params import resolve
+from schedlab.sim.recorder import TIMELINE_COLUMNS
+from schedlab.sim.registry import POLICIES
+from schedlab.sim.role_tasks import end_side, place_side, take_tasks
+from schedlab.sim.roles import has_roles
+from schedlab.sim.settle import IDLE_PASS_LIMIT, settle
+from schedlab.sim.speed import roles_level
+from schedlab.topologies.tree import Topology
+from schedlab.traces.base import Trace
 
 __all__ = ["ENGINE_PARAMS", "TIMELINE_COLUMNS", "Run", "Simulation"]
 
@@ -207,7 +207,7 @@ class Run(RunState):
     def host_ask(s: JobSpec, num_gpus: int) -> tuple[float, float, float]:
         """CPUs, memory and disk a job holds on `num_gpus` GPUs (disk_gb is per task).
 
-        An elastic job at k of its n GPUs holds k/n of it (`sim.model.resized`).
+        An elastic job at k of its n GPUs holds k/n of it (`schedlab.sim.model.resized`).
         """
         total = (s.num_cpus, s.mem_gb, s.disk_gb * s.num_tasks)
         if num_gpus == s.num_gpus or s.num_gpus <= 0:
@@ -316,7 +316,7 @@ class Run(RunState):
     def _take_tasks(self, job: JobState, gpus: tuple[int, ...],
                     tasks: tuple[TaskPlacement, ...], what: str, share: str, node: int
                     ) -> None:
-        """Take a job with roles' task placement, all or nothing (`sim.role_tasks`)."""
+        """Take a job with roles' task placement, all or nothing (`schedlab.sim.role_tasks`)."""
         take_tasks(self.cluster, job, gpus, tasks, f"{what} {job.job_id!r}", share, node,
                    self.side_jobs)
 
@@ -476,7 +476,7 @@ class Run(RunState):
                 next_sub = jobs[na].spec.submit_time if na < n else math.inf
             while (heap := agenda.heap) and heap[0][0] <= t:  # every entry due now
                 self.on_entry(heappop(heap))
-            if self.side_jobs:  # non-gang tasks of jobs with roles (sim.roles)
+            if self.side_jobs:  # non-gang tasks of jobs with roles (schedlab.sim.roles)
                 self._end_side()
             before = self.decisions
             if queued or not skip_empty:
@@ -568,11 +568,11 @@ class Simulation:
         max_jobs: int | None = None,
     ) -> None:
         if not isinstance(trace, Trace):
-            from traces import load_trace
+            from schedlab.traces import load_trace
 
             trace = load_trace(trace)
         if not isinstance(topology, Topology):
-            from topologies import load_topology
+            from schedlab.topologies import load_topology
 
             topology = load_topology(topology)
         self.trace: Trace = trace
@@ -626,7 +626,7 @@ class Simulation:
 
     def result(self, run: Run, wall_seconds: float) -> Any:
         """The SimResult of a run that has ended (`Run.advance` returned False)."""
-        from sim.results import build_result
+        from schedlab.sim.results import build_result
 
         end = run.env._now if run.until is None else max(run.env._now, run.until)
         return build_result(self, run, end, wall_seconds)
@@ -648,5 +648,5 @@ class Simulation:
                 raise InvalidDecision(
                     f"policy {self.policy.name!r} yielded Await (it waits for an answer "
                     "from outside the run): drive it with Simulation.start() and "
-                    "Run.advance(), as the Gym environment (sim.app.rl) does")
+                    "Run.advance(), as the Gym environment (schedlab.app.rl) does")
             return self.result(run, _time.perf_counter() - wall0)

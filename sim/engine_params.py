@@ -11,9 +11,9 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from sim.errors import InvalidParameter, did_you_mean
-from sim.model import Level
-from sim.params import (
+from schedlab.sim.errors import InvalidParameter, did_you_mean
+from schedlab.sim.model import Level
+from schedlab.sim.params import (
     Param,
     as_bool,
     as_choice,
@@ -24,7 +24,7 @@ from sim.params import (
     as_path,
     resolve,
 )
-from sim.registry import PLACERS, POLICIES, SPEED_FACTORS, Registry
+from schedlab.sim.registry import PLACERS, POLICIES, SPEED_FACTORS, Registry
 
 
 def as_registered(registry: Registry) -> Callable[[Any], str]:

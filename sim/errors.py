@@ -11,11 +11,11 @@ class SimError(Exception):
 
 
 class InvalidTrace(SimError):
-    """A trace file or row breaks the canonical schema (SPEC sec. 2)."""
+    """A trace file or row breaks the canonical schema (docs/contract.md#sec-2)."""
 
 
 class InvalidTopology(SimError):
-    """A topology file or preset is malformed (SPEC sec. 3)."""
+    """A topology file or preset is malformed (docs/contract.md#sec-3)."""
 
 
 class InvalidDecision(SimError):
@@ -23,7 +23,7 @@ class InvalidDecision(SimError):
 
 
 class InvalidParameter(SimError):
-    """An unknown parameter key or a bad parameter value (SPEC sec. 7)."""
+    """An unknown parameter key or a bad parameter value (docs/contract.md#sec-7)."""
 
 
 class UnknownName(SimError):

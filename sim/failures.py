@@ -5,8 +5,8 @@ from __future__ import annotations
 import csv
 import math
 
-from sim.errors import InvalidParameter
-from topologies.tree import Topology
+from schedlab.sim.errors import InvalidParameter
+from schedlab.topologies.tree import Topology
 
 
 def read_failures(path: str, topo: Topology) -> list[tuple[int, float, float]]:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from sim.jobstate import plain_spec
-from sim.model import MILLI, JobSpec, job_milli
+from schedlab.sim.jobstate import plain_spec
+from schedlab.sim.model import MILLI, JobSpec, job_milli
 
 
 def size_distribution(jobs: tuple[JobSpec, ...]) -> tuple[tuple[int, int, float], ...]:

@@ -11,13 +11,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
-from sim.jobstate import JobState
-from sim.model import JobSpec, Level, Placement
+from schedlab.sim.jobstate import JobState
+from schedlab.sim.model import JobSpec, Level, Placement
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from topologies.tree import Topology
+    from schedlab.topologies.tree import Topology
 
 
 class ClusterView(Protocol):
@@ -131,7 +131,7 @@ class RunView(Protocol):
 
 
 class PolicyContext(Protocol):
-    """What a policy sees of a run (implemented by `sim.context.SchedContext`)."""
+    """What a policy sees of a run (implemented by `schedlab.sim.context.SchedContext`)."""
 
     @property
     def now(self) -> float: ...

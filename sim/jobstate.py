@@ -7,8 +7,8 @@ from typing import Any, Final
 
 from mypy_extensions import mypyc_attr
 
-from sim.errors import SimError
-from sim.model import PLAIN_REST, JobSpec, JobStatus, request_class
+from schedlab.sim.errors import SimError
+from schedlab.sim.model import PLAIN_REST, JobSpec, JobStatus, request_class
 
 # Final: compiled, each is a static of the module, not a lookup by name at each use
 WAITING: Final = JobStatus.WAITING
@@ -42,7 +42,7 @@ def plain_spec(spec: Any) -> bool:
     """Whether `spec` is a JobSpec whose rare fields are all at their defaults.
 
     One identity test where the engine's per-job checks would read a dozen Python
-    properties (`sim.model.PLAIN_REST`); a subclass of JobSpec, which may read its fields
+    properties (`schedlab.sim.model.PLAIN_REST`); a subclass of JobSpec, which may read its fields
     otherwise, is never plain.
     """
     return type(spec) is _JOB_SPEC and getattr(spec, "_rest", None) is _PLAIN_REST
@@ -53,7 +53,7 @@ _PLAIN_CLASSES: Final[dict[tuple[int, str], tuple[Any, ...]]] = {}
 
 
 def _class_of(spec: JobSpec) -> tuple[Any, ...]:
-    """`sim.model.request_class`, looked up here (compiled) for a plain spec."""
+    """`schedlab.sim.model.request_class`, looked up here (compiled) for a plain spec."""
     if not plain_spec(spec):
         return request_class(spec)
     key = (spec.num_gpus, spec.gpu_type)
@@ -143,7 +143,7 @@ class JobState:
         self.attempt_start = 0.0
         self.host: tuple[float, float, float] = (0.0, 0.0, 0.0)  # CPUs, memory, disk held
         self.group: tuple[int, ...] | None = None  # GPUs of its co-location group, if any
-        # a running job with roles: where each gang task runs (sim.model.TaskPlacement)
+        # a running job with roles: where each gang task runs (schedlab.sim.model.TaskPlacement)
         self.tasks: tuple[Any, ...] = ()
         self._rare = _DEFAULTS  # the fields few jobs change: shared until one is set
         # `request_class` of the spec `_ck_of` (None: not asked yet)
@@ -255,7 +255,7 @@ class JobState:
         """A running job with roles: its non-gang tasks, by (role, index).
 
         None (waiting), (placement, end, since) (running) or () (done for this attempt);
-        None for every other job (sim.roles).
+        None for every other job (schedlab.sim.roles).
         """
         return self._rare.side
 
@@ -290,7 +290,7 @@ class JobState:
         self.dependents.append(idx)  # type: ignore[union-attr]
 
     def request_class(self) -> tuple[Any, ...]:
-        """`sim.model.request_class` of the job's spec, computed once per spec.
+        """`schedlab.sim.model.request_class` of the job's spec, computed once per spec.
 
         Asked at arrival, on queueing and by the walks of many policies while the job
         waits; the spec's fields behind it are read through Python properties, the cached

@@ -3,7 +3,7 @@
 `RunState` builds the run's parts, each owning its state: the agenda (future events),
 the pending queue, progress and the speed chain, co-location groups, node health and the
 recorder; it also holds the job table and moves jobs along their state machine
-(`sim.jobstate.TRANSITIONS`). The engine (`sim.engine.Run`) adds the loop and the
+(`schedlab.sim.jobstate.TRANSITIONS`). The engine (`schedlab.sim.engine.Run`) adds the loop and the
 application of the policy's decisions on top.
 """
 
@@ -16,12 +16,12 @@ import numpy as np
 import simpy
 from mypy_extensions import mypyc_attr
 
-from sim.agenda import Agenda, Due, Entry
-from sim.cluster import ClusterState
-from sim.colocation import Colocation
-from sim.containers import Containers
-from sim.instant import Instant
-from sim.jobstate import (
+from schedlab.sim.agenda import Agenda, Due, Entry
+from schedlab.sim.cluster import ClusterState
+from schedlab.sim.colocation import Colocation
+from schedlab.sim.containers import Containers
+from schedlab.sim.instant import Instant
+from schedlab.sim.jobstate import (
     COMPLETED,
     FAILED,
     HELD,
@@ -35,18 +35,32 @@ from sim.jobstate import (
     plain_spec,
     transition,
 )
-from sim.model import MILLI, EventKind, JobSpec, JobStatus, Unschedulable, request_class, resized
-from sim.nodes import NodeHealth
-from sim.progress import Progress
-from sim.queue import PendingQueue
-from sim.recorder import FgdMetric, Recorder
-from sim.registry import PLACERS
-from sim.roles import drop_side_on, drop_tasks, not_simulated
-from sim.speed import ColocationSpeed, ElasticSpeed, GpuTypeSpeed, LocalitySpeed, SpeedChain
+from schedlab.sim.model import (
+    MILLI,
+    EventKind,
+    JobSpec,
+    JobStatus,
+    Unschedulable,
+    request_class,
+    resized,
+)
+from schedlab.sim.nodes import NodeHealth
+from schedlab.sim.progress import Progress
+from schedlab.sim.queue import PendingQueue
+from schedlab.sim.recorder import FgdMetric, Recorder
+from schedlab.sim.registry import PLACERS
+from schedlab.sim.roles import drop_side_on, drop_tasks, not_simulated
+from schedlab.sim.speed import (
+    ColocationSpeed,
+    ElasticSpeed,
+    GpuTypeSpeed,
+    LocalitySpeed,
+    SpeedChain,
+)
 
 if TYPE_CHECKING:
-    from sim.context import SchedContext
-    from sim.engine import Simulation
+    from schedlab.sim.context import SchedContext
+    from schedlab.sim.engine import Simulation
 
 _FINISH: Final = Due.FINISH
 _SUBMIT: Final = EventKind.SUBMIT
@@ -87,7 +101,7 @@ class RunState:
         self.fail_rng = np.random.default_rng(seeds[1])
         self.env = Clock()
         # the time as the engine's per-event code reads it: SimPy's `env._now`, kept in
-        # a native field (`sim.instant`; the engine moves both)
+        # a native field (`schedlab.sim.instant`; the engine moves both)
         self.instant = clock = Instant()
         self.cluster = ClusterState(self.topo, fgd=FgdMetric(sim.jobs))
         self.placer: Any = PLACERS.get(sim.placer_name)()
@@ -127,7 +141,7 @@ class RunState:
         self.notify = pol.notify if listens else None
         self.health.schedule()
 
-    # the read-only face speed factors see (sim.interfaces.RunView)
+    # the read-only face speed factors see (schedlab.sim.interfaces.RunView)
     @property
     def now(self) -> float:
         """Current simulated time (s)."""
@@ -162,7 +176,7 @@ class RunState:
         """Append one row of events.parquet and tell the policy, if it listens.
 
         A container job's own events are not told (the policy sees its task runs, whose
-        events `sim.containers` records under the job's id).
+        events `schedlab.sim.containers` records under the job's id).
         """
         if job.idx >= self.num_trace:
             assert self.containers is not None
@@ -186,7 +200,7 @@ class RunState:
 
     def release(self, job: JobState) -> None:
         """A running job gives back its GPUs and host resources (work already advanced)."""
-        if job.tasks:  # a job with roles: task by task (sim.roles)
+        if job.tasks:  # a job with roles: task by task (schedlab.sim.roles)
             drop_tasks(self.cluster, job, self.side_jobs, self.instant.t)
         elif job.gpus:
             cpus, mem, disk = job.host  # unpacked: *job.host makes a generic call
@@ -310,7 +324,7 @@ class RunState:
             self.events_processed += 1
         elif kind is Due.NODE_FAIL:
             self.events_processed += 1
-            if self.side_jobs:  # non-gang tasks on the node stop alone (sim.roles)
+            if self.side_jobs:  # non-gang tasks on the node stop alone (schedlab.sim.roles)
                 drop_side_on(self.cluster, self.side_jobs, idx, self.instant.t)
             self.health.fail(idx, version, self.jobs,
                              lambda j, why: self.interrupt(j, why, counts_retry=False))
@@ -369,7 +383,7 @@ class RunState:
 
         Returns the GPU-seconds of work lost. A node failure retries the job without using
         up its `max_retries` (the job did nothing wrong); its own failure does use one. A
-        container job's task run fails by its job's restart policy (`sim.containers`).
+        container job's task run fails by its job's restart policy (`schedlab.sim.containers`).
         """
         if counts_retry and job.idx >= self.num_trace:
             assert self.containers is not None

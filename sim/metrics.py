@@ -1,4 +1,4 @@
-"""Summary metrics of SPEC sec. 5, computed once from the result tables."""
+"""Summary metrics of docs/contract.md#sec-5, computed once from the result tables."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ ENDED_WITHOUT_COMPLETING = frozenset({"failed", "killed", "rejected"})
 
 def sla_violated(status: str, submit: float, first_start: float, end_time: float,
                  deadline: float | None, max_wait_hours: float, run_end: float) -> bool:
-    """True when a job broke its SLA (SPEC sec. 5 `sla_violations`).
+    """True when a job broke its SLA (docs/contract.md#sec-5 `sla_violations`).
 
     A job with a `deadline` (s from trace start) breaks it when it completed after it,
     ended without completing (failed, killed, rejected), or is unfinished at the end of
@@ -95,7 +95,7 @@ def gpu_demand(jobs: pd.DataFrame) -> pd.Series:
 
 
 def fairness_jain(jobs: pd.DataFrame) -> float:
-    """Jain's index over users of GPU time received / GPU time demanded (SPEC sec. 5).
+    """Jain's index over users of GPU time received / GPU time demanded (docs/contract.md#sec-5).
 
     Received is `gpu_seconds` (held up to the end of the run for a job running then);
     demanded is the ideal GPU time of the user's submitted jobs; users demanding no GPU

@@ -1,6 +1,6 @@
 """Data that crosses module boundaries: job specs, cell levels and policy decisions.
 
-This module imports nothing of schedlab's own but `sim.compact` (which imports nothing),
+This module imports nothing of schedlab's own but `schedlab.sim.compact` (which imports nothing),
 so traces, topologies, policies and the engine can all depend on it without cycles.
 """
 
@@ -12,14 +12,14 @@ from dataclasses import dataclass, field, fields, replace
 from enum import IntEnum, StrEnum
 from typing import Any, Final
 
-from sim.compact import compact, exactly, layout, record
+from schedlab.sim.compact import compact, exactly, layout, record
 
 MILLI: Final = 1000  # inlined by the compiled modules
 """One whole GPU in milli-GPUs: capacity is counted in integers so shares never drift."""
 
 
 class Level(IntEnum):
-    """Cell levels of the cluster tree, bottom up (SPEC sec. 3)."""
+    """Cell levels of the cluster tree, bottom up (docs/contract.md#sec-3)."""
 
     GPU = 1
     SWITCH = 2
@@ -55,7 +55,7 @@ class RestartPolicy(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class TaskRole:
-    """One role of a job whose tasks differ (SPEC sec. 2 `tasks`): `count` tasks alike.
+    """One role of a job whose tasks differ (docs/contract.md#sec-2 `tasks`): `count` tasks alike.
 
     Each task sits on one node and asks `gpus` GPUs, `cpus` CPUs, `mem_gb` memory and
     `disk_gb` local disk. Roles with `gang` true start and stop together; a non-gang role
@@ -76,12 +76,12 @@ class TaskRole:
               "extra"))
 @dataclass(frozen=True)
 class JobSpec:
-    """One job of a trace, in the canonical schema of SPEC sec. 2.
+    """One job of a trace, in the canonical schema of docs/contract.md#sec-2.
 
     `duration` is the run time at ideal placement on dedicated GPUs of speed 1.
     Optional columns carry their SPEC defaults; `extra` holds pass-through columns.
     Only the fields every trace gives are the spec's own slots; the rest are shared
-    with the specs that leave them alike (`sim.compact`: 88 bytes a spec, not 320).
+    with the specs that leave them alike (`schedlab.sim.compact`: 88 bytes a spec, not 320).
     """
 
     job_id: str
@@ -159,7 +159,7 @@ def spec_builder(given: tuple[str, ...]) -> Callable[..., JobSpec]:
     fills a twin class of the same slots with plain (specialized) slot stores, defaults as
     constants, and then makes the object a JobSpec (`__class__` assignment between
     identical slot layouts), about three times faster. When no rare field is given
-    (`sim.compact`), every spec built shares the default record. The result is an
+    (`schedlab.sim.compact`), every spec built shares the default record. The result is an
     ordinary JobSpec.
     """
     names = [f.name for f in fields(JobSpec)]
@@ -204,10 +204,10 @@ def spec_builder(given: tuple[str, ...]) -> Callable[..., JobSpec]:
 
 
 PLAIN_REST = layout(JobSpec).default_record
-"""The record of rare fields (`sim.compact`) of every spec that leaves them all at their
+"""The record of rare fields (`schedlab.sim.compact`) of every spec that leaves them all at their
 defaults: such a spec has no roles, shares, host asks, speeds, elasticity, checkpoints,
 retries, failures, lifetime, dependencies, deadline or container semantics. Compiled
-modules test it by identity (`sim.jobstate.plain_spec`) instead of reading each field."""
+modules test it by identity (`schedlab.sim.jobstate.plain_spec`) instead of reading each field."""
 
 
 def job_milli(job: JobSpec) -> int:
@@ -224,7 +224,7 @@ _CLASSES_MAX = 4096
 def request_class(spec: JobSpec) -> tuple[Any, ...]:
     """Jobs with equal requests fit or fail to fit in exactly the same cluster state.
 
-    Every field of it but the GPUs and their type is a rare field (`sim.compact`), which
+    Every field of it but the GPUs and their type is a rare field (`schedlab.sim.compact`), which
     the specs alike share one record of: the class is looked up by that record rather
     than read field by field through Python properties (asked for every job a run
     queues). A subclass of `JobSpec` may read its fields otherwise, and is not looked up.
@@ -376,7 +376,7 @@ class Start:
     or "pack" (members run concurrently and interfere, by their `gpu_util`).
     `node` is the host node of a CPU-only job that asks for CPUs, memory or disk (-1:
     none; the placer's `HostPlacement` given as `gpus` sets it). `tasks` places each
-    gang task of a job with roles (SPEC `tasks`) on its node; the placer's
+    gang task of a job with roles (docs/contract.md#sec-2 `tasks`) on its node; the placer's
     `RolePlacement` given as `gpus` sets it, and `gpus` is then the gang's GPUs.
     """
 
@@ -464,7 +464,7 @@ Decision = Start | Preempt | Suspend | Resume | Migrate | Resize | Reject
 class Await:
     """Not a decision: the policy hands control out of the run, mid-pass, for an answer.
 
-    A stepping driver (`sim.engine.Run.advance`, e.g. the Gym environment) yields it
+    A stepping driver (`schedlab.sim.engine.Run.advance`, e.g. the Gym environment) yields it
     back to its caller and resumes the pass when asked; `Simulation.run` has nobody to
     answer and refuses it. Nothing of the run changes while it waits.
     """
@@ -496,7 +496,7 @@ Placement = tuple[int, ...] | Unschedulable
 for host resources, a `RolePlacement` for a job with roles, or why not."""
 
 
-# --- Statuses and event kinds (SPEC sec. 5); StrEnums compare equal to their strings ---
+# --- Statuses and event kinds (docs/contract.md#sec-5); StrEnums compare equal to their strings ---
 
 
 class JobStatus(StrEnum):

@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from sim.agenda import Agenda, Due
-from sim.cluster import ClusterState
-from sim.failures import read_failures
-from sim.jobstate import RUNNING, JobState
-from sim.recorder import Recorder
+from schedlab.sim.agenda import Agenda, Due
+from schedlab.sim.cluster import ClusterState
+from schedlab.sim.failures import read_failures
+from schedlab.sim.jobstate import RUNNING, JobState
+from schedlab.sim.recorder import Recorder
 
 
 class NodeHealth:

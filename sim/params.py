@@ -1,4 +1,4 @@
-"""Typed parameters (SPEC sec. 7): declared once with a default, a parser and a doc line.
+"""Typed parameters (docs/contract.md#sec-7): declared once with a default, a parser and a doc line.
 
 Values arrive as strings from `--param KEY=VALUE` or as Python values from YAML or the
 API; each parser accepts both and raises ValueError with the rule it enforces.
@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sim.errors import InvalidParameter, did_you_mean
-from sim.model import Level
+from schedlab.sim.errors import InvalidParameter, did_you_mean
+from schedlab.sim.model import Level
 
 
 @dataclass(frozen=True)

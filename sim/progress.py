@@ -13,11 +13,11 @@ from collections.abc import Callable
 
 from mypy_extensions import mypyc_attr
 
-from sim.agenda import Agenda, Due
-from sim.instant import Instant
-from sim.jobstate import RUNNING, JobState, plain_spec
-from sim.model import MILLI
-from sim.speed import SpeedChain
+from schedlab.sim.agenda import Agenda, Due
+from schedlab.sim.instant import Instant
+from schedlab.sim.jobstate import RUNNING, JobState, plain_spec
+from schedlab.sim.model import MILLI
+from schedlab.sim.speed import SpeedChain
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -29,7 +29,7 @@ class Progress:
         self.agenda = agenda
         self.chain = chain
         self._clock = clock
-        # the engine's own clock is read as a native field (`sim.instant`), any other
+        # the engine's own clock is read as a native field (`schedlab.sim.instant`), any other
         # clock through a call
         self._at: Instant | None = clock if isinstance(clock, Instant) else None
 

@@ -17,9 +17,9 @@ from typing import Any, Final
 from mypy_extensions import mypyc_attr
 from sortedcontainers import SortedList
 
-from sim.cfuncs import bisect_left, bisect_right, insort
-from sim.jobstate import PENDING, JobState, plain_spec, transition
-from sim.model import MILLI, job_milli
+from schedlab.sim.cfuncs import bisect_left, bisect_right, insort
+from schedlab.sim.jobstate import PENDING, JobState, plain_spec, transition
+from schedlab.sim.model import MILLI, job_milli
 
 QueueKey = tuple[float, int]
 

@@ -6,7 +6,7 @@ array of doubles. Every `_CHUNK` rows the flat buffer is packed into compact col
 event times and GPU counts in arrays of 8-byte numbers, kinds, cells and details as
 4-byte codes into a table of their distinct texts, job ids as references to the jobs'
 own strings (about 30 bytes an event row instead of ~100); timeline rows into one array
-a column (72 bytes a row). `sim.results` takes the columns over once, at the end
+a column (72 bytes a row). `schedlab.sim.results` takes the columns over once, at the end
 (`take_events`, `take_timeline`): the recorder forgets them as it hands them over, and
 the DataFrames are built on the same arrays, so a run's rows are never held twice. A
 timeline row is added only when the cluster or the queue changed (checked first by their
@@ -32,15 +32,15 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 from mypy_extensions import mypyc_attr
 
-from sim.cluster import ClusterState
-from sim.fragmentation import fgd_node, size_distribution
-from sim.instant import Instant
-from sim.jobstate import JobState
-from sim.model import MILLI, EventKind, JobSpec
-from sim.queue import PendingQueue
+from schedlab.sim.cluster import ClusterState
+from schedlab.sim.fragmentation import fgd_node, size_distribution
+from schedlab.sim.instant import Instant
+from schedlab.sim.jobstate import JobState
+from schedlab.sim.model import MILLI, EventKind, JobSpec
+from schedlab.sim.queue import PendingQueue
 
 if TYPE_CHECKING:
-    from topologies.tree import Topology
+    from schedlab.topologies.tree import Topology
 
 TIMELINE_COLUMNS = (
     "time", "gpus_total", "gpus_busy", "utilization", "fragmentation", "fragmentation_fgd",
@@ -230,7 +230,7 @@ class Recorder:
     def __init__(self, topo: Topology, clock: Callable[[], float] | Instant) -> None:
         self.topo = topo
         self._clock = clock
-        # the engine's own clock is read as a native field (`sim.instant`), any other
+        # the engine's own clock is read as a native field (`schedlab.sim.instant`), any other
         # clock through a call
         self._at: Instant | None = clock if isinstance(clock, Instant) else None
         self._events: list[Any] = []  # flat: EVENT_COLUMNS values of the latest rows
@@ -247,8 +247,8 @@ class Recorder:
         # cluster version, queue version and running jobs at the last sample
         self._cv = self._qv = self._running = -1
         self._cells: dict[tuple[int, ...], str] = {}
-        # the frames `sim.results` built on the columns handed over (kept for the run's
-        # lifetime, see `sim.results._recorded_events`), None until then
+        # the frames `schedlab.sim.results` built on the columns handed over (kept for the run's
+        # lifetime, see `schedlab.sim.results._recorded_events`), None until then
         self.taken_events: Any = None
         self.taken_timeline: Any = None
         self.keep_events = True
@@ -355,7 +355,7 @@ class Recorder:
             col.frombytes((part.astype(np.int64) if col.typecode == "q" else part).tobytes())
         self._tl = tl[rows * _TL:]
 
-    # --- columns, handed over once at the end (sim.results) ---
+    # --- columns, handed over once at the end (schedlab.sim.results) ---
 
     def take_events(self) -> dict[str, Column]:
         """The kept event rows as columns, handed over: the recorder forgets them.

@@ -17,7 +17,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from sim.errors import SimError, UnknownName, UnknownPolicy, unknown_name_message
+from schedlab.sim.errors import SimError, UnknownName, UnknownPolicy, unknown_name_message
 
 
 class Registry:
@@ -128,41 +128,41 @@ def load_path(path: str, kind: str = "object") -> Any:
 
 
 POLICIES = Registry("policy", "schedlab.policies", {
-    "fifo": "policies.fifo:FifoPolicy",
-    "fifo-backfill": "policies.fifo:FifoBackfillPolicy",
-    "fifo-elastic": "policies.fifo_elastic:FifoElasticPolicy",
-    "gandiva": "policies.gandiva:GandivaPolicy",
-    "hai": "policies.hai:HaiPolicy",
-    "quota-priority": "policies.quota_priority:QuotaPriorityPolicy",
-    "hived": "policies.hived:HivedPolicy",
-    "vc-quota": "policies.hived.vc_quota:VcQuotaPolicy",
-    "drf": "policies.drf:DrfPolicy",
-    "capacity": "policies.capacity:CapacityPolicy",
-    "sjf": "policies.sjf:SjfPolicy",
-    "srtf": "policies.sjf:SrtfPolicy",
-    "tiresias-las": "policies.tiresias:TiresiasLasPolicy",
-    "tiresias-gittins": "policies.tiresias:TiresiasGittinsPolicy",
-    "easy-backfill": "policies.backfill:EasyBackfillPolicy",
-    "conservative-backfill": "policies.backfill:ConservativeBackfillPolicy",
-    "themis-ftf": "policies.themis:ThemisFtfPolicy",
-    "fgd": "policies.fgd:FgdPolicy",
-    "gavel-mmf": "policies.gavel:GavelPolicy",
-    "gavel-mmf-agnostic": "policies.gavel:GavelAgnosticPolicy",
-    "learned": "policies.learned:LearnedPolicy",
+    "fifo": "schedlab.policies.fifo:FifoPolicy",
+    "fifo-backfill": "schedlab.policies.fifo:FifoBackfillPolicy",
+    "fifo-elastic": "schedlab.policies.fifo_elastic:FifoElasticPolicy",
+    "gandiva": "schedlab.policies.gandiva:GandivaPolicy",
+    "hai": "schedlab.policies.hai:HaiPolicy",
+    "quota-priority": "schedlab.policies.quota_priority:QuotaPriorityPolicy",
+    "hived": "schedlab.policies.hived:HivedPolicy",
+    "vc-quota": "schedlab.policies.hived.vc_quota:VcQuotaPolicy",
+    "drf": "schedlab.policies.drf:DrfPolicy",
+    "capacity": "schedlab.policies.capacity:CapacityPolicy",
+    "sjf": "schedlab.policies.sjf:SjfPolicy",
+    "srtf": "schedlab.policies.sjf:SrtfPolicy",
+    "tiresias-las": "schedlab.policies.tiresias:TiresiasLasPolicy",
+    "tiresias-gittins": "schedlab.policies.tiresias:TiresiasGittinsPolicy",
+    "easy-backfill": "schedlab.policies.backfill:EasyBackfillPolicy",
+    "conservative-backfill": "schedlab.policies.backfill:ConservativeBackfillPolicy",
+    "themis-ftf": "schedlab.policies.themis:ThemisFtfPolicy",
+    "fgd": "schedlab.policies.fgd:FgdPolicy",
+    "gavel-mmf": "schedlab.policies.gavel:GavelPolicy",
+    "gavel-mmf-agnostic": "schedlab.policies.gavel:GavelAgnosticPolicy",
+    "learned": "schedlab.policies.learned:LearnedPolicy",
 }, UnknownPolicy)
 """Scheduling policies (`Policy` subclasses)."""
 
 PLACERS = Registry("placer", "schedlab.placers", {
-    "consolidated": "policies.placement.consolidated:ConsolidatedPlacer",
-    "pack": "policies.placement.pack:PackPlacer",
-    "first-fit": "policies.placement.first_fit:FirstFitPlacer",
-    "fgd": "policies.placement.fgd:FgdPlacer",
-    "best-fit": "policies.placement.best_fit:BestFitPlacer",
-    "gpu-packing": "policies.placement.gpu_packing:GpuPackingPlacer",
-    "dot-product": "policies.placement.dot_product:DotProductPlacer",
+    "consolidated": "schedlab.policies.placement.consolidated:ConsolidatedPlacer",
+    "pack": "schedlab.policies.placement.pack:PackPlacer",
+    "first-fit": "schedlab.policies.placement.first_fit:FirstFitPlacer",
+    "fgd": "schedlab.policies.placement.fgd:FgdPlacer",
+    "best-fit": "schedlab.policies.placement.best_fit:BestFitPlacer",
+    "gpu-packing": "schedlab.policies.placement.gpu_packing:GpuPackingPlacer",
+    "dot-product": "schedlab.policies.placement.dot_product:DotProductPlacer",
 })
-"""Placers (classes following `sim.interfaces.Placer`, built with no arguments)."""
+"""Placers (classes following `schedlab.sim.interfaces.Placer`, built with no arguments)."""
 
 SPEED_FACTORS = Registry("speed factor", "schedlab.speed_factors", {})
-"""Extra speed factors (`sim.interfaces.SpeedFactor`), enabled per run by the
-`speed_factors` engine parameter; the built-in chain is in `sim.progress`."""
+"""Extra speed factors (`schedlab.sim.interfaces.SpeedFactor`), enabled per run by the
+`speed_factors` engine parameter; the built-in chain is in `schedlab.sim.progress`."""

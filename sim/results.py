@@ -1,4 +1,4 @@
-"""Results of a run: DataFrames, the summary metrics of SPEC sec. 5 and atomic writing.
+"""Results of a run: DataFrames, the summary metrics of docs/contract.md#sec-5 and atomic writing.
 
 The engine hands over flat records; pandas is used only here, once, at the end.
 """
@@ -19,11 +19,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sim.degenerate import result_warnings
-from sim.jobstate import PENDING, RETRYING, RUNNING, WAITING, plain_spec
-from sim.metrics import sla_violated, summarize
-from sim.model import JobSpec, JobStatus
-from sim.recorder import (
+from schedlab.sim.degenerate import result_warnings
+from schedlab.sim.jobstate import PENDING, RETRYING, RUNNING, WAITING, plain_spec
+from schedlab.sim.metrics import sla_violated, summarize
+from schedlab.sim.model import JobSpec, JobStatus
+from schedlab.sim.recorder import (
     EVENT_COLUMNS,
     NODE_COLUMNS,
     TIMELINE_COLUMNS,
@@ -32,21 +32,21 @@ from sim.recorder import (
     Recorder,
     timeline_rows,
 )
-from sim.roles import side_gpu_seconds
-from sim.tenants import TENANT_COLUMNS, tenants_frame
-from sim.writing import atomic_text as atomic_text  # re-exported: the former home
-from sim.writing import atomic_write as atomic_write
-from sim.writing import text_writer, write_folder
+from schedlab.sim.roles import side_gpu_seconds
+from schedlab.sim.tenants import TENANT_COLUMNS, tenants_frame
+from schedlab.sim.writing import atomic_text as atomic_text  # re-exported: the former home
+from schedlab.sim.writing import atomic_write as atomic_write
+from schedlab.sim.writing import text_writer, write_folder
 
 if TYPE_CHECKING:
-    from sim.engine import Run, Simulation
+    from schedlab.sim.engine import Run, Simulation
 
 JOB_COLUMNS = (
     "job_id", "user", "vc", "num_gpus", "submit_time", "start_time", "end_time",
     "queueing_delay", "jct", "duration", "run_time", "status", "preemptions", "migrations",
     "restarts", "lost_work", "locality_level", "slowdown", "response_time", "censored",
 )
-"""The columns of jobs.parquet that SPEC sec. 5 names, in its order."""
+"""The columns of jobs.parquet that docs/contract.md#sec-5 names, in its order."""
 
 JOB_EXTRA_COLUMNS = ("deadline", "sla_violated", "reason", "gpu_seconds", "gpu_time")
 """Our own columns after them: the SLA, why a job did not complete, GPU time held and
@@ -71,7 +71,7 @@ class SimResult:
         """Write the result folder whole: jobs/events/timeline/nodes/tenants Parquet, JSON.
 
         Every file goes into a fresh hidden sibling folder that then replaces `out_dir`
-        (`sim.writing.write_folder`): a reader, or a rerun after a crash, sees the old
+        (`schedlab.sim.writing.write_folder`): a reader, or a rerun after a crash, sees the old
         complete folder or the new complete one, never a mix. Files of the old folder
         that this result does not write are gone with it.
 
@@ -114,12 +114,12 @@ def _json(o: Any) -> Any:
 
 
 def _jobs_frame(run: Run, end: float) -> pd.DataFrame:
-    """One row per submitted job (SPEC sec. 5 columns, then ours and pass-through).
+    """One row per submitted job (docs/contract.md#sec-5 columns, then ours and pass-through).
 
     A job the run ended before (`unfinished`, `censored`) is accounted up to `end`: a
     waiting one (queued or suspended, or between retries) has its current wait added to
     its queueing delay, a running one its current hold to its run time and GPU time.
-    Time held for dependencies is not queueing (SPEC sec. 2 `depends_on`).
+    Time held for dependencies is not queueing (docs/contract.md#sec-2 `depends_on`).
 
     Built column by column (attribute getters, numpy arithmetic), never a row object per
     job: at a million jobs the rows cost more memory than the frame. Each column has the
@@ -147,7 +147,7 @@ def _jobs_frame(run: Run, end: float) -> pd.DataFrame:
     queue, run_time, gpu_seconds = (state(a) for a in ("queue_time", "run_time",
                                                        "gpu_seconds"))
     counts = [state(a) for a in ("preemptions", "migrations", "restarts", "lost_work")]
-    # every spec leaving its rare fields at their defaults (`sim.jobstate.plain_spec`, the
+    # every spec leaving its rare fields at their defaults (`schedlab.sim.jobstate.plain_spec`, the
     # common case): no deadline, no wait limit, whole GPUs, so those columns are constants
     # rather than a Python property read a job
     plain = all(map(plain_spec, specs))
@@ -167,7 +167,7 @@ def _jobs_frame(run: Run, end: float) -> pd.DataFrame:
             held = end - j.held_since
             run_time[i] = j.run_time + held
             gpu_seconds[i] = j.gpu_seconds + held * len(j.gpus) * j.milli / 1000
-            if j.side:  # running non-gang tasks of a job of roles (sim.roles)
+            if j.side:  # running non-gang tasks of a job of roles (schedlab.sim.roles)
                 gpu_seconds[i] += side_gpu_seconds(j, end)
         else:
             queue[i] = j.queue_time + (end - j.queued_since)
@@ -309,7 +309,7 @@ def _decoded(col: Coded) -> Any:
 
 
 def _recorded_column(col: Column) -> Any:
-    """A column of the recorder (`sim.recorder.Column`) as pandas would type its values."""
+    """A column of the recorder (`schedlab.sim.recorder.Column`) as pandas would type its values."""
     if isinstance(col, Coded):
         return _decoded(col)
     if isinstance(col, list):
@@ -418,7 +418,7 @@ def _policy_metrics(policy: Any) -> dict[str, Any]:
 
 def _trace_label(sim: Simulation) -> str:
     """How to load the trace again: a bundled name, or an absolute file path."""
-    from traces import bundled_traces
+    from schedlab.traces import bundled_traces
 
     t = sim.trace
     if t.name.partition(":")[0] in bundled_traces():  # default, synthetic:N, philly-like:N
@@ -451,7 +451,7 @@ def _trace_digest(jobs: tuple[JobSpec, ...]) -> str:
 
 def build_result(sim: Simulation, run: Run, end: float, wall: float) -> SimResult:
     """Assemble DataFrames and the summary once the run has stopped at `end`."""
-    from sim import __version__
+    from schedlab import __version__
 
     run.sample()
     jobs = _jobs_frame(run, end)

@@ -1,10 +1,10 @@
 """The engine's side of jobs with roles: taking a gang's tasks, running its side tasks.
 
-`sim.roles` says what a job's roles are and holds or frees one task on the cluster; this
+`schedlab.sim.roles` says what a job's roles are and holds or frees one task on the cluster; this
 module applies a whole `Start` of such a job (every gang task validated, then taken, all
 or nothing) and runs the non-gang tasks (an evaluator) the engine places by itself while
 the gang runs: after each scheduling pass through the run's placer (`place_side`), ending
-each after its own `duration`. The engine (`sim.engine.Run`) calls these; they change
+each after its own `duration`. The engine (`schedlab.sim.engine.Run`) calls these; they change
 only the cluster, the job and the run's side-task table they are given.
 """
 
@@ -13,12 +13,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from sim.agenda import Agenda, Due
-from sim.cluster import ClusterState
-from sim.errors import InvalidDecision
-from sim.jobstate import JobState
-from sim.model import MILLI, TaskPlacement, TaskRole
-from sim.roles import free_task, gang_tasks, has_roles, hold_task, role_of, side_tasks
+from schedlab.sim.agenda import Agenda, Due
+from schedlab.sim.cluster import ClusterState
+from schedlab.sim.errors import InvalidDecision
+from schedlab.sim.jobstate import JobState
+from schedlab.sim.model import MILLI, TaskPlacement, TaskRole
+from schedlab.sim.roles import free_task, gang_tasks, has_roles, hold_task, role_of, side_tasks
 
 __all__ = ["end_side", "place_side", "take_tasks"]
 

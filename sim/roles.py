@@ -1,14 +1,14 @@
 """Jobs made of roles (issue 16): what a job's roles add up to, and what the engine runs.
 
-Model layer: imports only `sim.model` and `sim.errors`. The trace schema
-(`traces.schema`) parses the `tasks` column into `TaskRole`s; `role_totals` gives the
+Model layer: imports only `schedlab.sim.model` and `schedlab.sim.errors`. The trace schema
+(`schedlab.traces.schema`) parses the `tasks` column into `TaskRole`s; `role_totals` gives the
 job-level columns the roles imply (filled in or checked by validation). `not_simulated`
 is the one engine-facing gate: a job with roles (not one gang of identical GPU tasks:
 `has_roles`) runs only under a policy that declares `supports_roles`, others reject it at
-submission; container jobs run as task runs (`sim.containers`), not here.
+submission; container jobs run as task runs (`schedlab.sim.containers`), not here.
 
 A job with roles runs as its gang: every gang task placed at once, each on one node
-(`sim.model.TaskPlacement`), held and released together; its non-gang tasks (an
+(`schedlab.sim.model.TaskPlacement`), held and released together; its non-gang tasks (an
 evaluator) are placed by the engine when capacity allows while the gang runs (`side`).
 """
 
@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sim.errors import InvalidDecision
-from sim.model import MILLI, JobSpec, TaskPlacement, TaskRole
+from schedlab.sim.errors import InvalidDecision
+from schedlab.sim.model import MILLI, JobSpec, TaskPlacement, TaskRole
 
 __all__ = [
     "ROLES_NOT_SIMULATED", "RoleTotals", "gang_tasks",
@@ -34,7 +34,7 @@ ROLES_NOT_SIMULATED = "a job of task roles the engine does not run"
 
 @dataclass(frozen=True, slots=True)
 class RoleTotals:
-    """The job-level request a job's roles imply (SPEC sec. 2 columns).
+    """The job-level request a job's roles imply (docs/contract.md#sec-2 columns).
 
     `num_gpus` is the gang roles' GPU total; `num_cpus` and `mem_gb` add up every role
     (gang or not); `gpus_per_task` and `disk_gb` are those of the gang's GPU tasks when
@@ -128,7 +128,7 @@ def not_simulated(spec: JobSpec, policy: object = None) -> str:
     columns are the roles' totals, as validation fills them in). Other role mixes run
     task by task under a `policy` whose class declares `supports_roles`; under any other
     the reason is "policy X does not support task roles". Container jobs are not gated
-    here (`sim.containers`).
+    here (`schedlab.sim.containers`).
     """
     if not spec.tasks:
         return ""
@@ -138,18 +138,18 @@ def not_simulated(spec: JobSpec, policy: object = None) -> str:
         gang = role_totals(spec.tasks).num_gpus
         if spec.num_gpus != gang:
             return (f"{ROLES_NOT_SIMULATED}: its num_gpus {spec.num_gpus} is not its gang "
-                    f"roles' GPU total {gang} (sim.roles.with_tasks)")
+                    f"roles' GPU total {gang} (schedlab.sim.roles.with_tasks)")
         return _roles_unsupported(spec)
     t = role_totals(spec.tasks)
     got = (spec.num_gpus, spec.task_gpus, spec.num_cpus, spec.mem_gb, spec.disk_gb)
     want = (t.num_gpus, t.gpus_per_task, t.num_cpus, t.mem_gb, t.disk_gb)
     if any(abs(a - b) > 1e-9 for a, b in zip(got, want, strict=True)):
         return (f"{ROLES_NOT_SIMULATED}: its num_gpus, gpus_per_task, num_cpus, mem_gb, "
-                f"disk_gb {got} are not its roles' totals {want} (sim.roles.with_tasks)")
+                f"disk_gb {got} are not its roles' totals {want} (schedlab.sim.roles.with_tasks)")
     return ""
 
 
-# --- holding and releasing tasks (duck-typed on sim.cluster.ClusterState / JobState) ---
+# --- holding and releasing tasks (duck-typed on schedlab.sim.cluster.ClusterState / JobState) ---
 
 
 def hold_task(cluster: Any, job: int, t: TaskPlacement, r: TaskRole) -> None:

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from sim.jobstate import PENDING, REJECTED, JobState
-from sim.model import EventKind, Unschedulable
+from schedlab.sim.jobstate import PENDING, REJECTED, JobState
+from schedlab.sim.model import EventKind, Unschedulable
 
 if TYPE_CHECKING:
-    from sim.engine import Run
+    from schedlab.sim.engine import Run
 
 __all__ = ["IDLE_PASS_LIMIT", "settle", "why_waiting"]
 

@@ -4,7 +4,7 @@ A rate of 1 means one second of the trace's `duration` per second. The built-in 
 GPU type (the slowest type of the placement, from `gpu_speeds`), locality (the slowdown
 of the placement's lowest common level, `locality_factors`), elasticity (an elastic job
 away from its nominal size) and co-location (time-slicing or packing with other jobs).
-More factors are registered in `sim.registry.SPEED_FACTORS` (or named as
+More factors are registered in `schedlab.sim.registry.SPEED_FACTORS` (or named as
 'module:Class') and enabled per run with the `speed_factors` engine parameter; they are
 applied after the built-in ones. A factor is asked whenever a job's placement or
 co-location changes and must be deterministic.
@@ -17,16 +17,16 @@ from typing import TYPE_CHECKING, Any
 
 from mypy_extensions import mypyc_attr
 
-from sim.interfaces import SpeedFactor
-from sim.jobstate import JobState, plain_spec
-from sim.model import JobSpec, Level
-from sim.registry import SPEED_FACTORS
+from schedlab.sim.interfaces import SpeedFactor
+from schedlab.sim.jobstate import JobState, plain_spec
+from schedlab.sim.model import JobSpec, Level
+from schedlab.sim.registry import SPEED_FACTORS
 
 if TYPE_CHECKING:
-    from sim.colocation import Colocation
-    from sim.interfaces import RunView
-    from topologies.tree import Topology
-    from topologies.walk import CellWalk
+    from schedlab.sim.colocation import Colocation
+    from schedlab.sim.interfaces import RunView
+    from schedlab.topologies.tree import Topology
+    from schedlab.topologies.walk import CellWalk
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)

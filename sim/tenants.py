@@ -1,4 +1,4 @@
-"""tenants.parquet (SPEC sec. 5): per user and per virtual cluster, what it asked and got.
+"""tenants.parquet (contract.md#sec-5): per user and per virtual cluster, what it asked and got.
 
 Built from the jobs table only (so it can be rebuilt from a jobs.parquet), at the results
 boundary: pandas is used here, and the engine never imports this module.
@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from sim.metrics import gpu_demand
+from schedlab.sim.metrics import gpu_demand
 
 TENANT_COLUMNS = (
     "kind", "tenant", "jobs", "gpu_hours_demanded", "gpu_hours_received",

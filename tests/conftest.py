@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from sim.model import JobSpec
-from topologies.build import uniform_topology
-from traces.base import Trace
+from schedlab.sim.model import JobSpec
+from schedlab.topologies.build import uniform_topology
+from schedlab.traces.base import Trace
 
 # CI replays the same examples every run (a red CI always means a real change); locally
 # each run draws new ones. Long fuzz campaigns live in benchmarks/, not here.

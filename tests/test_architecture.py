@@ -1,9 +1,9 @@
 """The layers of the code base: imports point down, never up, and never in a cycle.
 
-model (sim.model, sim.errors, ...) -> topologies, traces -> simulation core (sim.cluster,
-the engine and its parts, the context) -> policies -> application (sim.app). Edges are
-read from the source with ast; imports under `if TYPE_CHECKING:` do not count (they
-never run). Function-level imports count: they run.
+model (schedlab.sim.model, schedlab.sim.errors, ...) -> topologies, traces -> simulation
+core (schedlab.sim.cluster, the engine and its parts, the context) -> policies ->
+application (schedlab.app). Edges are read from the source with ast; imports under
+`if TYPE_CHECKING:` do not count (they never run). Function-level imports count: they run.
 """
 
 from __future__ import annotations
@@ -14,31 +14,35 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("sim", "policies", "topologies", "traces")
+FOLDERS = ("sim", "policies", "topologies", "traces", "app")
+"""The subpackages' top-level folders (each linked from schedlab/)."""
 
-MODEL = {"sim.model", "sim.compact", "sim.errors", "sim.params", "sim.jobstate", "sim.interfaces",
-         "sim.roles", "sim.registry"}
-# the application lives in sim.app; everything else in sim is the simulation core
+MODEL = {f"schedlab.sim.{m}" for m in ("model", "compact", "errors", "params", "jobstate",
+                                       "interfaces", "roles", "registry")}
+MODEL |= {"schedlab", "schedlab._native"}
+# the application lives in schedlab.app; everything else in schedlab.sim is the core
 
 
 def layer(module: str) -> int:
     """0 model, 1 topologies/traces, 2 core, 3 policies, 4 application."""
     if module in MODEL:
         return 0
-    if module.split(".")[0] in ("topologies", "traces"):
+    if module.startswith(("schedlab.topologies", "schedlab.traces")):
         return 1
-    if module.startswith("policies"):
+    if module.startswith("schedlab.policies"):
         return 3
-    if module.startswith("sim.app") or module == "sim.__main__":
+    if module.startswith("schedlab.app") or module == "schedlab.__main__":
         return 4
     return 2
 
 
 def modules() -> dict[str, Path]:
     out = {}
-    for pkg in PACKAGES:
+    for path in sorted((ROOT / "schedlab").glob("*.py")):
+        out["schedlab" if path.stem == "__init__" else f"schedlab.{path.stem}"] = path
+    for pkg in FOLDERS:
         for path in sorted((ROOT / pkg).rglob("*.py")):
-            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            parts = ["schedlab", *path.relative_to(ROOT).with_suffix("").parts]
             if parts[-1] == "__init__":
                 parts.pop()
             out[".".join(parts)] = path
@@ -69,7 +73,7 @@ def imports_of(path: Path, module: str, known: set[str]) -> set[str]:
             return
         if isinstance(node, ast.Import):
             for a in node.names:
-                if a.name.split(".")[0] in PACKAGES:
+                if a.name.split(".")[0] == "schedlab":
                     m = resolve(a.name)
                     if m:
                         found.add(m)
@@ -80,7 +84,7 @@ def imports_of(path: Path, module: str, known: set[str]) -> set[str]:
                 for _ in range(node.level - 1):
                     pkg = pkg.rpartition(".")[0]
                 base = f"{pkg}.{base}" if base else pkg
-            if base.split(".")[0] in PACKAGES:
+            if base.split(".")[0] == "schedlab":
                 for a in node.names:
                     full = f"{base}.{a.name}"
                     m = resolve(full) if full in known else resolve(base)
@@ -108,7 +112,8 @@ def test_imports_point_down_the_layers():
 
 def test_topologies_and_traces_do_not_import_each_other():
     bad = [f"{m} imports {d}" for m, deps in graph().items() for d in sorted(deps)
-           if {m.split(".")[0], d.split(".")[0]} == {"topologies", "traces"}]
+           if {m.split(".")[1:2][0] if "." in m else "", d.split(".")[1:2][0] if "." in d else ""}
+           == {"topologies", "traces"}]
     assert not bad, "\n".join(bad)
 
 
@@ -136,10 +141,11 @@ def test_no_import_cycle():
 
 def test_importing_the_engine_stays_light():
     """The engine needs no pandas, matplotlib, trace reader, policy or application code."""
-    code = ("import sys, sim.engine; "
+    code = ("import sys, schedlab.sim.engine; "
             "print('\\n'.join(sorted(m for m in sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                          text=True, check=True).stdout.split()
     heavy = [m for m in out if m.split(".")[0] in ("pandas", "matplotlib", "pyarrow", "scipy")
-             or m.startswith(("traces.readers", "policies", "sim.app", "sim.results"))]
+             or m.startswith(("schedlab.traces.readers", "schedlab.policies", "schedlab.app",
+                              "schedlab.sim.results"))]
     assert not heavy, heavy

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from sim.registry import PLACERS, POLICIES, SPEED_FACTORS
+from schedlab.sim.registry import PLACERS, POLICIES, SPEED_FACTORS
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -84,7 +84,7 @@ def test_skip_markers_are_well_formed():
 
 
 def test_every_policy_has_a_generated_page():
-    from policies import policy_class, registered_policies
+    from schedlab.policies import policy_class, registered_policies
 
     module = _load_docs_pages()
     pages = module.pages()
@@ -123,7 +123,7 @@ def test_mkdocs_build_strict(tmp_path):
          str(ROOT / "mkdocs.yml"), "--site-dir", str(site)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
-    from policies import registered_policies
+    from schedlab.policies import registered_policies
 
     for name in registered_policies():
         assert (site / "policies" / name / "index.html").is_file(), name
@@ -133,7 +133,7 @@ def test_mkdocs_build_strict(tmp_path):
     cli = (site / "cli" / "index.html").read_text(encoding="utf-8")
     assert "Usage: schedlab run [OPTIONS]" in cli
     api = (site / "api" / "sim" / "index.html").read_text(encoding="utf-8")
-    assert 'id="sim.engine.Simulation"' in api
+    assert 'id="schedlab.sim.engine.Simulation"' in api
 
 
 def _schedlab_commands(text: str) -> list[tuple[int, list[str]]]:
@@ -156,7 +156,7 @@ def test_shell_commands_parse(page):
     """
     import click
 
-    from sim.app.cli import main
+    from schedlab.app.cli import main
 
     for line, args in _schedlab_commands(page.read_text(encoding="utf-8")):
         try:
@@ -177,7 +177,7 @@ def test_shell_commands_parse(page):
 
 
 def test_every_trace_format_is_documented():
-    from traces import trace_formats
+    from schedlab.traces import trace_formats
 
     text = (DOCS / "traces.md").read_text(encoding="utf-8")
     for name in trace_formats():

@@ -1,7 +1,7 @@
 """Fuzz: random small valid cases under every policy and every composition ("Runs you can trust").
 
 Each example draws an integer seed; numpy's default_rng(seed) builds the case
-(`policies.fuzzing.fuzz_case`: topology, trace, engine params) and the policy's own
+(`tests/fuzzing.py`, `fuzz_case`: topology, trace, engine params) and the policy's own
 params. A run must raise nothing, keep every invariant of `check_invariants`, end within
 its time limit and, on a third of the examples, give the same jobs and events tables
 twice. The budget is small (CI replays the same examples, see conftest.py); long
@@ -12,12 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
-from policies import registered_policies
-from policies.conformance import compositions
-from policies.fuzzing import (
+from fuzzing import (
     case_from_seed,
     draw_target,
     fuzz_case,
@@ -25,6 +20,11 @@ from policies.fuzzing import (
     run_case,
     targets,
 )
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from schedlab.policies import registered_policies
+from schedlab.policies.conformance import compositions
 
 EXAMPLES = 5  # per policy or composition: ~35 targets x 5 runs of ~0.1 s
 TIME_LIMIT = 30.0  # s per example (both runs); a small case takes well under 1 s
@@ -136,8 +136,8 @@ def test_lossy_stops_are_drawn_and_their_runs_end():
 
 
 def test_run_case_reports_a_broken_policy():
-    from policies.base import Policy
-    from sim.model import Start
+    from schedlab.policies.base import Policy
+    from schedlab.sim.model import Start
 
     class Broken(Policy):
         name = "broken-fuzz"

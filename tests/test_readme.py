@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from policies.registry import unregister
+from schedlab.policies.registry import unregister
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -26,7 +26,7 @@ def test_add_a_policy_example_runs_and_conforms(tmp_path):
     assert len(example.strip().splitlines()) < 50
     try:
         exec(compile(example, "README-example", "exec"), {})
-        from policies.conformance import check_policy
+        from schedlab.policies.conformance import check_policy
 
         check_policy("smallest-first")
     finally:

@@ -94,8 +94,8 @@ def summary(cls: type) -> str:
 
 def policy_page(name: str) -> str:
     """The Markdown page of one registered policy."""
-    from policies import policy_class
-    from sim.registry import PLACERS
+    from schedlab.policies import policy_class
+    from schedlab.sim.registry import PLACERS
 
     cls = policy_class(name)
     module = sys.modules[cls.__module__]
@@ -144,13 +144,13 @@ def policy_page(name: str) -> str:
 
 def index_page() -> str:
     """The Markdown page listing every policy, the engine parameters and the placers."""
-    from policies import policy_class
-    from sim.engine_params import ENGINE_PARAMS
-    from sim.registry import PLACERS
+    from schedlab.policies import policy_class
+    from schedlab.sim.engine_params import ENGINE_PARAMS
+    from schedlab.sim.registry import PLACERS
 
     lines = [
         "# Policies", "",
-        "Generated at build time from the policy registry (`sim.registry.POLICIES`): each "
+        "Generated at build time from the policy registry (`schedlab.sim.registry.POLICIES`): each "
         "page shows a policy's parameters with their defaults and the docstrings of its "
         "class and module, which say which paper it follows and where it departs from it. "
         "`schedlab policies` prints the same parameters.", "",
@@ -178,8 +178,8 @@ def index_page() -> str:
 
 def builtin_policies() -> list[str]:
     """The registered policies that ship with schedlab (plugins are not documented here)."""
-    from policies import policy_class, registered_policies
-    from sim.errors import SimError
+    from schedlab.policies import policy_class, registered_policies
+    from schedlab.sim.errors import SimError
 
     out = []
     for name in registered_policies():
@@ -187,7 +187,7 @@ def builtin_policies() -> list[str]:
             cls = policy_class(name)
         except SimError:  # a broken plugin is not ours to document
             continue
-        if cls.__module__.split(".")[0] == "policies":
+        if cls.__module__.startswith("schedlab.policies."):
             out.append(name)
     return out
 
@@ -257,13 +257,13 @@ FORMATS = "<!-- generated: trace-formats -->"
 
 def formats_markdown() -> str:
     """One section per reader module: its formats, their options and its docstring."""
-    from traces.readers import TRACE_FORMATS
+    from schedlab.traces.readers import TRACE_FORMATS
 
     by_module: dict[str, list[Any]] = {}
     for fmt in TRACE_FORMATS.values():
         module = fmt.read.__module__
-        if module == "traces.readers":  # the canonical reader lives in traces.canonical
-            module = "traces.canonical"
+        if module == "schedlab.traces.readers":  # the canonical reader: schedlab.traces.canonical
+            module = "schedlab.traces.canonical"
         by_module.setdefault(module, []).append(fmt)
     lines: list[str] = []
     for module, formats in by_module.items():
@@ -287,7 +287,7 @@ def cli_markdown() -> str:
     """One section per command and subcommand of `schedlab`: its `--help`, as printed."""
     import click
 
-    from sim.app.cli import main
+    from schedlab.app.cli import main
 
     lines: list[str] = []
 

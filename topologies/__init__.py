@@ -1,7 +1,7 @@
 """Cluster topologies: the cell tree, its readers and presets.
 
 Readers: native YAML, HiveD YAML, the Philly machine list, the Alibaba openb node list
-and the PAI machine spec. This package does not import `traces` (nor pandas).
+and the PAI machine spec. This package does not import `schedlab.traces` (nor pandas).
 """
 
 from __future__ import annotations
@@ -9,16 +9,16 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from sim.errors import InvalidTopology, UnknownName, unknown_name_message
-from sim.model import Level
-from topologies.hived import TOP_KEYS as HIVED_KEYS
-from topologies.hived import hived_from_dict, read_hived
-from topologies.machine_list import is_philly_machine_list, read_philly_machine_list
-from topologies.native import load_yaml, native_from_dict, read_native
-from topologies.openb import is_openb_node_list, read_openb_nodes
-from topologies.pai import is_pai_machine_spec, read_pai_machines
-from topologies.presets import PRESETS, load_preset, preset_names
-from topologies.tree import Cell, CellSpec, NodeSpec, QueueSpec, Topology
+from schedlab.sim.errors import InvalidTopology, UnknownName, unknown_name_message
+from schedlab.sim.model import Level
+from schedlab.topologies.hived import TOP_KEYS as HIVED_KEYS
+from schedlab.topologies.hived import hived_from_dict, read_hived
+from schedlab.topologies.machine_list import is_philly_machine_list, read_philly_machine_list
+from schedlab.topologies.native import load_yaml, native_from_dict, read_native
+from schedlab.topologies.openb import is_openb_node_list, read_openb_nodes
+from schedlab.topologies.pai import is_pai_machine_spec, read_pai_machines
+from schedlab.topologies.presets import PRESETS, load_preset, preset_names
+from schedlab.topologies.tree import Cell, CellSpec, NodeSpec, QueueSpec, Topology
 
 __all__ = [
     "Cell", "CellSpec", "NodeSpec", "QueueSpec", "Topology", "describe", "load_preset",

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from sim.model import Level
-from topologies.native import node_cell
-from topologies.tree import CellSpec, Topology
+from schedlab.sim.model import Level
+from schedlab.topologies.native import node_cell
+from schedlab.topologies.tree import CellSpec, Topology
 
 
 def uniform_topology(

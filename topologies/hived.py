@@ -21,9 +21,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from sim.errors import InvalidTopology, did_you_mean
-from sim.model import Level
-from topologies.native import (
+from schedlab.sim.errors import InvalidTopology, did_you_mean
+from schedlab.sim.model import Level
+from schedlab.topologies.native import (
     bad_value,
     check_keys,
     load_yaml,
@@ -34,7 +34,7 @@ from topologies.native import (
     require_number,
     walk_specs,
 )
-from topologies.tree import CellSpec, Topology
+from schedlab.topologies.tree import CellSpec, Topology
 
 TOP_KEYS = (
     "physicalCluster", "virtualClusters", "kubeApiServerAddress", "kubeConfigFilePath",
@@ -264,7 +264,7 @@ class _Builder:
         return out
 
     def _levels_below_node(self, node: CellSpec) -> None:
-        """Relabel the intermediate cells under a node by their depth (SPEC level rules)."""
+        """Relabel the intermediate cells under a node by depth (contract.md#sec-3 level rules)."""
         depth = len(_chain(self.types, node.cell_type)) - 2
         levels = _below_node_levels(depth)  # bottom up; index 0 is just above the GPUs
 

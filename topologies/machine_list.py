@@ -12,10 +12,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from sim.errors import InvalidTopology
-from sim.model import Level
-from topologies.native import node_cell
-from topologies.tree import CellSpec, Topology
+from schedlab.sim.errors import InvalidTopology
+from schedlab.sim.model import Level
+from schedlab.topologies.native import node_cell
+from schedlab.topologies.tree import CellSpec, Topology
 
 HEADER = ("machineId", "number of GPUs", "single GPU mem")
 GPU_TYPE_BY_MEM = {12.0: "K80", 24.0: "P40"}

@@ -1,4 +1,4 @@
-"""Reader of schedlab's native topology YAML (SPEC sec. 3) and helpers the readers share.
+"""Reader of schedlab's native topology YAML (docs/contract.md#sec-3) and helpers the readers share.
 
 Structure inside a node: a socket or switch cell is omitted when it would hold exactly the
 same GPUs as its parent (it would be an only child) or as its only child. So a node with
@@ -17,9 +17,9 @@ from typing import Any
 
 import yaml
 
-from sim.errors import InvalidTopology, SimError, did_you_mean
-from sim.model import Level
-from topologies.tree import CellSpec, QueueSpec, Topology
+from schedlab.sim.errors import InvalidTopology, SimError, did_you_mean
+from schedlab.sim.model import Level
+from schedlab.topologies.tree import CellSpec, QueueSpec, Topology
 
 TOP_KEYS = ("name", "nodes_per_rack", "nodes", "vcs", "queues")
 GROUP_KEYS = (
@@ -176,7 +176,7 @@ def node_cell(
 
 
 def read_native(path: str | Path) -> Topology:
-    """Read a native topology YAML file (SPEC sec. 3) into a Topology."""
+    """Read a native topology YAML file (docs/contract.md#sec-3) into a Topology."""
     return native_from_dict(load_yaml(path), path)
 
 

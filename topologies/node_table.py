@@ -6,10 +6,10 @@ Errors name the file, the line, the field, the value and what is allowed.
 
 from __future__ import annotations
 
-from sim.errors import InvalidTopology
-from sim.model import Level
-from topologies.native import node_cell
-from topologies.tree import CellSpec, Topology
+from schedlab.sim.errors import InvalidTopology
+from schedlab.sim.model import Level
+from schedlab.topologies.native import node_cell
+from schedlab.topologies.tree import CellSpec, Topology
 
 SHAPES = {8: (2, 2, 2), 4: (1, 2, 2)}
 """GPUs -> (sockets, switches per socket, GPUs per switch); other counts sit flat."""

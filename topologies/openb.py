@@ -1,7 +1,7 @@
 """Alibaba GPU cluster trace v2023 ("openb", FGD, USENIX ATC'23): the node list as a Topology.
 
 Node list (`sn, cpu_milli, memory_mib, gpu, model`): one node a row. The pod list (the
-jobs) is read by `traces.readers.openb`.
+jobs) is read by `schedlab.traces.readers.openb`.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import io
 import os
 from pathlib import Path
 
-from sim.errors import InvalidTopology
-from topologies.node_table import NodeTable, bad_field, count_field
-from topologies.tree import Topology
+from schedlab.sim.errors import InvalidTopology
+from schedlab.topologies.node_table import NodeTable, bad_field, count_field
+from schedlab.topologies.tree import Topology
 
 __all__ = ["GPU_MEM_GB", "NODE_COLUMNS", "is_openb_node_list", "read_openb_nodes"]
 

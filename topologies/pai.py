@@ -2,7 +2,7 @@
 
 `pai_machine_spec` (`machine, gpu_type, cap_cpu, cap_mem, cap_gpu`, no header line, or
 the shipped `.tar.gz` holding it). The job and task tables are read by
-`traces.readers.pai`.
+`schedlab.traces.readers.pai`.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import tarfile
 import zlib
 from pathlib import Path
 
-from sim.errors import InvalidTopology
-from topologies.node_table import NodeTable, count_field
-from topologies.tree import Topology
+from schedlab.sim.errors import InvalidTopology
+from schedlab.topologies.node_table import NodeTable, count_field
+from schedlab.topologies.tree import Topology
 
 __all__ = ["GPU_MEM_GB", "MACHINE_COLUMNS", "is_pai_machine_spec", "read_pai_machines"]
 

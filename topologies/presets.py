@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from sim.errors import UnknownName, unknown_name_message
-from topologies.machine_list import read_philly_machine_list
-from topologies.native import load_yaml, native_from_dict
-from topologies.tree import Topology
+from schedlab.sim.errors import UnknownName, unknown_name_message
+from schedlab.topologies.machine_list import read_philly_machine_list
+from schedlab.topologies.native import load_yaml, native_from_dict
+from schedlab.topologies.tree import Topology
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 

@@ -11,8 +11,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from sim.model import Level
-from topologies.walk import CellWalk
+from schedlab.sim.model import Level
+from schedlab.topologies.walk import CellWalk
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +83,7 @@ class QueueSpec:
 class Topology:
     """An immutable cell tree with node attributes, virtual clusters and queues.
 
-    `walk` (`topologies.walk.CellWalk`) answers the locality queries below on flat
+    `walk` (`schedlab.topologies.walk.CellWalk`) answers the locality queries below on flat
     lists, compiled with the engine; callers on a hot path may call it directly.
     """
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sim.model import Level
+from schedlab.sim.model import Level
 
 
 class CellWalk:

@@ -6,7 +6,7 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 
-from sim.model import JobSpec
+from schedlab.sim.model import JobSpec
 
 
 @dataclass(frozen=True)

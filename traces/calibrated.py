@@ -14,7 +14,7 @@ it, deterministic for a seed (one `numpy.random.default_rng(seed)`):
 - VCs by the source's shares, and users inside each VC with Zipf-skewed activity;
 - the time span: the source's mean arrival rate, or, given a topology and a target
   `load`, the span at which the jobs' GPU-time offers exactly that load
-  (GPU-hours / span hours / topology GPUs, as `traces.inspect.trace_stats` measures it).
+  (GPU-hours / span hours / topology GPUs, as `schedlab.traces.inspect.trace_stats` measures it).
 
 Presets (`PROFILES`): `philly-like` (all numbers from the Microsoft Philly job table
 as derived by the Pollux OSDI'21 artifact, CC BY 4.0, Jeon et al., ATC'19) and
@@ -36,15 +36,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sim.errors import InvalidParameter
-from traces.base import Trace
-from traces.canonical import frame_to_trace
-from traces.rows import release_arrow_memory
+from schedlab.sim.errors import InvalidParameter
+from schedlab.traces.base import Trace
+from schedlab.traces.canonical import frame_to_trace
+from schedlab.traces.rows import release_arrow_memory
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from topologies.tree import Topology
+    from schedlab.topologies.tree import Topology
 
 __all__ = [
     "DURATION_CLASSES", "HELIOS_LIKE", "PHILLY_LIKE", "PROFILES", "Profile", "calibrated",
@@ -273,7 +273,7 @@ def calibrated(
 
     if isinstance(profile, str):
         if profile not in PROFILES:
-            from sim.errors import unknown_name_message
+            from schedlab.sim.errors import unknown_name_message
 
             raise InvalidParameter(unknown_name_message("calibrated preset", profile,
                                                         PROFILES))

@@ -1,8 +1,8 @@
-"""Reader and writer of the canonical trace schema (SPEC sec. 2), CSV or Parquet.
+"""Reader and writer of the canonical trace schema (docs/contract.md#sec-2), CSV or Parquet.
 
-Reading streams a CSV through `traces.csv_stream.iter_csv` (the path every reader
-shares) or loads a Parquet table, then validates it with `traces.validate.frame_to_trace`;
-the columns and their rules are in `traces.schema`. Every error names the file, the row
+Reading streams a CSV through `schedlab.traces.csv_stream.iter_csv` (the path every reader
+shares) or loads a Parquet table, then validates it with `schedlab.traces.validate.frame_to_trace`;
+the columns and their rules are in `schedlab.traces.schema`. Every error names the file, the row
 (plus the file line for CSV), the column, the value and the rule, e.g.::
 
     trace.csv, row 7 (line 8), column num_gpus: value '2.5' is not an integer >= 0
@@ -19,20 +19,20 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sim.errors import InvalidTrace
-from sim.model import JobSpec
-from traces.base import Trace
-from traces.csv_stream import iter_csv, label_of, require_file, stem_of
-from traces.roles import format_tasks
-from traces.rows import MAX_BAD_ROW_MESSAGES, FrameErrors, RowErrors, release_arrow_memory
-from traces.schema import (
+from schedlab.sim.errors import InvalidTrace
+from schedlab.sim.model import JobSpec
+from schedlab.traces.base import Trace
+from schedlab.traces.csv_stream import iter_csv, label_of, require_file, stem_of
+from schedlab.traces.roles import format_tasks
+from schedlab.traces.rows import MAX_BAD_ROW_MESSAGES, FrameErrors, RowErrors, release_arrow_memory
+from schedlab.traces.schema import (
     CANONICAL_COLUMNS,
     NUM_COLS,
     OPTIONAL_COLUMNS,
     REQUIRED_COLUMNS,
     missing_columns_error,
 )
-from traces.validate import frame_to_trace
+from schedlab.traces.validate import frame_to_trace
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -98,7 +98,7 @@ def read_canonical(
 
     Empty cells (and NaN) take the column's default; unknown columns are kept as
     pass-through values in `JobSpec.extra` and listed in `Trace.extra_columns`. Numbers
-    are bounded (`traces.schema`: times at most MAX_SECONDS = 1e12 s, counts at most
+    are bounded (`schedlab.traces.schema`: times at most MAX_SECONDS = 1e12 s, counts at most
     MAX_COUNT = 1e6). Blank CSV lines are ignored; a line with more fields than the
     header is a bad row; a column without a header name must be empty (it is dropped).
     CSV line numbers in messages assume one line per record (a quoted cell spanning

@@ -25,8 +25,8 @@ from typing import IO, TYPE_CHECKING
 
 import numpy as np
 
-from sim.errors import InvalidTrace
-from traces.rows import RowErrors
+from schedlab.sim.errors import InvalidTrace
+from schedlab.traces.rows import RowErrors
 
 if TYPE_CHECKING:
     import pandas as pd

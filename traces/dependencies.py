@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from traces.rows import FrameErrors
+from schedlab.traces.rows import FrameErrors
 
 if TYPE_CHECKING:
     import pandas as pd

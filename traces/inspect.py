@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from traces.base import Trace
-from traces.canonical import write_canonical
+from schedlab.traces.base import Trace
+from schedlab.traces.canonical import write_canonical
 
 if TYPE_CHECKING:
-    from topologies.tree import Topology
+    from schedlab.topologies.tree import Topology
 
 __all__ = [
     "DURATION_PERCENTILES", "SIZE_CLASSES", "TraceStats", "convert", "format_stats",
@@ -326,18 +326,18 @@ def convert(
     """Read a trace in any format, shape it, and write it in the canonical schema.
 
     Args:
-        source: A trace file, bundled name or Trace (as `traces.load_trace` takes).
+        source: A trace file, bundled name or Trace (as `schedlab.traces.load_trace` takes).
         out: Output path: `.parquet` (canonical Parquet), `.csv` or `.csv.gz`.
         trace_format: Format name (None: detect).
         skip_bad_rows: Count bad rows instead of failing.
-        options: Format options (see `traces.readers.read_trace`).
-        **shaping: Keyword arguments of `traces.shaping.shape`.
+        options: Format options (see `schedlab.traces.readers.read_trace`).
+        **shaping: Keyword arguments of `schedlab.traces.shaping.shape`.
 
     Returns:
         The trace written (read back from `out` it gives equal jobs).
     """
-    from traces import load_trace
-    from traces.shaping import shape
+    from schedlab.traces import load_trace
+    from schedlab.traces.shaping import shape
 
     trace = load_trace(source, skip_bad_rows=skip_bad_rows, trace_format=trace_format,
                        options=options)

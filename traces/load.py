@@ -1,6 +1,6 @@
 """`load_trace`: one entry point from a path, a bundled name or a generator name to a Trace.
 
-Used by the CLI and the Python API (re-exported as `traces.load_trace`).
+Used by the CLI and the Python API (re-exported as `schedlab.traces.load_trace`).
 """
 
 from __future__ import annotations
@@ -12,17 +12,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sim.errors import InvalidParameter, InvalidTrace, unknown_name_message
-from traces import DATA_DIR
-from traces.base import Trace
-from traces.calibrated import PROFILES, calibrated
-from traces.canonical import read_canonical
-from traces.csv_stream import TRACE_SUFFIXES, missing_file
-from traces.readers import TRACE_FORMATS, read_trace
-from traces.synthetic import generate
+from schedlab.sim.errors import InvalidParameter, InvalidTrace, unknown_name_message
+from schedlab.traces import DATA_DIR
+from schedlab.traces.base import Trace
+from schedlab.traces.calibrated import PROFILES, calibrated
+from schedlab.traces.canonical import read_canonical
+from schedlab.traces.csv_stream import TRACE_SUFFIXES, missing_file
+from schedlab.traces.readers import TRACE_FORMATS, read_trace
+from schedlab.traces.synthetic import generate
 
 if TYPE_CHECKING:
-    from topologies.tree import Topology
+    from schedlab.topologies.tree import Topology
 
 __all__ = ["bundled_traces", "load_trace", "trace_formats"]
 
@@ -70,11 +70,11 @@ def load_trace(
             name: `default` (a 3,000-job window of the Philly trace, see
             `traces/data/README.md`), `synthetic` or `synthetic:N` (`generate(N, seed=0)`,
             N = 1000 by default), `philly-like[:N]` or `helios-like[:N]` (calibrated
-            generators, `traces.calibrated`); or a Trace, returned as is.
+            generators, `schedlab.traces.calibrated`); or a Trace, returned as is.
         skip_bad_rows: Skip and count bad rows instead of failing on the first.
         trace_format: None (detect) or a name of `trace_formats()`; bundled names are
             canonical.
-        options: Options of the file's format (see `traces.readers.read_trace`).
+        options: Options of the file's format (see `schedlab.traces.readers.read_trace`).
         topology: For calibrated generators: sizes that fit it, and the target of `load`.
         load: For calibrated generators: target offered load on `topology`.
         seed: For calibrated generators: the seed.

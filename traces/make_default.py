@@ -17,7 +17,7 @@ window of it:
 
 Run it again with::
 
-    python -m traces.make_default [--source PATH] [--out PATH] [--start TS] [--jobs N]
+    python -m schedlab.traces.make_default [--source PATH] [--out PATH] [--start TS] [--jobs N]
 
 The output is byte-for-byte reproducible for the same source file and arguments.
 """
@@ -30,9 +30,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from traces.base import Trace
-from traces.canonical import read_canonical, write_canonical
-from traces.synthetic import from_records
+from schedlab.traces.base import Trace
+from schedlab.traces.canonical import read_canonical, write_canonical
+from schedlab.traces.synthetic import from_records
 
 __all__ = [
     "DEFAULT_JOBS",

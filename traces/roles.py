@@ -1,4 +1,4 @@
-"""The `tasks` column (SPEC sec. 2): JSON text to `TaskRole`s and back, with its rules.
+"""The `tasks` column (docs/contract.md#sec-2): JSON text to `TaskRole`s and back, with its rules.
 
 A cell is a JSON list of role objects, e.g. ``[{"role":"ps","count":2,"gpus":0,"cpus":8},
 {"role":"worker","count":4,"gpus":2}]``. Keys: `role` (required, a name of letters,
@@ -15,7 +15,7 @@ import math
 import re
 from typing import Any
 
-from sim.model import TaskRole
+from schedlab.sim.model import TaskRole
 
 __all__ = ["ROLE_KEYS", "TASKS_RULE", "format_tasks", "parse_tasks"]
 
@@ -27,7 +27,7 @@ TASKS_RULE = ("is not a JSON list of roles {\"role\", \"count\" >= 1, \"gpus\" >
 """What a `tasks` cell must be (the end of every message names the broken rule)."""
 
 _NAME = re.compile(r"[A-Za-z0-9_.\-]+")
-_MAX_COUNT = 1e6  # the bounds of traces.schema: MAX_COUNT, MAX_GB, MAX_SECONDS
+_MAX_COUNT = 1e6  # the bounds of schedlab.traces.schema: MAX_COUNT, MAX_GB, MAX_SECONDS
 _MAX_GB = 1e9
 _MAX_SECONDS = 1e12
 

@@ -1,9 +1,9 @@
 """Bad rows, for every trace reader: missing cells, cell parsing, quoting, the one collector.
 
 `RowErrors` collects what is wrong with an input's rows. The format readers
-(`traces.readers`) report source fields by file line (`file, line L, field F: value 'V'
+(`schedlab.traces.readers`) report source fields by file line (`file, line L, field F: value 'V'
 RULE`) and raise at the first one unless bad rows are skipped; the canonical validation
-(`traces.validate`) reports columns by data row with `FrameErrors` (`file, row R (line
+(`schedlab.traces.validate`) reports columns by data row with `FrameErrors` (`file, row R (line
 L), column C: value 'V' RULE`), collecting every error and raising the first with the
 count of the others. Both keep the lowest-numbered messages, a bounded number.
 """
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sim.errors import InvalidTrace
+from schedlab.sim.errors import InvalidTrace
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -1,7 +1,7 @@
-"""The canonical trace schema (SPEC sec. 2): its columns, their rules and cell parsers.
+"""The canonical trace schema (docs/contract.md#sec-2): its columns, their rules and cell parsers.
 
-What the canonical validation (`traces.validate`) checks and the writer
-(`traces.canonical.trace_to_frame`) writes, in one place. Every number has an upper bound
+What the canonical validation (`schedlab.traces.validate`) checks and the writer
+(`schedlab.traces.canonical.trace_to_frame`) writes, in one place. Every number has an upper bound
 (MAX_SECONDS for times, MAX_COUNT for counts, MAX_GB for sizes, MAX_HOURS, MAX_PRIORITY):
 a finite but absurd value (1e300, a time in microseconds taken for seconds) is a bad
 cell with its rule, e.g. "is not a number of seconds > 0 and <= 1e12 (~31,700 years)".
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.errors import InvalidTrace
-from sim.model import PRIORITY_NAMES, RestartPolicy
+from schedlab.sim.errors import InvalidTrace
+from schedlab.sim.model import PRIORITY_NAMES, RestartPolicy
 
 __all__ = [
     "BOOL_RULE", "CANONICAL_COLUMNS", "CHECKED_PASS_THROUGH", "CONTAINER_COLUMNS", "MAX_COUNT",
@@ -37,7 +37,7 @@ OPTIONAL_COLUMNS: tuple[str, ...] = (
     "tasks", "completions", "parallelism", "active_deadline", "restart_policy",
     "backoff_limit", "target_util", "scale_interval",
 )
-"""Optional columns of SPEC sec. 2, in their documented order, then the project's own
+"""Optional columns of docs/contract.md#sec-2, in their documented order, then the project's own
 (`target_util`, `scale_interval`: utilization-driven elastic jobs)."""
 
 CANONICAL_COLUMNS: tuple[str, ...] = REQUIRED_COLUMNS + OPTIONAL_COLUMNS
@@ -168,7 +168,7 @@ RESTART_POLICIES: tuple[str, ...] = tuple(p.value for p in RestartPolicy)
 CHECKED_PASS_THROUGH: dict[str, NumCol] = {"failed_runs": _count("failed_runs", None)}
 """Numeric columns checked and passed through as written (`JobSpec.extra`): the project's
 `failed_runs` of a container job (its task runs 0..k-1 fail once at `fail_at`, read by
-`sim.containers`)."""
+`schedlab.sim.containers`)."""
 
 
 def parse_speeds(text: str) -> tuple[tuple[tuple[str, float], ...] | None, str]:

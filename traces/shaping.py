@@ -16,13 +16,13 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from sim.errors import InvalidParameter, InvalidTrace
-from sim.model import JobSpec
-from sim.roles import is_plain_gang
-from traces.base import Trace, trace_epoch, with_epoch
+from schedlab.sim.errors import InvalidParameter, InvalidTrace
+from schedlab.sim.model import JobSpec
+from schedlab.sim.roles import is_plain_gang
+from schedlab.traces.base import Trace, trace_epoch, with_epoch
 
 if TYPE_CHECKING:
-    from topologies.tree import Topology
+    from schedlab.topologies.tree import Topology
 
 __all__ = ["REMAP_COLUMN", "parse_vcs", "parse_window", "remap_job", "shape"]
 

@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from sim.errors import InvalidTrace
-from sim.model import TaskRole
-from traces.base import Trace
-from traces.canonical import frame_to_trace
-from traces.roles import format_tasks
+from schedlab.sim.errors import InvalidTrace
+from schedlab.sim.model import TaskRole
+from schedlab.traces.base import Trace
+from schedlab.traces.canonical import frame_to_trace
+from schedlab.traces.roles import format_tasks
 
 __all__ = ["DEFAULT_SIZE_MIX", "from_records", "generate"]
 
@@ -171,9 +171,9 @@ def _join_cell(value: Any, column: str) -> Any:
 def from_records(records: Sequence[Mapping[str, Any]], name: str = "inline") -> Trace:
     """Build a Trace from a list of dicts, validated exactly like a canonical file.
 
-    Keys are column names of SPEC sec. 2 (others are passed through); a missing key or
+    Keys are column names of docs/contract.md#sec-2 (others are passed through); a missing key or
     None takes the default. `depends_on` may be a list of ids, `gpu_speeds` a dict and
-    `tasks` a list of role dicts (SPEC sec. 2).
+    `tasks` a list of role dicts (docs/contract.md#sec-2).
 
     Args:
         records: One dict a job.

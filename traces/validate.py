@@ -7,8 +7,8 @@ and the rule, e.g.::
 
     trace.csv, row 7 (line 8), column num_gpus: value '2.5' is not an integer >= 0
 
-Files (`traces.canonical.read_canonical`), the format readers (`traces.readers`),
-in-memory records (`traces.synthetic.from_records`) and the generators all come through
+Files (`schedlab.traces.canonical.read_canonical`), the format readers (`schedlab.traces.readers`),
+in-memory records (`schedlab.traces.synthetic.from_records`) and the generators all come through
 `frame_to_trace`.
 """
 
@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sim.errors import InvalidTrace
-from sim.model import PRIORITY_NAMES, JobSpec, RestartPolicy, TaskRole, spec_builder
-from sim.roles import role_totals
-from traces.base import Trace
-from traces.dependencies import check_dependencies, check_duplicates
-from traces.roles import TASKS_RULE, parse_tasks
-from traces.rows import NA_TOKENS, FrameErrors, as_number, as_text
-from traces.schema import (
+from schedlab.sim.errors import InvalidTrace
+from schedlab.sim.model import PRIORITY_NAMES, JobSpec, RestartPolicy, TaskRole, spec_builder
+from schedlab.sim.roles import role_totals
+from schedlab.traces.base import Trace
+from schedlab.traces.dependencies import check_dependencies, check_duplicates
+from schedlab.traces.roles import TASKS_RULE, parse_tasks
+from schedlab.traces.rows import NA_TOKENS, FrameErrors, as_number, as_text
+from schedlab.traces.schema import (
     BOOL_RULE,
     CANONICAL_COLUMNS,
     CHECKED_PASS_THROUGH,
@@ -82,7 +82,7 @@ def frame_to_trace(
     synthetic generator all come through here.
 
     Args:
-        df: One row a job; columns as in SPEC sec. 2 (strings or typed values). Unknown
+        df: One row a job; columns as in docs/contract.md#sec-2 (strings or typed values). Unknown
             columns are passed through.
         label: What messages call the input (usually the file name).
         name: Name of the resulting trace.
@@ -247,7 +247,7 @@ def _parse_bools(raw: pd.Series, col: str, check: FrameErrors) -> list[bool | No
 
 
 def _parse_tasks(raw: pd.Series, check: FrameErrors) -> list[tuple[TaskRole, ...]]:
-    """JSON role lists (`traces.roles`); an empty cell is no roles.
+    """JSON role lists (`schedlab.traces.roles`); an empty cell is no roles.
 
     A Parquet list-of-struct column (roles stored natively) is read as its JSON.
     """
@@ -427,7 +427,7 @@ def _utilization_checks(
 def _role_checks(df: pd.DataFrame, check: FrameErrors, parsed: _Parsed) -> None:
     """A job with `tasks`: num_gpus is its gang's GPU total, the rest the roles' totals.
 
-    The other job-level request columns are `sim.roles.role_totals`: filled in when
+    The other job-level request columns are `schedlab.sim.roles.role_totals`: filled in when
     empty, checked when given.
     """
     tasks = parsed.out.get("tasks")

@@ -37,7 +37,7 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
 
 def topology() -> Any:
     """Gavel's physical cluster: 8 V100, 16 P100, 24 K80 on 4-GPU servers."""
-    from topologies.native import native_from_dict
+    from schedlab.topologies.native import native_from_dict
 
     nodes = [{"count": n // GPUS_PER_SERVER, "gpu_type": t, "sockets": 1,
               "switches_per_socket": 1, "gpus_per_switch": GPUS_PER_SERVER}
@@ -48,7 +48,7 @@ def topology() -> Any:
 @cache
 def run(check: str) -> Any:
     """schedlab's result of one variant on the physical-cluster trace."""
-    from sim import Simulation, load_trace
+    from schedlab.sim import Simulation, load_trace
 
     trace = load_trace(need(shared_dir() / "traces/gavel/physical_cluster_max_min_fairness"
                                            ".trace"))

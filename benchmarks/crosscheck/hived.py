@@ -4,7 +4,7 @@ microsoft/hivedscheduler `pkg/algorithm/hived_algorithm_test.go` (commit 66f26ac
 HiveD's algorithm on `example/config/design/hivedscheduler.yaml` (our copy:
 ../shared/hived-configs/design-hivedscheduler.yaml) with pods and states what each gets:
 a node and leaf cells, a wait, or a preemption with its victims. This script replays the
-same requests on `policies.hived.algorithm.HivedAlgorithm` under the test's chain order
+same requests on `schedlab.policies.hived.algorithm.HivedAlgorithm` under the test's chain order
 and prints HiveD's expectation beside schedlab's answer, one row a pod. Each expectation
 is kept here as a constant with its source; nothing of HiveD's code is used.
 
@@ -84,9 +84,9 @@ def _ranges(ids: list[int]) -> str:
 
 
 def _fresh():
-    from policies.hived.algorithm import HivedAlgorithm
-    from policies.hived.config import build_physical, resolve_vcs
-    from topologies import load_topology
+    from schedlab.policies.hived.algorithm import HivedAlgorithm
+    from schedlab.policies.hived.config import build_physical, resolve_vcs
+    from schedlab.topologies import load_topology
 
     topo = load_topology(CONFIG)
     pc = build_physical(topo)
@@ -97,7 +97,7 @@ def _fresh():
 
 
 def _answer(topo, algo, row) -> str:
-    from policies.hived.algorithm import Request
+    from schedlab.policies.hived.algorithm import Request
 
     pod, vc, prio, leaf, gpus, pods, pinned, lazy, _ = row
     members = MEMBERS.get(pod, ())

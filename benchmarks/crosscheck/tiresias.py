@@ -68,9 +68,9 @@ def trace_path() -> Path:
 @cache
 def run(check: str, path: Path | None = None) -> Any:
     """schedlab's result of one check (cached: the tests read the per-job times too)."""
-    from sim import Simulation, load_trace
-    from topologies.build import uniform_topology
-    from traces.base import Trace
+    from schedlab.sim import Simulation, load_trace
+    from schedlab.topologies.build import uniform_topology
+    from schedlab.traces.base import Trace
 
     trace = load_trace(path or trace_path())
     policy, params, factor, cap = RUNS[check]

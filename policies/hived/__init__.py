@@ -6,6 +6,6 @@ places pods inside a cluster view, `algorithm` binds virtual cells to physical o
 tracks bad hardware, and `policy` is the `hived` scheduling policy.
 """
 
-from policies.hived.policy import HivedPolicy
+from schedlab.policies.hived.policy import HivedPolicy
 
 __all__ = ["HivedPolicy"]

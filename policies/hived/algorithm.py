@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from policies.hived import topology_aware
-from policies.hived.cells import (
+from schedlab.policies.hived import topology_aware
+from schedlab.policies.hived.cells import (
     FREE,
     MIN_GUARANTEED,
     OPP,
@@ -33,16 +33,16 @@ from policies.hived.cells import (
     in_free_list,
     swap_remove,
 )
-from policies.hived.config import (
+from schedlab.policies.hived.config import (
     ChainInfo,
     PhysicalCluster,
     VcCells,
     set_preassigned,
     virtual_tree,
 )
-from policies.hived.safety import check_vc_safety, demand
-from policies.hived.topology_aware import NodeIndex
-from sim.errors import SimError
+from schedlab.policies.hived.safety import check_vc_safety, demand
+from schedlab.policies.hived.topology_aware import NodeIndex
+from schedlab.sim.errors import SimError
 
 
 @dataclass(frozen=True, slots=True)

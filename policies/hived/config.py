@@ -22,10 +22,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from policies.hived.cells import PCell, VCell
-from sim.errors import InvalidParameter, InvalidTopology, SimError, did_you_mean
-from sim.model import Level
-from topologies.tree import Topology
+from schedlab.policies.hived.cells import PCell, VCell
+from schedlab.sim.errors import InvalidParameter, InvalidTopology, SimError, did_you_mean
+from schedlab.sim.model import Level
+from schedlab.topologies.tree import Topology
 
 DEFAULT_VC = "default"
 

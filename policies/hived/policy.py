@@ -22,7 +22,7 @@ preemptor's cells are reserved for it at once while its victims keep running (be
 preempted) until they end or `preemption_delay` s have passed, then it starts; a higher
 priority may cancel a preemption under way (the victims get their cells back).
 
-A job of roles (SPEC `tasks`) is one affinity group whose members differ: each gang GPU
+A job of roles (contract.md#sec-2 `tasks`) is one affinity group whose members differ: each gang GPU
 task a pod of its `gpus` leaf cells on one node (`Request.members`), placed and preempted
 as one gang; its CPU-only gang tasks go on host capacity by the placers' `place_roles`
 (fed HiveD's pods), its non-gang tasks are the engine's. The GPUs of running non-gang
@@ -49,15 +49,15 @@ from typing import Any
 from mypy_extensions import mypyc_attr
 from sortedcontainers import SortedList
 
-from policies.base import Policy
-from policies.hived.algorithm import HivedAlgorithm, Plan, Request
-from policies.hived.cells import MAX_GUARANTEED, MIN_GUARANTEED, OPP
-from policies.hived.config import DEFAULT_VC, build_physical, resolve_vcs
-from policies.hived.tracking import Ctx, JobTracker
-from sim.context import live_keys
-from sim.errors import InvalidDecision, InvalidParameter, SimError, did_you_mean
-from sim.jobstate import PENDING, JobState
-from sim.model import (
+from schedlab.policies.base import Policy
+from schedlab.policies.hived.algorithm import HivedAlgorithm, Plan, Request
+from schedlab.policies.hived.cells import MAX_GUARANTEED, MIN_GUARANTEED, OPP
+from schedlab.policies.hived.config import DEFAULT_VC, build_physical, resolve_vcs
+from schedlab.policies.hived.tracking import Ctx, JobTracker
+from schedlab.sim.context import live_keys
+from schedlab.sim.errors import InvalidDecision, InvalidParameter, SimError, did_you_mean
+from schedlab.sim.jobstate import PENDING, JobState
+from schedlab.sim.model import (
     MILLI,
     Decision,
     EventKind,
@@ -72,8 +72,8 @@ from sim.model import (
     Unschedulable,
     is_missing,
 )
-from sim.params import Param, as_bool, as_float, as_optional, as_path
-from sim.roles import gang_tasks, has_roles
+from schedlab.sim.params import Param, as_bool, as_float, as_optional, as_path
+from schedlab.sim.roles import gang_tasks, has_roles
 
 PINNED_COLUMN = "pinned_cell_id"
 SIDE_BASE = 1 << 40  # gang ids of non-gang tasks booked in HiveD's cells (above job indices)
@@ -81,8 +81,8 @@ SIDE_BASE = 1 << 40  # gang ids of non-gang tasks booked in HiveD's cells (above
 
 def as_order(v: Any) -> str:
     """A registered policy name other than `hived`, used to order jobs inside each VC."""
-    from policies.registry import policy_class
-    from sim.errors import UnknownName
+    from schedlab.policies.registry import policy_class
+    from schedlab.sim.errors import UnknownName
 
     name = str(v).strip()
     if name == HivedPolicy.name:
@@ -93,7 +93,7 @@ def as_order(v: Any) -> str:
     except UnknownName as e:
         raise ValueError(str(e)) from None
     if not cls.orders:
-        from policies.registry import orderings
+        from schedlab.policies.registry import orderings
 
         raise ValueError(
             f"{name} schedules the whole cluster by rules of its own (placement, sizes, "
@@ -128,7 +128,7 @@ def _reads_classes(policy: Policy) -> bool:
     keeps no class index: that saves two sorted-list updates per job. Any other ordering
     gets the index kept as jobs come and go (its dict order is their arrival order).
     """
-    from policies.fifo import FifoPolicy
+    from schedlab.policies.fifo import FifoPolicy
 
     return type(policy).schedule is not FifoPolicy.schedule
 
@@ -304,14 +304,14 @@ class HivedPolicy(Policy):
 
     def attach(self, ctx: Ctx) -> None:
         """Build the cells, check VC safety, and make one ordering instance per queue."""
-        from policies.registry import make_policy
+        from schedlab.policies.registry import make_policy
 
         topo = ctx.topology
         pc = build_physical(topo)
         data = None
         source = topo.source or topo.name
         if self.p["vcs"]:
-            from topologies.native import load_yaml
+            from schedlab.topologies.native import load_yaml
 
             try:
                 data = load_yaml(self.p["vcs"], "VC file")
@@ -675,7 +675,7 @@ class HivedPolicy(Policy):
         in HiveD's order); the CPU-only gang tasks go on host capacity by the placers'
         shared rule (`place_roles`, fed HiveD's pods as its one-node search).
         """
-        from policies.placement.base import place_roles
+        from schedlab.policies.placement.base import place_roles
 
         gpu_node = ctx.topology.gpu_node
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from policies.hived.config import ChainInfo, VcCells
-from sim.errors import InvalidTopology
+from schedlab.policies.hived.config import ChainInfo, VcCells
+from schedlab.sim.errors import InvalidTopology
 
 
 def demand(vcs: Mapping[str, VcCells], cells_of: Mapping[int, tuple[str, int]]

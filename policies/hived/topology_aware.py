@@ -25,8 +25,8 @@ import heapq
 from collections.abc import Iterator, Sequence
 from typing import Generic, TypeVar, cast
 
-from policies.hived.cells import FREE, OPP, Cell, PCell, VCell
-from sim.cfuncs import bisect_left, insort
+from schedlab.policies.hived.cells import FREE, OPP, Cell, PCell, VCell
+from schedlab.sim.cfuncs import bisect_left, insort
 
 N = TypeVar("N", PCell, VCell)  # the cells of a view: all physical or all virtual
 

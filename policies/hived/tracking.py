@@ -17,9 +17,9 @@ from typing import Any, Final
 
 from mypy_extensions import mypyc_attr
 
-from policies.base import Ctx, owner
-from sim.jobstate import HELD, PENDING, RETRYING, JobState
-from sim.model import Reject
+from schedlab.policies.base import Ctx, owner
+from schedlab.sim.jobstate import HELD, PENDING, RETRYING, JobState
+from schedlab.sim.model import Reject
 
 LEFT: Final = frozenset({"finish", "fail", "kill", "retry"})  # events after which a job may move
 

@@ -21,17 +21,17 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from sortedcontainers import SortedList
 
-from policies.base import Policy
-from policies.hived.config import DEFAULT_VC, build_physical, resolve_vcs
-from policies.hived.tracking import JobTracker
-from sim.errors import InvalidParameter, did_you_mean
-from sim.jobstate import PENDING, JobState
-from sim.model import Decision, Start, Unschedulable
-from sim.params import Param, as_optional, as_path
+from schedlab.policies.base import Policy
+from schedlab.policies.hived.config import DEFAULT_VC, build_physical, resolve_vcs
+from schedlab.policies.hived.tracking import JobTracker
+from schedlab.sim.errors import InvalidParameter, did_you_mean
+from schedlab.sim.jobstate import PENDING, JobState
+from schedlab.sim.model import Decision, Start, Unschedulable
+from schedlab.sim.params import Param, as_optional, as_path
 
 if TYPE_CHECKING:
-    from sim.context import SchedContext
-    from topologies.tree import Topology
+    from schedlab.sim.context import SchedContext
+    from schedlab.topologies.tree import Topology
 
 
 def load_quotas(path: str) -> dict[str, int]:

@@ -1,7 +1,7 @@
-"""Built-in placers, one per module: where a job's GPUs go (`sim.interfaces.Placer`).
+"""Built-in placers, one per module: where a job's GPUs go (`schedlab.sim.interfaces.Placer`).
 
 `base` holds the shared cell search; `pack`, `consolidated`, `first_fit` and `fgd` the
-placers registered under those names in `sim.registry.PLACERS`; `best_fit`,
+placers registered under those names in `schedlab.sim.registry.PLACERS`; `best_fit`,
 `gpu_packing` and `dot_product` the FGD authors' node-scoring baselines (`best-fit`,
 `gpu-packing`, `dot-product`) on the search they share (`scored`). The classes are
 re-exported lazily: importing this package imports none of the modules.

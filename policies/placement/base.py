@@ -13,7 +13,7 @@ all three free, nodes without GPUs before nodes with GPUs (so CPU work leaves th
 nodes' CPUs to GPU jobs), from the cluster's host index. One that asks for nothing holds
 nothing and is placed at once (`()`).
 
-A job with roles (SPEC `tasks`, `sim.roles.has_roles`) is placed task by task
+A job with roles (contract.md#sec-2 `tasks`, `schedlab.sim.roles.has_roles`) is placed task by task
 (`place_roles`): the gang's GPU tasks all or nothing, the largest first, each on one node
 through the placer's own one-node search (`_single_node`), then its CPU-only gang tasks
 (TensorFlow `ps`) on host capacity, preferring the nodes of the GPU tasks in the order they
@@ -31,11 +31,11 @@ from typing import Any, ClassVar, Final
 
 from mypy_extensions import mypyc_attr
 
-from sim.cfuncs import bisect_left
-from sim.cluster import ClusterState
-from sim.interfaces import ClusterView
-from sim.jobstate import plain_spec
-from sim.model import (
+from schedlab.sim.cfuncs import bisect_left
+from schedlab.sim.cluster import ClusterState
+from schedlab.sim.interfaces import ClusterView
+from schedlab.sim.jobstate import plain_spec
+from schedlab.sim.model import (
     MILLI,
     HostPlacement,
     JobSpec,
@@ -47,7 +47,7 @@ from sim.model import (
     Unschedulable,
     job_milli,
 )
-from sim.roles import gang_tasks, has_roles
+from schedlab.sim.roles import gang_tasks, has_roles
 
 __all__ = ["BasePlacer", "OneNode", "candidate_types", "host_need", "place_host",
            "place_role_task", "place_roles", "role_task_spec", "speed_tiers", "take_gpus"]
@@ -491,7 +491,7 @@ class BasePlacer:
                     return taken
         return None
 
-    # -- jobs with roles (SPEC `tasks`) --
+    # -- jobs with roles (docs/contract.md#sec-2 `tasks`) --
     def _one_node(self, task: JobSpec, cluster: ClusterView, gpu_type: str, n: int
                   ) -> list[int] | None:
         """The GPUs (n) of one node of `gpu_type` for one task with its host asks, or None."""

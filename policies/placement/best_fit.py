@@ -7,9 +7,9 @@ it), rescaled over the nodes). Shared search and stated departures: `scored`.
 
 from __future__ import annotations
 
-from policies.placement.fgd import State
-from policies.placement.scored import MAX_SPEC_CPUS, MAX_SPEC_GPUS, ScorePlacer, cpu_free
-from sim.model import MILLI
+from schedlab.policies.placement.fgd import State
+from schedlab.policies.placement.scored import MAX_SPEC_CPUS, MAX_SPEC_GPUS, ScorePlacer, cpu_free
+from schedlab.sim.model import MILLI
 
 
 class BestFitPlacer(ScorePlacer):

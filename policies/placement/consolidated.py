@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from policies.placement.base import BasePlacer
+from schedlab.policies.placement.base import BasePlacer
 
 
 class ConsolidatedPlacer(BasePlacer):

@@ -8,9 +8,9 @@ the largest node): node vector (free CPUs / 128, free GPU capacity / 8), task ve
 
 from __future__ import annotations
 
-from policies.placement.fgd import State
-from policies.placement.scored import MAX_SPEC_CPUS, MAX_SPEC_GPUS, ScorePlacer, cpu_free
-from sim.model import MILLI
+from schedlab.policies.placement.fgd import State
+from schedlab.policies.placement.scored import MAX_SPEC_CPUS, MAX_SPEC_GPUS, ScorePlacer, cpu_free
+from schedlab.sim.model import MILLI
 
 
 class DotProductPlacer(ScorePlacer):

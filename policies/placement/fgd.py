@@ -49,7 +49,7 @@ from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from policies.placement.base import (
+from schedlab.policies.placement.base import (
     candidate_types,
     host_need,
     host_text,
@@ -57,10 +57,10 @@ from policies.placement.base import (
     reject_early,
     speed_tiers,
 )
-from policies.placement.consolidated import ConsolidatedPlacer
-from sim.fragmentation import unusable_gpus
-from sim.interfaces import ClusterView, Placer
-from sim.model import (
+from schedlab.policies.placement.consolidated import ConsolidatedPlacer
+from schedlab.sim.fragmentation import unusable_gpus
+from schedlab.sim.interfaces import ClusterView, Placer
+from schedlab.sim.model import (
     MILLI,
     HostPlacement,
     JobSpec,
@@ -69,7 +69,7 @@ from sim.model import (
     Unschedulable,
     job_milli,
 )
-from sim.roles import has_roles
+from schedlab.sim.roles import has_roles
 
 __all__ = ["FgdPlacer", "NodeGroups", "ShapeCounter", "node_fragmentation", "shape_of"]
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from policies.placement.base import BasePlacer
-from sim.interfaces import ClusterView
-from sim.model import JobSpec
+from schedlab.policies.placement.base import BasePlacer
+from schedlab.sim.interfaces import ClusterView
+from schedlab.sim.model import JobSpec
 
 
 class FirstFitPlacer(BasePlacer):

@@ -9,9 +9,9 @@ everywhere (ties). Shared search and stated departures: `scored`.
 
 from __future__ import annotations
 
-from policies.placement.fgd import State
-from policies.placement.scored import ScorePlacer
-from sim.model import MILLI
+from schedlab.policies.placement.fgd import State
+from schedlab.policies.placement.scored import ScorePlacer
+from schedlab.sim.model import MILLI
 
 MAX_SCORE = 100
 

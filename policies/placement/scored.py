@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import math
 
-from policies.placement.fgd import FgdPlacer, State, Workload
-from sim.model import MILLI
+from schedlab.policies.placement.fgd import FgdPlacer, State, Workload
+from schedlab.sim.model import MILLI
 
 __all__ = ["MAX_SPEC_CPUS", "MAX_SPEC_GPUS", "ScorePlacer", "best_room"]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 from bisect import bisect_left
 
-from policies.backfill import _Profile
+from schedlab.policies.backfill import _Profile
 
 
 class _Plain(_Profile):

@@ -7,13 +7,13 @@ from collections.abc import Iterator
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policies.backfill import ConservativeBackfillPolicy, EndIndex, _Profile
-from policies.victims import free_milli
-from sim.context import SchedContext
-from sim.engine import Simulation
-from sim.model import Decision
-from topologies.build import uniform_topology
-from traces import load_trace
+from schedlab.policies.backfill import ConservativeBackfillPolicy, EndIndex, _Profile
+from schedlab.policies.victims import free_milli
+from schedlab.sim.context import SchedContext
+from schedlab.sim.engine import Simulation
+from schedlab.sim.model import Decision
+from schedlab.topologies.build import uniform_topology
+from schedlab.traces import load_trace
 
 TIMES = st.sampled_from([0.0, 5.0, 10.0, 10.0, 12.5, 40.0])  # repeats: shared ends
 OPS = st.lists(st.tuples(TIMES, st.sampled_from([250, 1000, 2000, 8000])), max_size=30)

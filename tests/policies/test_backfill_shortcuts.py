@@ -8,12 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policies.backfill import ConservativeBackfillPolicy, _Lane, _Profile
-from sim.context import SchedContext
-from sim.engine import Simulation
-from sim.jobstate import PENDING, RUNNING
-from topologies.build import uniform_topology
-from traces import load_trace
+from schedlab.policies.backfill import ConservativeBackfillPolicy, _Lane, _Profile
+from schedlab.sim.context import SchedContext
+from schedlab.sim.engine import Simulation
+from schedlab.sim.jobstate import PENDING, RUNNING
+from schedlab.topologies.build import uniform_topology
+from schedlab.traces import load_trace
 
 TIMES = st.sampled_from([0.0, 1.0, 5.0, 10.0, 10.0, 12.5, 40.0, 1e9])
 RELEASES = st.lists(st.tuples(TIMES, st.sampled_from([250, 1000, 2000, 8000])), max_size=20)

@@ -7,14 +7,14 @@ import math
 import pytest
 from conftest import make_trace
 
-from policies.capacity import CapacityPolicy
-from policies.conformance import check_policy, scenarios
-from policies.queues import QueueTree, load_queue_file
-from sim.engine import Simulation
-from sim.errors import InvalidParameter
-from sim.model import JobSpec
-from topologies.build import uniform_topology
-from topologies.native import native_from_dict
+from schedlab.policies.capacity import CapacityPolicy
+from schedlab.policies.conformance import check_policy, scenarios
+from schedlab.policies.queues import QueueTree, load_queue_file
+from schedlab.sim.engine import Simulation
+from schedlab.sim.errors import InvalidParameter
+from schedlab.sim.model import JobSpec
+from schedlab.topologies.build import uniform_topology
+from schedlab.topologies.native import native_from_dict
 
 TWO = """queues:
   - {name: A, capacity: 0.6, max_capacity: 1.0, user_limit_factor: 2}
@@ -322,7 +322,7 @@ def test_check_policy_scenarios_do_preempt():
 @pytest.fixture
 def capacity_registered():
     """The name `capacity`, registered for the test if the registry does not list it yet."""
-    from policies import registry
+    from schedlab.policies import registry
 
     added = "capacity" not in registry.registered_policies()
     if added:

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sortedcontainers import SortedList
 
-from policies.priority import ClassHeads
+from schedlab.policies.priority import ClassHeads
 
 _OP = st.tuples(st.booleans(), st.integers(0, 3), st.integers(0, 2), st.integers(0, 30))
 

@@ -6,17 +6,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from policies import PLACERS, registered_policies
-from policies.conformance import (
+from schedlab.policies import PLACERS, registered_policies
+from schedlab.policies.conformance import (
     ConformanceError,
     check_invariants,
     check_policy,
     compositions,
 )
-from sim.engine import Simulation
-from sim.model import JobSpec, Start
-from topologies.build import uniform_topology
-from traces.base import Trace
+from schedlab.sim.engine import Simulation
+from schedlab.sim.model import JobSpec, Start
+from schedlab.topologies.build import uniform_topology
+from schedlab.traces.base import Trace
 
 
 @pytest.mark.parametrize("name", registered_policies())
@@ -33,14 +33,14 @@ def test_check_policy_over_compositions(name, params):
 
 
 def test_compositions_cover_every_ordering():
-    from policies.registry import orderings
+    from schedlab.policies.registry import orderings
 
     assert len(compositions()) == len(orderings()) >= 15
     assert "gandiva" not in orderings() and "tiresias-las" in orderings()
 
 
 def test_check_policy_catches_a_broken_policy():
-    from policies.base import Policy
+    from schedlab.policies.base import Policy
 
     class Broken(Policy):
         name = "broken"

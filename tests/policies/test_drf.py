@@ -7,13 +7,13 @@ from conftest import make_trace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from policies.conformance import check_policy, scenarios
-from policies.drf import DrfPolicy
-from policies.queues import Resources
-from sim.engine import Simulation
-from sim.errors import InvalidParameter
-from sim.model import JobSpec, Unschedulable
-from topologies.build import uniform_topology
+from schedlab.policies.conformance import check_policy, scenarios
+from schedlab.policies.drf import DrfPolicy
+from schedlab.policies.queues import Resources
+from schedlab.sim.engine import Simulation
+from schedlab.sim.errors import InvalidParameter
+from schedlab.sim.model import JobSpec, Unschedulable
+from schedlab.topologies.build import uniform_topology
 
 
 def _starts(result, t=None):
@@ -315,7 +315,7 @@ def test_fair_level_leaves_small_demands_whole():
 def test_mirror_follows_the_engine_without_rebuilding():
     """Retries, dependencies, lifetimes and node failures of the conformance scenarios are
     followed incrementally: the pending queue is never rebuilt by a full scan."""
-    from policies import conformance
+    from schedlab.policies import conformance
 
     extra = getattr(conformance, "SCENARIO_PARAMS", {})
     for seed in range(3):
@@ -331,7 +331,7 @@ def test_mirror_follows_the_engine_without_rebuilding():
 @pytest.fixture
 def drf_registered():
     """The name `drf`, registered for the test if the registry does not list it yet."""
-    from policies import registry
+    from schedlab.policies import registry
 
     added = "drf" not in registry.registered_policies()
     if added:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from conftest import make_trace
 
-from policies.backfill import ConservativeBackfillPolicy, EasyBackfillPolicy
-from policies.conformance import check_policy
-from policies.registry import policy_class
-from sim.engine import Simulation
-from topologies.build import uniform_topology
+from schedlab.policies.backfill import ConservativeBackfillPolicy, EasyBackfillPolicy
+from schedlab.policies.conformance import check_policy
+from schedlab.policies.registry import policy_class
+from schedlab.sim.engine import Simulation
+from schedlab.topologies.build import uniform_topology
 
 CLASSES = {"easy-backfill": EasyBackfillPolicy,
            "conservative-backfill": ConservativeBackfillPolicy}

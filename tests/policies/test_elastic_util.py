@@ -16,11 +16,11 @@ from conftest import make_trace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from policies.conformance import check_invariants
-from policies.elastic import utilization_at
-from sim.engine import Simulation
-from sim.model import JobSpec
-from topologies.build import uniform_topology
+from schedlab.policies.conformance import check_invariants
+from schedlab.policies.elastic import utilization_at
+from schedlab.sim.engine import Simulation
+from schedlab.sim.model import JobSpec
+from schedlab.topologies.build import uniform_topology
 
 EIGHT = uniform_topology(1, gpus_per_switch=8, name="eight")
 PARAMS = {"restore_overhead": 10.0}

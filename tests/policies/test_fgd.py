@@ -9,14 +9,14 @@ from conftest import make_trace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from policies.fgd import FgdPolicy
-from policies.placement.fgd import FgdPlacer, ShapeCounter, node_fragmentation
-from policies.placement.pack import PackPlacer
-from policies.registry import policy_class
-from sim.cluster import ClusterState
-from sim.engine import Simulation
-from sim.model import JobSpec, Unschedulable
-from topologies.build import uniform_topology
+from schedlab.policies.fgd import FgdPolicy
+from schedlab.policies.placement.fgd import FgdPlacer, ShapeCounter, node_fragmentation
+from schedlab.policies.placement.pack import PackPlacer
+from schedlab.policies.registry import policy_class
+from schedlab.sim.cluster import ClusterState
+from schedlab.sim.engine import Simulation
+from schedlab.sim.model import JobSpec, Unschedulable
+from schedlab.topologies.build import uniform_topology
 
 ONE = (1, 1000, 0.0, "")
 EIGHT = (8, 1000, 0.0, "")
@@ -195,7 +195,7 @@ def test_fgd_picks_a_node_with_the_least_gradient(case):
 def test_fgd_gangs_keep_one_set_of_groups_per_cluster(monkeypatch):
     # a gang is placed on the scratch twin: the placer keeps node groups for the live
     # state and for the twin, and going back and forth re-reads only changed nodes
-    from policies.placement import fgd as fgd_module
+    from schedlab.policies.placement import fgd as fgd_module
 
     topo = uniform_topology(6, sockets=2, switches_per_socket=2, gpus_per_switch=2)
     cluster = ClusterState(topo)

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import pytest
 
-from policies.placement.fgd import FgdPlacer
-from sim.cluster import ClusterState
-from sim.model import MILLI, HostPlacement, JobSpec
-from sim.registry import PLACERS
-from topologies.build import uniform_topology
+from schedlab.policies.placement.fgd import FgdPlacer
+from schedlab.sim.cluster import ClusterState
+from schedlab.sim.model import MILLI, HostPlacement, JobSpec
+from schedlab.sim.registry import PLACERS
+from schedlab.topologies.build import uniform_topology
 
 
 def state() -> ClusterState:

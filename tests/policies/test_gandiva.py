@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from conftest import make_trace
 
-from policies.conformance import check_policy
-from sim.engine import Simulation
-from sim.model import JobSpec
-from topologies.build import uniform_topology
+from schedlab.policies.conformance import check_policy
+from schedlab.sim.engine import Simulation
+from schedlab.sim.model import JobSpec
+from schedlab.topologies.build import uniform_topology
 
 
 def dgx(nodes):
@@ -172,7 +172,7 @@ def test_a_fractional_job_is_no_packing_partner():
     # fuzz campaign (benchmarks/fuzz_campaign.py): a fractional job (gpu_share 0.3) running
     # alone on GPU 0 was offered as a packing partner; the engine refuses a pack founded on
     # a GPU a job holds only in part (InvalidDecision). The whole job now waits for a GPU.
-    from policies.conformance import check_invariants
+    from schedlab.policies.conformance import check_invariants
 
     topo = uniform_topology(2, gpus_per_switch=2)
     trace = make_trace(JobSpec("frac", 0.0, 1, 13.0, gpu_share=0.3, gpu_util=0.3),
@@ -187,10 +187,10 @@ def test_a_fractional_job_is_no_packing_partner():
 def test_a_job_with_gpu_speeds_starts_on_the_faster_free_type():
     # the placer prefers the fastest type that can hold a job with gpu_speeds, so the
     # type-blind gandiva no longer leaves it on the K80 (node 0) with the V100 free
-    from policies.gandiva import GandivaPolicy
-    from sim.model import Level
-    from topologies.native import node_cell
-    from topologies.tree import CellSpec, Topology
+    from schedlab.policies.gandiva import GandivaPolicy
+    from schedlab.sim.model import Level
+    from schedlab.topologies.native import node_cell
+    from schedlab.topologies.tree import CellSpec, Topology
     nodes = [node_cell("k0", {"gpu_type": "K80"}, 1, 1, 1),
              node_cell("v0", {"gpu_type": "V100"}, 1, 1, 1)]
     het = Topology("het", CellSpec(Level.CLUSTER, "het", nodes))

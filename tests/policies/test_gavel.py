@@ -8,19 +8,19 @@ from conftest import make_trace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policies.conformance import check_policy
-from policies.gavel import (
+from schedlab.policies.conformance import check_policy
+from schedlab.policies.gavel import (
     GavelAgnosticPolicy,
     GavelPolicy,
     _max_min_classes,
     max_min_allocation,
     spread_by_capacity,
 )
-from policies.registry import policy_class
-from sim.engine import Simulation
-from sim.model import JobSpec, Level
-from topologies.native import node_cell
-from topologies.tree import CellSpec, Topology
+from schedlab.policies.registry import policy_class
+from schedlab.sim.engine import Simulation
+from schedlab.sim.model import JobSpec, Level
+from schedlab.topologies.native import node_cell
+from schedlab.topologies.tree import CellSpec, Topology
 
 CLASSES = {"gavel-mmf": GavelPolicy, "gavel-mmf-agnostic": GavelAgnosticPolicy}
 

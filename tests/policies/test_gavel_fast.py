@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.sparse import coo_matrix, vstack
 
-from policies.gavel import _one_type, lp_matrix
+from schedlab.policies.gavel import _one_type, lp_matrix
 
 
 def _stacked(coef: np.ndarray, weight: np.ndarray, live: np.ndarray):
@@ -99,7 +99,7 @@ def _linprog_pair(tput: np.ndarray, scale: np.ndarray, mult: np.ndarray,
 
 def test_direct_highs_solves_gavel_lps_exactly_as_linprog():
     """`gavel_lp.solve` (HiGHS without linprog's overhead) gives linprog's x bit for bit."""
-    from policies import gavel_lp
+    from schedlab.policies import gavel_lp
 
     rng = np.random.default_rng(18)
     for _ in range(150):

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policies.gavel import lp_matrix, lp_matrix_csc
+from schedlab.policies.gavel import lp_matrix, lp_matrix_csc
 
 
 @settings(max_examples=60, deadline=None)

@@ -12,20 +12,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize._linprog_util import _check_result
 
-import policies.gavel as gavel
-from policies import gavel_lp
-from policies.gavel import (
+import schedlab.policies.gavel as gavel
+from schedlab.policies import gavel_lp
+from schedlab.policies.gavel import (
     GavelAgnosticPolicy,
     GavelPolicy,
     unique_rows,
 )
-from sim.context import SchedContext
-from sim.engine import Simulation
-from sim.jobstate import RUNNING
-from sim.model import Decision, JobSpec, Level
-from topologies.native import node_cell
-from topologies.tree import CellSpec, Topology
-from traces.base import Trace
+from schedlab.sim.context import SchedContext
+from schedlab.sim.engine import Simulation
+from schedlab.sim.jobstate import RUNNING
+from schedlab.sim.model import Decision, JobSpec, Level
+from schedlab.topologies.native import node_cell
+from schedlab.topologies.tree import CellSpec, Topology
+from schedlab.traces.base import Trace
 
 
 @settings(max_examples=60, deadline=None)

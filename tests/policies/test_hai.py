@@ -10,8 +10,8 @@ from conftest import make_trace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policies.conformance import check_invariants, check_policy, scenarios
-from policies.hai import (
+from schedlab.policies.conformance import check_invariants, check_policy, scenarios
+from schedlab.policies.hai import (
     GroupPlan,
     HaiPolicy,
     PlanJob,
@@ -20,11 +20,11 @@ from policies.hai import (
     choose_group,
     node_groups,
 )
-from policies.quota_files import AUTO, hai_level, load_hai_quotas
-from sim.engine import Simulation
-from sim.errors import InvalidParameter
-from sim.model import JobSpec
-from topologies.build import uniform_topology
+from schedlab.policies.quota_files import AUTO, hai_level, load_hai_quotas
+from schedlab.sim.engine import Simulation
+from schedlab.sim.errors import InvalidParameter
+from schedlab.sim.model import JobSpec
+from schedlab.topologies.build import uniform_topology
 
 
 def nodes(n: int, name: str = "eight"):
@@ -151,9 +151,9 @@ def test_whole_nodes_and_rounding():
 
 
 def test_node_groups_and_choice():
-    from sim.model import Level
-    from topologies.build import node_cell
-    from topologies.tree import CellSpec, Topology
+    from schedlab.sim.model import Level
+    from schedlab.topologies.build import node_cell
+    from schedlab.topologies.tree import CellSpec, Topology
 
     k80 = [node_cell(f"k{i}", {"gpu_type": "K80"}, 1, 1, 2) for i in range(4)]
     p40 = [node_cell(f"p{i}", {"gpu_type": "P40"}, 2, 2, 2) for i in range(2)]

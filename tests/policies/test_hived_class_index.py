@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from policies.hived.policy import HivedPolicy, _class_key
-from sim.engine import Simulation
+from schedlab.policies.hived.policy import HivedPolicy, _class_key
+from schedlab.sim.engine import Simulation
 
 
 class _Asking(HivedPolicy):

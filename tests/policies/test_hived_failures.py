@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from conftest import make_trace
 
-from policies.conformance import check_invariants
-from policies.hived import HivedPolicy
-from sim.engine import Simulation
-from sim.model import JobSpec
-from topologies import load_topology
+from schedlab.policies.conformance import check_invariants
+from schedlab.policies.hived import HivedPolicy
+from schedlab.sim.engine import Simulation
+from schedlab.sim.model import JobSpec
+from schedlab.topologies import load_topology
 
 
 def job(jid, t, gpus, dur, vc, prio=0, **kw):

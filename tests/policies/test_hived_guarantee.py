@@ -11,11 +11,11 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from policies.hived import HivedPolicy
-from sim.engine import Simulation
-from sim.model import JobSpec
-from topologies.build import uniform_topology
-from traces.base import Trace
+from schedlab.policies.hived import HivedPolicy
+from schedlab.sim.engine import Simulation
+from schedlab.sim.model import JobSpec
+from schedlab.topologies.build import uniform_topology
+from schedlab.traces.base import Trace
 
 
 def _topology():

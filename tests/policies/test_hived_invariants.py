@@ -12,11 +12,11 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from policies.hived.algorithm import HivedAlgorithm, Request
-from policies.hived.cells import FREE, OPP, FreeList, PCell
-from policies.hived.config import build_physical, resolve_vcs
-from policies.hived.topology_aware import _pick_one_free, _pick_walk
-from topologies.build import uniform_topology
+from schedlab.policies.hived.algorithm import HivedAlgorithm, Request
+from schedlab.policies.hived.cells import FREE, OPP, FreeList, PCell
+from schedlab.policies.hived.config import build_physical, resolve_vcs
+from schedlab.policies.hived.topology_aware import _pick_one_free, _pick_walk
+from schedlab.topologies.build import uniform_topology
 
 
 def _tree(arity: tuple[int, ...]) -> tuple[PCell, list[PCell]]:

@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from policies.hived.algorithm import HivedAlgorithm, Request
-from policies.hived.config import build_physical, resolve_vcs
-from sim.errors import InvalidTopology
-from topologies import load_topology
-from topologies.hived import hived_from_dict
-from topologies.native import load_yaml
+from schedlab.policies.hived.algorithm import HivedAlgorithm, Request
+from schedlab.policies.hived.config import build_physical, resolve_vcs
+from schedlab.sim.errors import InvalidTopology
+from schedlab.topologies import load_topology
+from schedlab.topologies.hived import hived_from_dict
+from schedlab.topologies.native import load_yaml
 
 
 def fresh(shared, name, *, lazy=False, hived_chain_order=False):

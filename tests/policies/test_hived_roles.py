@@ -18,12 +18,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policies.hived import HivedPolicy
-from policies.hived.algorithm import Request
-from policies.hived.config import build_physical
-from sim.engine import Simulation
-from topologies import load_topology
-from traces.synthetic import from_records
+from schedlab.policies.hived import HivedPolicy
+from schedlab.policies.hived.algorithm import Request
+from schedlab.policies.hived.config import build_physical
+from schedlab.sim.engine import Simulation
+from schedlab.topologies import load_topology
+from schedlab.traces.synthetic import from_records
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "sim"))
 from test_roles import dgx, tf_job, where  # noqa: E402
@@ -203,7 +203,7 @@ def test_a_failed_node_stops_the_group_which_restarts_on_a_healthy_cell(
     # as test_hived_failures' case with `a` a 2 + 1 + 1 group: node 20 fails at 10, the
     # whole group stops; VC1's cell is rebound to 22 where the opportunistic `o` runs: `o`
     # is preempted whole after the delay and the group resumes there, every member
-    from policies.conformance import check_invariants
+    from schedlab.policies.conformance import check_invariants
 
     topo = load_topology(hived_root / "hived-configs" / "basic-hivedscheduler.yaml")
     recs = [roles_job("a", 0, 100, GROUP, vc="VC1"),
@@ -258,7 +258,7 @@ def test_groups_of_roles_keep_the_invariants(seed: int, lazy: bool, delay: float
 
     import numpy as np
 
-    from policies.conformance import _roles_scenario, check_invariants
+    from schedlab.policies.conformance import _roles_scenario, check_invariants
 
     rng = np.random.default_rng(seed)
     _name, topo, trace = _roles_scenario(rng)

@@ -5,15 +5,15 @@ from __future__ import annotations
 import pytest
 from conftest import make_trace
 
-import policies
-from policies.conformance import check_policy
-from policies.hived import HivedPolicy
-from sim.engine import Simulation
-from sim.errors import InvalidParameter, InvalidTopology
-from sim.model import JobSpec
-from topologies import load_topology
-from topologies.build import uniform_topology
-from topologies.native import native_from_dict
+import schedlab.policies as policies
+from schedlab.policies.conformance import check_policy
+from schedlab.policies.hived import HivedPolicy
+from schedlab.sim.engine import Simulation
+from schedlab.sim.errors import InvalidParameter, InvalidTopology
+from schedlab.sim.model import JobSpec
+from schedlab.topologies import load_topology
+from schedlab.topologies.build import uniform_topology
+from schedlab.topologies.native import native_from_dict
 
 
 @pytest.fixture
@@ -291,10 +291,11 @@ def test_gang_larger_than_every_chain_is_rejected_not_left_waiting():
 
 
 # fuzz campaign (benchmarks/fuzz_campaign.py): orderings that follow the engine with their
-# own trackers (policies.queues.EngineMirror: capacity, drf; policies.hived.tracking.
-# JobTracker: vc-quota) took in jobs of other hived queues (arrivals walked by index,
-# dependents released by a finish) and started them: InvalidDecision "started 'x', which
-# is not in queue 'default'". They now keep only the jobs the narrowed context owns.
+# own trackers (schedlab.policies.queues.EngineMirror: capacity, drf;
+# schedlab.policies.hived.tracking.JobTracker: vc-quota) took in jobs of other hived
+# queues (arrivals walked by index, dependents released by a finish) and started them:
+# InvalidDecision "started 'x', which is not in queue 'default'". They now keep only the
+# jobs the narrowed context owns.
 NARROWED = {
     "opportunistic-dependent-released": (
         JobSpec("g", 1.0, 1, 50.0, priority=5, depends_on=("o",)),
@@ -309,7 +310,7 @@ NARROWED = {
 @pytest.mark.parametrize("order", ["capacity", "drf", "vc-quota"])
 @pytest.mark.parametrize("case", sorted(NARROWED))
 def test_orderings_with_own_trackers_keep_to_their_queue(order, case):
-    from policies.conformance import check_invariants
+    from schedlab.policies.conformance import check_invariants
 
     topo = uniform_topology(1, switches_per_socket=2, gpus_per_switch=4)
     trace = make_trace(*NARROWED[case])
@@ -576,10 +577,10 @@ def test_preemptor_whose_host_share_went_during_the_delay_gives_its_cells_up():
     job took the CPUs of its cells' nodes (HiveD's cells are GPUs only); starting it then
     over-committed the node (InvalidDecision). Now it gives its reserved cells up and
     waits again, and the run ends with every invariant kept."""
-    from policies.conformance import check_invariants
-    from sim import Simulation
-    from topologies.native import native_from_dict
-    from traces.synthetic import from_records
+    from schedlab.policies.conformance import check_invariants
+    from schedlab.sim import Simulation
+    from schedlab.topologies.native import native_from_dict
+    from schedlab.traces.synthetic import from_records
 
     topo = native_from_dict(_FUZZ_TOPOLOGY, "repro")
     trace = from_records(_FUZZ_JOBS)
@@ -898,9 +899,9 @@ def test_vc_safety_holds_under_node_failures_with_hived_free_list_order():
     """Found by the fuzz campaign (seed 3002176): with node failures, settling the doomed
     bad cells once per node (lowest level first) left vc1 a level-3 guarantee with no
     level-3 cell ("VC safety broken"); HiveD checks at every leaf, and so do we now."""
-    from policies.conformance import check_invariants
-    from topologies.native import native_from_dict
-    from traces.synthetic import from_records
+    from schedlab.policies.conformance import check_invariants
+    from schedlab.topologies.native import native_from_dict
+    from schedlab.traces.synthetic import from_records
 
     topo = native_from_dict(_SAFETY_TOPOLOGY, "repro")
     trace = from_records(_SAFETY_JOBS)

@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 from conftest import make_trace
 
-import policies
-from policies.conformance import check_policy
-from policies.hived import HivedPolicy
-from policies.hived.vc_quota import VcQuotaPolicy
-from sim.engine import Simulation
-from sim.errors import InvalidParameter
-from sim.model import JobSpec
-from topologies.build import uniform_topology
+import schedlab.policies as policies
+from schedlab.policies.conformance import check_policy
+from schedlab.policies.hived import HivedPolicy
+from schedlab.policies.hived.vc_quota import VcQuotaPolicy
+from schedlab.sim.engine import Simulation
+from schedlab.sim.errors import InvalidParameter
+from schedlab.sim.model import JobSpec
+from schedlab.topologies.build import uniform_topology
 
 
 def two_vcs():

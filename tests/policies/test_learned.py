@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 from conftest import make_trace
 
-from policies.learned import LearnedPolicy
-from policies.observation import GLOBAL_FEATURES, JOB_FEATURES, ObsConfig, squash
-from policies.registry import policy_class
-from policies.scorer import INPUTS, Scorer, load_scorer
-from sim.engine import Simulation
-from sim.errors import InvalidParameter
+from schedlab.policies.learned import LearnedPolicy
+from schedlab.policies.observation import GLOBAL_FEATURES, JOB_FEATURES, ObsConfig, squash
+from schedlab.policies.registry import policy_class
+from schedlab.policies.scorer import INPUTS, Scorer, load_scorer
+from schedlab.sim.engine import Simulation
+from schedlab.sim.errors import InvalidParameter
 
 
 def starts(result):
@@ -110,7 +110,7 @@ def test_a_model_file_that_is_not_json_or_missing(tmp_path):
 
 
 def test_observation_at_the_first_decision_point(dgx2):
-    from sim.app.rl import ClusterEnv
+    from schedlab.app.rl import ClusterEnv
 
     trace = make_trace(("A", 0.0, 16, 100.0), ("B", 0.0, 4, 3600.0), ("C", 0.0, 2, 60.0))
     env = ClusterEnv(trace, dgx2, k=4)
@@ -160,7 +160,7 @@ def _sparse(job: dict[str, float], stop: dict[str, float]) -> Scorer:
 ], ids=["default", "job-features", "global-features", "dense"])
 def test_features_no_weight_reads_are_left_zero_and_scores_stay_bit_identical(
         dgx2, tmp_path, monkeypatch, scorer):
-    from policies.observation import Observer
+    from schedlab.policies.observation import Observer
 
     reads = scorer.reads()
     names = list(GLOBAL_FEATURES) + [f for _ in range(4) for f in JOB_FEATURES]

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from sim.cluster import ClusterState
-from sim.model import JobSpec, Level, Unschedulable
-from sim.registry import PLACERS
-from topologies.build import uniform_topology
-from topologies.native import native_from_dict
+from schedlab.sim.cluster import ClusterState
+from schedlab.sim.model import JobSpec, Level, Unschedulable
+from schedlab.sim.registry import PLACERS
+from schedlab.topologies.build import uniform_topology
+from schedlab.topologies.native import native_from_dict
 
 
 def dgx(nodes=2, **kw):
@@ -187,8 +187,8 @@ def test_placers_never_change_the_state_they_read():
 
 
 def test_the_package_reexports_the_registered_placers():
-    import policies.placement as placement
-    from policies.placement.first_fit import FirstFitPlacer
+    import schedlab.policies.placement as placement
+    from schedlab.policies.placement.first_fit import FirstFitPlacer
 
     assert placement.FirstFitPlacer is FirstFitPlacer is PLACERS["first-fit"]
     assert {PLACERS[n]().name for n in PLACERS} >= {"pack", "consolidated", "first-fit", "fgd"}

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from policies.priority import PriorityPolicy
-from policies.sjf import SrtfPolicy
-from policies.tiresias import TiresiasLasPolicy
-from sim.engine import Simulation
-from sim.jobstate import JobState
-from topologies.build import uniform_topology
-from traces import load_trace
+from schedlab.policies.priority import PriorityPolicy
+from schedlab.policies.sjf import SrtfPolicy
+from schedlab.policies.tiresias import TiresiasLasPolicy
+from schedlab.sim.engine import Simulation
+from schedlab.sim.jobstate import JobState
+from schedlab.topologies.build import uniform_topology
+from schedlab.traces import load_trace
 
 
 def _contended() -> tuple[Any, Any]:

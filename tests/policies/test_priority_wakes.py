@@ -11,12 +11,12 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from policies.sjf import SjfPolicy
-from policies.tiresias import TiresiasGittinsPolicy, TiresiasLasPolicy
-from sim.context import SchedContext
-from sim.engine import Simulation
-from topologies.build import uniform_topology
-from traces import load_trace
+from schedlab.policies.sjf import SjfPolicy
+from schedlab.policies.tiresias import TiresiasGittinsPolicy, TiresiasLasPolicy
+from schedlab.sim.context import SchedContext
+from schedlab.sim.engine import Simulation
+from schedlab.topologies.build import uniform_topology
+from schedlab.traces import load_trace
 
 
 def _run(policy: Any) -> Any:

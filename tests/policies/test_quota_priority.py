@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 from conftest import make_trace
 
-from policies.conformance import check_invariants, check_policy, scenarios
-from policies.quota_files import load_vc_quotas
-from policies.quota_priority import QuotaPriorityPolicy
-from sim.engine import Simulation
-from sim.errors import InvalidParameter
-from sim.model import JobSpec
+from schedlab.policies.conformance import check_invariants, check_policy, scenarios
+from schedlab.policies.quota_files import load_vc_quotas
+from schedlab.policies.quota_priority import QuotaPriorityPolicy
+from schedlab.sim.engine import Simulation
+from schedlab.sim.errors import InvalidParameter
+from schedlab.sim.model import JobSpec
 
 
 def job(job_id, t, gpus, dur, vc="dev", wait=0.0, **kw) -> JobSpec:
@@ -405,8 +405,8 @@ def test_arrival_seen_when_the_clock_sits_one_ulp_below_the_submit_time():
     14.698999999999998; the policy's arrival cursor compared submit times, missed j2, found
     it again through its safety net and later as an arrival, so j2 sat in its queue twice
     and was started again after it completed (InvalidDecision). Arrivals now go by status."""
-    from topologies.native import native_from_dict
-    from traces.synthetic import from_records
+    from schedlab.topologies.native import native_from_dict
+    from schedlab.traces.synthetic import from_records
 
     topo = native_from_dict(_ULP_TOPOLOGY, "repro")
     trace = from_records(_ULP_JOBS)

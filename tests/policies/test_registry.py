@@ -2,10 +2,10 @@ from __future__ import annotations
 
 import pytest
 
-from policies import make_policy, register, registered_policies
-from policies.base import Policy
-from policies.registry import policy_class, unregister
-from sim.errors import InvalidParameter, SimError, UnknownPolicy
+from schedlab.policies import make_policy, register, registered_policies
+from schedlab.policies.base import Policy
+from schedlab.policies.registry import policy_class, unregister
+from schedlab.sim.errors import InvalidParameter, SimError, UnknownPolicy
 
 
 def test_builtins_are_registered_lazily():
@@ -23,11 +23,11 @@ def test_unknown_policy_names_a_close_match_and_the_known_ones():
 
 def test_duplicate_registration_is_an_error():
     with pytest.raises(SimError, match="registered already"):
-        register("fifo", "policies.fifo:FifoPolicy")
+        register("fifo", "schedlab.policies.fifo:FifoPolicy")
 
 
 def test_lazy_string_entry_and_unregister():
-    register("fifo-copy", "policies.fifo:FifoPolicy")
+    register("fifo-copy", "schedlab.policies.fifo:FifoPolicy")
     try:
         assert isinstance(make_policy("fifo-copy"), Policy)
     finally:
@@ -37,7 +37,7 @@ def test_lazy_string_entry_and_unregister():
 
 def test_names_must_be_lowercase():
     with pytest.raises(SimError, match="lowercase"):
-        register("FIFO2", "policies.fifo:FifoPolicy")
+        register("FIFO2", "schedlab.policies.fifo:FifoPolicy")
 
 
 def test_unknown_policy_parameter_lists_known():

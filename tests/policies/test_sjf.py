@@ -7,12 +7,12 @@ from conftest import make_trace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from policies.conformance import check_invariants, check_policy
-from policies.registry import policy_class
-from policies.sjf import SjfPolicy, SrtfPolicy
-from sim.engine import Simulation
-from sim.model import JobSpec
-from topologies.build import uniform_topology
+from schedlab.policies.conformance import check_invariants, check_policy
+from schedlab.policies.registry import policy_class
+from schedlab.policies.sjf import SjfPolicy, SrtfPolicy
+from schedlab.sim.engine import Simulation
+from schedlab.sim.model import JobSpec
+from schedlab.topologies.build import uniform_topology
 
 CLASSES = {"sjf": SjfPolicy, "srtf": SrtfPolicy}
 

@@ -15,14 +15,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import policies.victims as victims
-from policies.sjf import SrtfPolicy
-from sim.agenda import WATCH_ALL
-from sim.engine import Simulation
-from sim.jobstate import JobState
-from sim.model import JobSpec, RestartPolicy
-from topologies.build import uniform_topology
-from traces.base import Trace
+import schedlab.policies.victims as victims
+from schedlab.policies.sjf import SrtfPolicy
+from schedlab.sim.agenda import WATCH_ALL
+from schedlab.sim.engine import Simulation
+from schedlab.sim.jobstate import JobState
+from schedlab.sim.model import JobSpec, RestartPolicy
+from schedlab.topologies.build import uniform_topology
+from schedlab.traces.base import Trace
 
 
 def _checked(pol: SrtfPolicy, seen: list[int]) -> Any:
@@ -112,7 +112,7 @@ def test_kept_columns_match_fresh_reads(case: Any, weight: str, stop: str,
 @pytest.mark.parametrize("overflow", [False, True])
 def test_contended_generated_run_checks_every_search(weight: str, overflow: bool,
                                                      monkeypatch: Any) -> None:
-    from traces import load_trace
+    from schedlab.traces import load_trace
 
     topo = uniform_topology(2)
     trace = load_trace("philly-like:300", topology=topo, load=1.5)
@@ -142,7 +142,7 @@ def test_columns_rebuild_from_the_running_jobs_when_counts_differ() -> None:
     """`_Columns.sync` takes the engine's running jobs when its own count disagrees."""
     from types import SimpleNamespace
 
-    from policies.sjf import _Columns
+    from schedlab.policies.sjf import _Columns
 
     jobs = [JobState(i, JobSpec(f"j{i}", float(i), 1 + i % 2, 100.0 + i)) for i in range(5)]
     for i, j in enumerate(jobs):

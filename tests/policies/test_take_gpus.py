@@ -10,11 +10,11 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policies.placement.base import take_gpus
-from sim.cluster import ClusterState
-from sim.model import MILLI
-from topologies import load_topology
-from topologies.build import uniform_topology
+from schedlab.policies.placement.base import take_gpus
+from schedlab.sim.cluster import ClusterState
+from schedlab.sim.model import MILLI
+from schedlab.topologies import load_topology
+from schedlab.topologies.build import uniform_topology
 
 TOPOS = [uniform_topology(3, sockets=2, switches_per_socket=2, gpus_per_switch=2,
                           name="u3x8"), load_topology("default"), load_topology("philly")]

@@ -7,12 +7,12 @@ from types import SimpleNamespace
 import pytest
 from conftest import make_trace
 
-from policies.conformance import check_policy
-from policies.registry import policy_class
-from policies.themis import ThemisFtfPolicy, finish_time_fairness
-from sim.engine import Simulation
-from sim.model import JobSpec
-from topologies.build import uniform_topology
+from schedlab.policies.conformance import check_policy
+from schedlab.policies.registry import policy_class
+from schedlab.policies.themis import ThemisFtfPolicy, finish_time_fairness
+from schedlab.sim.engine import Simulation
+from schedlab.sim.model import JobSpec
+from schedlab.topologies.build import uniform_topology
 
 
 @pytest.fixture
@@ -80,9 +80,9 @@ def test_freed_gpus_are_handed_out_between_leases(two):
 
 
 def _v100_and_k80():
-    from sim.model import Level
-    from topologies.native import node_cell
-    from topologies.tree import CellSpec, Topology
+    from schedlab.sim.model import Level
+    from schedlab.topologies.native import node_cell
+    from schedlab.topologies.tree import CellSpec, Topology
     nodes = [node_cell("v0", {"gpu_type": "V100"}, 1, 1, 1),
              node_cell("k0", {"gpu_type": "K80"}, 1, 1, 1)]
     return Topology("het", CellSpec(Level.CLUSTER, "het", nodes))
@@ -107,7 +107,7 @@ def test_perf_moves_a_job_stuck_on_a_slow_type_to_the_freed_fast_one():
 
 
 def test_perf_rho_is_over_per_type_throughputs():
-    from policies.themis import isolated_speed
+    from schedlab.policies.themis import isolated_speed
     sp = (("V100", 1.0), ("K80", 0.25))
     # an equal share of 1 V100 + 1 K80 runs at (1 + 0.25) / 2
     assert isolated_speed(JobSpec("a", 0.0, 1, 10.0, gpu_speeds=sp),

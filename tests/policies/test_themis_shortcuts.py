@@ -7,10 +7,10 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from policies.conformance import check_policy
-from policies.themis import ThemisFtfPolicy, _worst
-from sim.jobstate import RUNNING
-from sim.model import Decision
+from schedlab.policies.conformance import check_policy
+from schedlab.policies.themis import ThemisFtfPolicy, _worst
+from schedlab.sim.jobstate import RUNNING
+from schedlab.sim.model import Decision
 
 
 @pytest.mark.parametrize("seed", range(40))

@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 from conftest import make_trace
 
-from policies.conformance import check_policy
-from policies.registry import policy_class
-from policies.tiresias import GittinsIndex, TiresiasGittinsPolicy, TiresiasLasPolicy
-from sim.engine import Simulation
-from sim.errors import InvalidParameter
-from sim.model import JobSpec
-from topologies.build import uniform_topology
+from schedlab.policies.conformance import check_policy
+from schedlab.policies.registry import policy_class
+from schedlab.policies.tiresias import GittinsIndex, TiresiasGittinsPolicy, TiresiasLasPolicy
+from schedlab.sim.engine import Simulation
+from schedlab.sim.errors import InvalidParameter
+from schedlab.sim.model import JobSpec
+from schedlab.topologies.build import uniform_topology
 
 CLASSES = {"tiresias-las": TiresiasLasPolicy, "tiresias-gittins": TiresiasGittinsPolicy}
 
@@ -250,7 +250,7 @@ def test_skipping_idle_walks_keeps_every_decision(params):
     """A pass that changed nothing since a walk that started nothing (a timer that found
     nothing to do, or arrivals queued behind the first job of their request class)
     skips the walk: the run is the same as walking every pass."""
-    from traces import load_trace
+    from schedlab.traces import load_trace
 
     topo = uniform_topology(2, sockets=1, switches_per_socket=1, gpus_per_switch=4)
     trace = load_trace("philly-like:300", topology=topo, load=1.5, seed=5)
@@ -271,7 +271,7 @@ def test_known_failures_keep_every_decision(seed, params):
     decision as failed until its own first decision: the run is the same as walking
     every pass. (After stopping victims a walk resumes past the current entry, so it
     may fail a class at a later entry than its first: that is no known failure.)"""
-    from traces import load_trace
+    from schedlab.traces import load_trace
 
     topo = uniform_topology(4, sockets=2, switches_per_socket=1, gpus_per_switch=4)
     trace = load_trace("philly-like:400", topology=topo, load=1.3, seed=seed)
@@ -285,8 +285,8 @@ def test_known_failures_after_stops_keep_every_decision():
     """The case that showed a walk resuming past a class's first entry after stopping
     victims: 3,000 philly-like jobs made for the 2,490-GPU `philly` preset on 448 GPUs,
     with promotions (a later entry of a class failed, its first had not been met)."""
-    from topologies import load_topology
-    from traces import load_trace
+    from schedlab.topologies import load_topology
+    from schedlab.traces import load_trace
 
     topo = uniform_topology(56, sockets=2, switches_per_socket=2, gpus_per_switch=2)
     trace = load_trace("philly-like:3000", topology=load_topology("philly"), load=0.8, seed=0)
@@ -299,8 +299,8 @@ def test_known_failures_after_stops_keep_every_decision():
 def test_skipping_idle_walks_keeps_every_decision_of_sjf():
     """The same for a policy whose key puts a later arrival ahead (shortest job first):
     an arrival that becomes the first of its request class is walked for."""
-    from policies.sjf import SjfPolicy
-    from traces import load_trace
+    from schedlab.policies.sjf import SjfPolicy
+    from schedlab.traces import load_trace
 
     class WalkEveryPass(SjfPolicy):
         skip_unchanged = False

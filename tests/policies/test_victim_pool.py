@@ -14,9 +14,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policies.victims import ArrayPool, VictimPool
-from sim.jobstate import JobState
-from sim.model import JobSpec
+from schedlab.policies.victims import ArrayPool, VictimPool
+from schedlab.sim.jobstate import JobState
+from schedlab.sim.model import JobSpec
 
 REM = st.sampled_from([0.0, -0.0, 1.0, 2.5, 7.0, 100.0])  # few values: ties are common
 ROWS = st.lists(st.tuples(REM, st.sampled_from([0.0, 3.0, 9.0])), max_size=25)

@@ -15,9 +15,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policies.victims import Spans, _one_node_victims
-from sim.jobstate import JobState
-from sim.model import MILLI, JobSpec
+from schedlab.policies.victims import Spans, _one_node_victims
+from schedlab.sim.jobstate import JobState
+from schedlab.sim.model import MILLI, JobSpec
 
 NODES = 5
 
@@ -91,11 +91,11 @@ def test_few_whole_nodes_means_the_what_if_fails(sizes: list[int], big: int,
     only the ones counted) for which it is False: on a random cluster, that set released,
     the placer must then find no place for the job larger than a node.
     """
-    from policies.victims import _nodes_could_hold, gpu_spans
-    from sim.cluster import ClusterState
-    from sim.model import Unschedulable
-    from sim.registry import PLACERS
-    from topologies.build import uniform_topology
+    from schedlab.policies.victims import _nodes_could_hold, gpu_spans
+    from schedlab.sim.cluster import ClusterState
+    from schedlab.sim.model import Unschedulable
+    from schedlab.sim.registry import PLACERS
+    from schedlab.topologies.build import uniform_topology
 
     topo = uniform_topology(6, sockets=2, switches_per_socket=2, gpus_per_switch=2)
     cluster = ClusterState(topo)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from traces import generate, write_canonical
+from schedlab.traces import generate, write_canonical
 
 TOPOLOGY = """\
 name: tiny

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import make_trace
 
-from sim.app.check import (
+from schedlab.app.check import (
     DEFAULT_ATOL,
     DEFAULT_RTOL,
     collect_runs,
@@ -20,9 +20,9 @@ from sim.app.check import (
     read_baseline,
     within,
 )
-from sim.app.cli_research import check as check_cmd
-from sim.engine import Simulation
-from sim.errors import SimError
+from schedlab.app.cli_research import check as check_cmd
+from schedlab.sim.engine import Simulation
+from schedlab.sim.errors import SimError
 
 JOBS = [(f"j{i}", 30.0 * i, (1, 2, 4)[i % 3], 200.0 + 25 * i) for i in range(15)]
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from policies import registered_policies
-from sim.app.check import RunRecord, compare_run, format_report, read_baseline
-from sim.engine import Simulation
-from topologies import load_topology
-from traces import load_trace
+from schedlab.app.check import RunRecord, compare_run, format_report, read_baseline
+from schedlab.policies import registered_policies
+from schedlab.sim.engine import Simulation
+from schedlab.topologies import load_topology
+from schedlab.traces import load_trace
 
 BASELINE = Path(__file__).resolve().parents[2] / "baselines" / "default.json"
 REGENERATE = ("rm -rf results/golden && schedlab run --quiet --out results/golden && "

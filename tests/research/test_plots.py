@@ -1,4 +1,4 @@
-"""Figures (SPEC sec. 6): each renders a valid, non-empty PNG from a small run."""
+"""Figures (docs/contract.md#sec-6): each renders a valid, non-empty PNG from a small run."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from click.testing import CliRunner
 from conftest import make_trace
 from research_helpers import assert_png, write_inputs
 
-from sim.app.cli_research import plot as plot_cmd
-from sim.app.plots import (
+from schedlab.app.cli_research import plot as plot_cmd
+from schedlab.app.plots import (
     RunData,
     cdf_figure,
     comparison_figure,
@@ -24,10 +24,10 @@ from sim.app.plots import (
     tenants_figure,
     timeline_figure,
 )
-from sim.app.sweep import InlineExecutor, load_sweep, run_sweep
-from sim.engine import Simulation
-from sim.errors import SimError
-from sim.model import JobSpec
+from schedlab.app.sweep import InlineExecutor, load_sweep, run_sweep
+from schedlab.sim.engine import Simulation
+from schedlab.sim.errors import SimError
+from schedlab.sim.model import JobSpec
 
 JOBS = [(f"j{i}", 20.0 * i, (1, 2, 4, 8)[i % 4], 300.0 + 40 * i) for i in range(24)]
 USERS = [JobSpec(f"j{i}", 20.0 * i, (1, 2, 4, 8)[i % 4], 300.0 + 40 * i, user=f"u{i % 3}")
@@ -37,7 +37,7 @@ USERS = [JobSpec(f"j{i}", 20.0 * i, (1, 2, 4, 8)[i % 4], 300.0 + 40 * i, user=f"
 @pytest.fixture(scope="module")
 def results(tmp_path_factory, request):
     """Two small runs written as `schedlab run --out` would: OUT/<policy>/."""
-    from topologies.build import uniform_topology
+    from schedlab.topologies.build import uniform_topology
 
     topo = uniform_topology(2, sockets=2, switches_per_socket=2, gpus_per_switch=2,
                             name="dgx2")

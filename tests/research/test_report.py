@@ -16,11 +16,11 @@ from click.testing import CliRunner
 from conftest import make_trace
 from research_helpers import PNG_SIGNATURE, summary_json, write_inputs
 
-from sim.app.cli import main
-from sim.app.report import REPORT_COLUMNS, build_report
-from sim.app.sweep import InlineExecutor, load_sweep, run_sweep
-from sim.engine import Simulation
-from sim.model import JobSpec
+from schedlab.app.cli import main
+from schedlab.app.report import REPORT_COLUMNS, build_report
+from schedlab.app.sweep import InlineExecutor, load_sweep, run_sweep
+from schedlab.sim.engine import Simulation
+from schedlab.sim.model import JobSpec
 
 JOBS = [JobSpec(f"j{i}", 30.0 * i, (1, 2, 4, 8)[i % 4], 400.0 + 50 * i, user=f"u{i % 3}",
                 vc=f"vc{i % 2}") for i in range(30)]
@@ -117,7 +117,7 @@ def assert_self_contained(page: Page, text: str) -> None:
 @pytest.fixture(scope="module")
 def results(tmp_path_factory) -> Path:
     """Three runs written as `schedlab run --out` writes them: OUT/<policy>/."""
-    from topologies.build import uniform_topology
+    from schedlab.topologies.build import uniform_topology
 
     topo = uniform_topology(2, sockets=2, switches_per_socket=2, gpus_per_switch=2,
                             name="dgx2")
@@ -172,7 +172,7 @@ def test_every_run_config_is_in_a_collapsible_block(report_file: Path, results: 
 
 
 def test_many_runs_get_panels_and_a_tenant_heatmap(results: Path, monkeypatch) -> None:
-    from sim.app import plots
+    from schedlab.app import plots
 
     notes: list[str] = []
     page = parse(build_report([results], max_lines=2, note=notes.append))

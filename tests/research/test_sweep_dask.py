@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 from research_helpers import write_inputs
 
-from sim.app.cli_research import sweep as sweep_cmd
-from sim.app.sweep import load_sweep, open_executor, run_sweep
+from schedlab.app.cli_research import sweep as sweep_cmd
+from schedlab.app.sweep import load_sweep, open_executor, run_sweep
 
 distributed = pytest.importorskip("dask.distributed")
 

@@ -14,8 +14,8 @@ import pytest
 from click.testing import CliRunner
 from research_helpers import summary_json, write_inputs
 
-import sim.app.cli_research as cli_research
-from sim.app.sweep import (
+import schedlab.app.cli_research as cli_research
+from schedlab.app.sweep import (
     RESERVED_COLUMNS,
     InlineExecutor,
     RunPoint,
@@ -24,7 +24,7 @@ from sim.app.sweep import (
     run_point,
     run_sweep,
 )
-from traces import load_trace
+from schedlab.traces import load_trace
 
 RESULT_FILES = {"jobs.parquet", "events.parquet", "timeline.parquet", "summary.json",
                 "config.json", "point.json"}
@@ -105,7 +105,7 @@ def test_resume_after_an_interrupted_sweep_runs_each_point_exactly_once(tmp_path
 def test_ctrl_c_on_the_command_then_rerun_resumes(tmp_path):
     path = write_inputs(tmp_path / "in", jobs=400)
     out = tmp_path / "out"
-    cmd = [sys.executable, "-c", "import sys; from sim.app.cli_research import sweep; "
+    cmd = [sys.executable, "-c", "import sys; from schedlab.app.cli_research import sweep; "
            "sweep(sys.argv[1:])", str(path), "--out", str(out), "-j", "1"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
@@ -254,7 +254,7 @@ def test_a_rerun_of_a_half_written_point_replaces_its_folder_whole(tmp_path):
 
 
 def test_summary_parquet_joins_the_warnings_of_each_run(tmp_path):
-    from sim.app.sweep import parse_sweep, write_summary
+    from schedlab.app.sweep import parse_sweep, write_summary
 
     spec = parse_sweep({"base": {"trace": "synthetic:5"},
                         "grid": {"policy": ["fifo", "fifo-backfill", "sjf"]}})

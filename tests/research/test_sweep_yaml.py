@@ -8,13 +8,13 @@ import pytest
 from click.testing import CliRunner
 from research_helpers import write_inputs
 
-from policies import register
-from policies.fifo import FifoPolicy
-from policies.registry import unregister
-from sim.app.cli_research import sweep as sweep_cmd
-from sim.app.sweep import RunPoint, load_sweep, parse_sweep
-from sim.errors import InvalidParameter
-from sim.params import Param, as_int
+from schedlab.app.cli_research import sweep as sweep_cmd
+from schedlab.app.sweep import RunPoint, load_sweep, parse_sweep
+from schedlab.policies import register
+from schedlab.policies.fifo import FifoPolicy
+from schedlab.policies.registry import unregister
+from schedlab.sim.errors import InvalidParameter
+from schedlab.sim.params import Param, as_int
 
 
 def parse(text: str, tmp_path):

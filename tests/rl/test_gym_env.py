@@ -1,4 +1,4 @@
-"""The Gym environment `schedlab/Cluster-v0` (sim.app.rl) and the engine's stepping API."""
+"""The Gym environment `schedlab/Cluster-v0` (schedlab.app.rl) and the engine's stepping API."""
 
 from __future__ import annotations
 
@@ -12,15 +12,15 @@ from gymnasium.utils.env_checker import check_env
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from policies.base import Policy
-from policies.conformance import check_invariants
-from policies.observation import ObsConfig
-from policies.scorer import Scorer
-from sim.app.rl import ENV_ID, ClusterEnv, ModelAgent, PolicyAgent, RandomAgent, run_episode
-from sim.engine import Simulation
-from sim.errors import InvalidDecision, InvalidParameter
-from sim.model import Await
-from topologies.build import uniform_topology
+from schedlab.app.rl import ENV_ID, ClusterEnv, ModelAgent, PolicyAgent, RandomAgent, run_episode
+from schedlab.policies.base import Policy
+from schedlab.policies.conformance import check_invariants
+from schedlab.policies.observation import ObsConfig
+from schedlab.policies.scorer import Scorer
+from schedlab.sim.engine import Simulation
+from schedlab.sim.errors import InvalidDecision, InvalidParameter
+from schedlab.sim.model import Await
+from schedlab.topologies.build import uniform_topology
 
 TWO = uniform_topology(2, sockets=2, switches_per_socket=1, gpus_per_switch=2, name="two")
 
@@ -40,7 +40,7 @@ def test_check_env_passes_without_warnings():
 
 
 def test_registered_with_gymnasium_and_importable_in_one_go():
-    env = gym.make("sim.app.rl:schedlab/Cluster-v0", window_jobs=20, k=4)
+    env = gym.make("schedlab.app.rl:schedlab/Cluster-v0", window_jobs=20, k=4)
     assert env.action_space == gym.spaces.Discrete(5)
     assert env.observation_space.shape == (ObsConfig(k=4).size,)
     obs, info = env.reset(seed=0)
@@ -209,7 +209,7 @@ def test_stepping_a_plain_policy_gives_the_run_result():
 
 
 def test_hidden_durations_zero_the_duration_features():
-    from policies.observation import GLOBAL_FEATURES, JOB_FEATURES
+    from schedlab.policies.observation import GLOBAL_FEATURES, JOB_FEATURES
 
     env = contended(durations=False)
     obs, info = env.reset(seed=3)

@@ -1,4 +1,4 @@
-"""`sim.app.allocator`: the `schedlab` command settles glibc's malloc thresholds.
+"""`schedlab.app.allocator`: the `schedlab` command settles glibc's malloc thresholds.
 
 Each case runs in a process of its own: the settings hold for a whole process.
 """
@@ -15,7 +15,7 @@ import pytest
 
 _PROBE = """
 import json, os
-from sim.app.allocator import settle_allocator
+from schedlab.app.allocator import settle_allocator
 first, second = settle_allocator(), settle_allocator()
 print(json.dumps([first, second, os.environ.get("MALLOC_TRIM_THRESHOLD_")]))
 """
@@ -47,7 +47,7 @@ def test_a_threshold_the_environment_chose_is_kept() -> None:
 
 def test_the_console_script_settles_its_process_and_main_does_not() -> None:
     code = ("import os, sys\n"
-            "from sim.app import cli\n"
+            "from schedlab.app import cli\n"
             "sys.argv = ['schedlab', '--version']\n"
             "try:\n"
             "    cli.{}()\n"

@@ -1,4 +1,4 @@
-"""The `schedlab` command line (SPEC sec. 1, 5): outputs, error messages, progress, rerun."""
+"""The `schedlab` command line (contract.md#sec-1, #sec-5): outputs, errors, progress, rerun."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from sim.app.cli import main
-from sim.engine import Simulation
+from schedlab.app.cli import main
+from schedlab.sim.engine import Simulation
 
 SUMMARY_KEYS = """
 jobs_submitted jobs_completed jobs_failed jobs_killed jobs_rejected jobs_unfinished makespan
@@ -44,8 +44,8 @@ def cli(*args: str):
 
 def run_module(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
                timeout: float = 60) -> subprocess.CompletedProcess:
-    """`python -m sim ARGS` in a fresh interpreter, output captured (so not a terminal)."""
-    return subprocess.run([sys.executable, "-m", "sim", *args], capture_output=True, text=True,
+    """`python -m schedlab ARGS` in a fresh interpreter, output captured (so not a terminal)."""
+    return subprocess.run([sys.executable, "-m", "schedlab", *args], capture_output=True, text=True,
                           cwd=cwd, env=env, timeout=timeout, check=False)
 
 
@@ -72,7 +72,7 @@ def bad_csv(tmp_path: Path) -> Path:
     return path
 
 
-# --- python -m sim, result files, SPEC sec. 5 ------------------------------------------
+# --- python -m schedlab, result files, contract.md#sec-5 ------------------------------------------
 
 
 def test_python_m_sim_run_writes_every_result_file_following_the_spec(tmp_path, shared_dir):
@@ -101,7 +101,7 @@ def test_python_m_sim_help_and_version():
         assert command in p.stdout
     v = run_module("--version")
     assert v.returncode == 0, v.stderr
-    from sim import __version__
+    from schedlab import __version__
 
     assert __version__ in v.stdout
 
@@ -284,7 +284,7 @@ def test_progress_bar_shows_on_a_terminal(tmp_path):
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
     try:
         try:
-            p = subprocess.Popen([sys.executable, "-m", "sim", "run", "--policy", "fifo",
+            p = subprocess.Popen([sys.executable, "-m", "schedlab", "run", "--policy", "fifo",
                                   "--max-jobs", "300", "--out", str(tmp_path)],
                                  stdout=subprocess.DEVNULL, stderr=follower)
         finally:
@@ -352,7 +352,7 @@ def test_an_unwritable_out_fails_before_any_simulation_in_one_line(tmp_path, mon
     # file cannot be created by anyone
     (tmp_path / "somefile").write_text("x", encoding="utf-8")
     out = tmp_path / where
-    import sim.app.cli as cli_module
+    import schedlab.app.cli as cli_module
 
     def no_simulation(*_a, **_k):
         raise AssertionError("simulated before checking --out")
@@ -378,7 +378,7 @@ def test_an_unwritable_out_in_a_fresh_interpreter_leaks_no_traceback(tmp_path):
 
 
 def test_a_write_failing_after_the_run_is_a_clean_error(tmp_path, monkeypatch):
-    from sim.results import SimResult
+    from schedlab.sim.results import SimResult
 
     def full_disk(self, out_dir, extra=None):
         raise OSError(28, "No space left on device")
@@ -430,7 +430,7 @@ def test_warnings_of_a_summary_are_printed_under_the_table_and_kept(tmp_path, mo
     assert load_summary(tmp_path / "fifo")["warnings"] == notes["fifo"]
     assert load_summary(tmp_path / "fifo-backfill")["warnings"] == []
     # check reads such folders: the list is not a metric
-    from sim.app.check import collect_runs, compare_all, make_baseline
+    from schedlab.app.check import collect_runs, compare_all, make_baseline
 
     runs = collect_runs(tmp_path)
     baseline = make_baseline(runs)
@@ -439,7 +439,7 @@ def test_warnings_of_a_summary_are_printed_under_the_table_and_kept(tmp_path, mo
 
 
 def test_warning_lines_take_a_single_string_and_skip_missing_ones():
-    from sim.app.cli import format_table, warning_lines
+    from schedlab.app.cli import format_table, warning_lines
 
     summaries = [{"policy": "a", "warnings": "only one"}, {"policy": "b"},
                  {"policy": "c", "warnings": None}, {"policy": "d", "warnings": ["x", "y"]}]
@@ -491,7 +491,7 @@ def test_config_json_records_skip_bad_rows(tmp_path, bad_csv):
     assert r.exit_code == 0, r.output
     folder = tmp_path / "o" / "fifo"
     config = load_config(folder)
-    from traces import load_trace
+    from schedlab.traces import load_trace
 
     trace = load_trace(config["trace"], skip_bad_rows=config.get("skip_bad_rows", False))
     sim = Simulation(trace, config["topology"], config["policy"], seed=config["seed"],

@@ -6,7 +6,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from sim.app.cli import main
+from schedlab.app.cli import main
 
 
 def _commands(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:

@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import sim.registry
-from sim.app.cli import main
-from sim.app.sweep import load_sweep, open_executor, run_sweep
+import schedlab.sim.registry
+from schedlab.app.cli import main
+from schedlab.app.sweep import load_sweep, open_executor, run_sweep
 
 POLICY_MODULE = '''
-from policies import Policy, Unschedulable
-from policies.fifo import FifoPolicy
-from sim.model import Start
-from sim.params import Param, as_int
+from schedlab.policies import Policy, Unschedulable
+from schedlab.policies.fifo import FifoPolicy
+from schedlab.sim.model import Start
+from schedlab.sim.params import Param, as_int
 
 
 class SmallestFirst(Policy):
@@ -137,7 +137,7 @@ def test_sweep_file_names_a_policy_by_a_path_relative_to_it(tmp_path, policy_fil
 # --- an installed plugin, found through its entry point ---------------------------------
 
 PLUGIN_MODULE = '''
-from policies.fifo import FifoPolicy
+from schedlab.policies.fifo import FifoPolicy
 
 
 class MyPolicy(FifoPolicy):
@@ -159,11 +159,11 @@ def installed_plugin(tmp_path, monkeypatch):
         "[schedlab.policies]\nmy-plug = myplug_mod:MyPolicy\n", encoding="utf-8")
     (site / "myplug_mod.py").write_text(PLUGIN_MODULE, encoding="utf-8")
     monkeypatch.syspath_prepend(str(site))
-    monkeypatch.setattr(sim.registry.POLICIES, "_plugins_loaded", False)
+    monkeypatch.setattr(schedlab.sim.registry.POLICIES, "_plugins_loaded", False)
     try:
         yield site
     finally:
-        sim.registry.POLICIES.unregister("my-plug")
+        schedlab.sim.registry.POLICIES.unregister("my-plug")
         sys.modules.pop("myplug_mod", None)
 
 
@@ -172,7 +172,7 @@ def test_installed_plugin_is_listed_and_runs(tmp_path, installed_plugin):
     assert r.exit_code == 0, r.output
     assert "my-plug: an installed plugin" in r.stdout.splitlines()
     placers = next(line for line in r.stdout.splitlines() if line.startswith("placers: "))
-    assert placers == "placers: " + ", ".join(sim.registry.PLACERS.names())
+    assert placers == "placers: " + ", ".join(schedlab.sim.registry.PLACERS.names())
     out = tmp_path / "out"
     r = cli("run", "--policy", "my-plug", "--max-jobs", "50", "--out", str(out), "--quiet")
     assert r.exit_code == 0, r.output

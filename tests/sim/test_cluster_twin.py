@@ -15,9 +15,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.cluster import ClusterState
-from sim.model import MILLI
-from topologies.build import uniform_topology
+from schedlab.sim.cluster import ClusterState
+from schedlab.sim.model import MILLI
+from schedlab.topologies.build import uniform_topology
 
 TOPO = uniform_topology(4, sockets=2, switches_per_socket=2, gpus_per_switch=2)
 
@@ -96,7 +96,7 @@ def test_the_twin_holds_the_live_state_at_every_sandbox(live_ops: Any, scratch_o
 def test_a_job_that_came_and_went_between_two_sandboxes_is_not_replayed() -> None:
     """The sync skips an allocation and its release (same job, GPUs and share), but
     counts them: the twin's version is that of a full replay."""
-    from sim.cluster import _cancelled
+    from schedlab.sim.cluster import _cancelled
 
     c = ClusterState(TOPO)
     with c.sandbox():

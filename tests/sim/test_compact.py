@@ -1,4 +1,4 @@
-"""The compact JobSpec layout (`sim.compact`): an ordinary frozen dataclass to its users.
+"""The compact JobSpec layout (`schedlab.sim.compact`): an ordinary frozen dataclass to its users.
 
 A spec keeps the fields every trace gives in its own slots and shares one record of the
 rest with the specs that leave them alike; whatever a spec was given, it reads back
@@ -18,8 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.compact import _SHARED_MAX, compact, hot_replacer, layout, record
-from sim.model import JobSpec, RestartPolicy, TaskRole, spec_builder
+from schedlab.sim.compact import _SHARED_MAX, compact, hot_replacer, layout, record
+from schedlab.sim.model import JobSpec, RestartPolicy, TaskRole, spec_builder
 
 RARE = layout(JobSpec).rare
 

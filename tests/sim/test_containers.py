@@ -1,4 +1,4 @@
-"""Container jobs (Kubernetes Job semantics, `sim.containers`): exact, hand-computed runs.
+"""Container jobs (Kubernetes Job semantics, `schedlab.sim.containers`): exact, hand-computed runs.
 
 Every scenario gives the time of each task run's events, the job's end, status and
 totals; events of task runs carry the container job's id and `run=k` in the detail.
@@ -13,12 +13,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from policies.conformance import check_invariants
-from sim.engine import Simulation
-from sim.model import JobSpec, RestartPolicy
-from topologies.build import uniform_topology
-from traces.base import Trace
-from traces.synthetic import from_records
+from schedlab.policies.conformance import check_invariants
+from schedlab.sim.engine import Simulation
+from schedlab.sim.model import JobSpec, RestartPolicy
+from schedlab.topologies.build import uniform_topology
+from schedlab.traces.base import Trace
+from schedlab.traces.synthetic import from_records
 
 
 @pytest.fixture
@@ -226,7 +226,7 @@ def test_a_container_job_waits_for_its_dependency(four) -> None:
 
 
 def test_policy_without_container_support_rejects_with_its_reason(four) -> None:
-    from policies.fifo import FifoPolicy
+    from schedlab.policies.fifo import FifoPolicy
 
     class NoContainers(FifoPolicy):
         name = "no-containers"
@@ -342,8 +342,8 @@ def test_container_invariants(case: Any, policy: str, tmp_path_factory: Any) -> 
 def test_runs_rejected_in_one_pass_end_the_job_after_the_pass(four) -> None:
     # the policy rejects both pending runs in one pass: the job is rejected at once, after
     # the pass (the second Reject is still valid), naming the first rejected run
-    from policies.base import Policy
-    from sim.model import Reject
+    from schedlab.policies.base import Policy
+    from schedlab.sim.model import Reject
 
     class NoRuns(Policy):
         name = "no-runs"
@@ -368,9 +368,9 @@ def test_a_node_failure_that_ends_a_container_job_skips_its_sibling_runs(tmp_pat
     # (node_failure_retries 0), which exceeds backoff_limit 0 and kills the job and with
     # it the second run, before the failure reaches that run (regression: the node-failure
     # loop interrupted the killed run again and crashed)
-    from sim.engine import Simulation as Sim
-    from topologies.build import uniform_topology as uni
-    from traces.synthetic import from_records as recs
+    from schedlab.sim.engine import Simulation as Sim
+    from schedlab.topologies.build import uniform_topology as uni
+    from schedlab.traces.synthetic import from_records as recs
 
     failures = tmp_path / "failures.csv"
     failures.write_text("node,fail_time,repair_time\nnode0,50,60\n")

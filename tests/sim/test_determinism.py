@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from policies import registered_policies
-from sim.app.cli import main
+from schedlab.app.cli import main
+from schedlab.policies import registered_policies
 
 SUMMARY_KEYS = """
 jobs_submitted jobs_completed jobs_failed jobs_killed jobs_rejected jobs_unfinished makespan
@@ -59,7 +59,7 @@ def test_same_results_across_processes_with_different_hash_seeds(tmp_path):
     procs = {}
     for hash_seed in ("1", "12345"):
         env = {**os.environ, "PYTHONHASHSEED": hash_seed}
-        cmd = [sys.executable, "-m", "sim", "run", "--max-jobs", "400",
+        cmd = [sys.executable, "-m", "schedlab", "run", "--max-jobs", "400",
                *(a for p in policies for a in ("--policy", p)),
                "--quiet", "--out", str(tmp_path / hash_seed)]
         procs[hash_seed] = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
@@ -72,9 +72,9 @@ def test_same_results_across_processes_with_different_hash_seeds(tmp_path):
 
 
 def test_python_api_of_spec_section_4():
-    from policies import make_policy
-    from policies import registered_policies as listed
-    from sim import Simulation, load_topology, load_trace
+    from schedlab.policies import make_policy
+    from schedlab.policies import registered_policies as listed
+    from schedlab.sim import Simulation, load_topology, load_trace
 
     assert {"fifo", "fifo-backfill"} <= set(listed())
     assert listed() == sorted(listed())
@@ -106,9 +106,9 @@ def test_python_api_of_spec_section_4():
 
 
 def test_python_api_errors_name_the_culprit():
-    from policies import make_policy
-    from sim import Simulation, load_topology
-    from sim.errors import InvalidParameter, UnknownName
+    from schedlab.policies import make_policy
+    from schedlab.sim import Simulation, load_topology
+    from schedlab.sim.errors import InvalidParameter, UnknownName
 
     with pytest.raises(UnknownName, match=r"'fifoo'.*did you mean 'fifo'.*known: .*fifo"):
         make_policy("fifoo")

@@ -9,10 +9,10 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from policies.fifo import FifoPolicy
-from sim.engine import Simulation
-from topologies.build import uniform_topology
-from traces import load_trace
+from schedlab.policies.fifo import FifoPolicy
+from schedlab.sim.engine import Simulation
+from schedlab.topologies.build import uniform_topology
+from schedlab.traces import load_trace
 
 TOPO = uniform_topology(4, sockets=2, switches_per_socket=2, gpus_per_switch=2, name="four")
 

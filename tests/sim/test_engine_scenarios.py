@@ -7,10 +7,10 @@ import math
 import pytest
 from conftest import make_trace
 
-from policies.base import Policy
-from sim.engine import Simulation
-from sim.errors import InvalidDecision, InvalidParameter
-from sim.model import JobSpec, Preempt, Reject, Start, Suspend
+from schedlab.policies.base import Policy
+from schedlab.sim.engine import Simulation
+from schedlab.sim.errors import InvalidDecision, InvalidParameter
+from schedlab.sim.model import JobSpec, Preempt, Reject, Start, Suspend
 
 
 class Script(Policy):
@@ -224,7 +224,7 @@ def test_nan_free_summary_on_normal_run(dgx2):
 def test_stale_completions_do_not_pile_up_in_the_heap(dgx2):
     # a job migrated back and forth 3,000 times leaves 3,000 stale completions behind;
     # the heap is compacted, so it stays small
-    from sim.model import Migrate
+    from schedlab.sim.model import Migrate
 
     class PingPong(Policy):
         name = "pingpong"
@@ -248,7 +248,7 @@ def test_stale_completions_do_not_pile_up_in_the_heap(dgx2):
 
     sim = Simulation(make_trace(("j", 0.0, 1, 1e6)), dgx2, PingPong(),
                      params={"restore_overhead": 0.0})
-    from sim.engine import Run as _Run
+    from schedlab.sim.engine import Run as _Run
 
     run = _Run(sim, None, None)
     sim.policy.attach(run.ctx)
@@ -259,7 +259,7 @@ def test_stale_completions_do_not_pile_up_in_the_heap(dgx2):
 
 
 def test_place_if_freed_is_a_pure_what_if(dgx2):
-    from sim.model import Unschedulable
+    from schedlab.sim.model import Unschedulable
 
     seen = {}
 

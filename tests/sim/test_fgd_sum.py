@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.cluster import ClusterState
-from sim.model import MILLI, JobSpec
-from sim.recorder import FgdMetric
-from topologies.build import uniform_topology
+from schedlab.sim.cluster import ClusterState
+from schedlab.sim.model import MILLI, JobSpec
+from schedlab.sim.recorder import FgdMetric
+from schedlab.topologies.build import uniform_topology
 
 TOPO = uniform_topology(4, sockets=2, switches_per_socket=2, gpus_per_switch=2, name="u4x8")
 MIX = tuple(JobSpec(f"m{i}", 0.0, g, 10.0) for i, g in enumerate((1, 1, 2, 4, 8)))

@@ -11,11 +11,11 @@ from __future__ import annotations
 import pytest
 from conftest import make_trace
 
-from policies.base import Policy
-from sim.engine import Simulation
-from sim.engine_params import ENGINE_PARAMS
-from sim.model import JobSpec, Preempt, Start, Suspend, Unschedulable
-from topologies.build import uniform_topology
+from schedlab.policies.base import Policy
+from schedlab.sim.engine import Simulation
+from schedlab.sim.engine_params import ENGINE_PARAMS
+from schedlab.sim.model import JobSpec, Preempt, Start, Suspend, Unschedulable
+from schedlab.topologies.build import uniform_topology
 
 
 def rows(result):

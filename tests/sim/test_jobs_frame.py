@@ -16,15 +16,15 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from sim.engine import Simulation
-from sim.jobstate import FINAL, PENDING, RETRYING, RUNNING, WAITING
-from sim.metrics import sla_violated
-from sim.model import JobSpec, JobStatus
-from sim.results import JOB_COLUMNS, JOB_EXTRA_COLUMNS, _jobs_frame
-from sim.roles import side_gpu_seconds
-from topologies.build import uniform_topology
-from traces.base import Trace
-from traces.synthetic import from_records
+from schedlab.sim.engine import Simulation
+from schedlab.sim.jobstate import FINAL, PENDING, RETRYING, RUNNING, WAITING
+from schedlab.sim.metrics import sla_violated
+from schedlab.sim.model import JobSpec, JobStatus
+from schedlab.sim.results import JOB_COLUMNS, JOB_EXTRA_COLUMNS, _jobs_frame
+from schedlab.sim.roles import side_gpu_seconds
+from schedlab.topologies.build import uniform_topology
+from schedlab.traces.base import Trace
+from schedlab.traces.synthetic import from_records
 
 TF = [{"role": "ps", "count": 1, "gpus": 0, "cpus": 4},
       {"role": "worker", "count": 2, "gpus": 2, "cpus": 4},

@@ -5,9 +5,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.cluster import ClusterState
-from sim.cluster_layout import KeyCodec
-from topologies.presets import PRESETS
+from schedlab.sim.cluster import ClusterState
+from schedlab.sim.cluster_layout import KeyCodec
+from schedlab.topologies.presets import PRESETS
 
 BITS, WIDTH = 6, 4
 keys = st.lists(st.integers(0, (1 << BITS) - 2), min_size=1, max_size=WIDTH).map(tuple)

@@ -12,12 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sortedcontainers import SortedList
 
-from sim.cluster import ClusterState
-from sim.jobstate import JobState
-from sim.model import JobSpec, request_class
-from sim.queue import PendingQueue
-from topologies import load_topology
-from topologies.build import uniform_topology
+from schedlab.sim.cluster import ClusterState
+from schedlab.sim.jobstate import JobState
+from schedlab.sim.model import JobSpec, request_class
+from schedlab.sim.queue import PendingQueue
+from schedlab.topologies import load_topology
+from schedlab.topologies.build import uniform_topology
 
 TOPOS = [uniform_topology(3, sockets=2, switches_per_socket=2, gpus_per_switch=2,
                           name="u3x8"), load_topology("default")]

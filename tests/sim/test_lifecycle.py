@@ -8,10 +8,10 @@ from __future__ import annotations
 import pytest
 from conftest import make_trace
 
-from sim.engine import Simulation
-from sim.errors import InvalidParameter, SimError
-from sim.model import JobSpec
-from topologies.build import uniform_topology
+from schedlab.sim.engine import Simulation
+from schedlab.sim.errors import InvalidParameter, SimError
+from schedlab.sim.model import JobSpec
+from schedlab.topologies.build import uniform_topology
 
 
 def rows(result):
@@ -105,8 +105,8 @@ def test_retry_delay_counts_as_queueing(one_gpu):
 def test_lifetime_kills_a_preempted_job_too(one_gpu):
     # a starts at 0 with a 50 s lifetime; b (higher need) is not relevant: a is preempted
     # by the script below at 20 and never resumed: killed at 50 while pending
-    from policies.base import Policy
-    from sim.model import Preempt, Start
+    from schedlab.policies.base import Policy
+    from schedlab.sim.model import Preempt, Start
 
     class Once(Policy):
         name = "once"
@@ -128,8 +128,8 @@ def test_lifetime_kills_a_preempted_job_too(one_gpu):
 
 
 def test_impossible_transition_is_an_engine_bug(one_gpu):
-    from sim.engine import Run as _Run
-    from sim.jobstate import RUNNING, transition
+    from schedlab.sim.engine import Run as _Run
+    from schedlab.sim.jobstate import RUNNING, transition
 
     sim = Simulation(make_trace(("a", 0.0, 1, 1.0)), one_gpu, "fifo")
     run = _Run(sim, None, None)
@@ -249,7 +249,7 @@ def test_random_attempt_failures_follow_the_rate_and_seed(one_gpu):
 def test_run_ends_when_only_random_failures_are_left(dgx2):
     # a job no policy pass will ever start (fifo head larger than what consolidated
     # can place is rejected, so use a policy that starts nothing) must not loop forever
-    from policies.base import Policy
+    from schedlab.policies.base import Policy
 
     class Idle(Policy):
         name = "idle"

@@ -10,11 +10,11 @@ import random
 
 import pytest
 
-from sim.engine_params import DEFAULT_LOCALITY, NODE_ETHERNET
-from sim.model import JobSpec, Level
-from sim.speed import LocalitySpeed
-from topologies import load_topology
-from topologies.build import uniform_topology
+from schedlab.sim.engine_params import DEFAULT_LOCALITY, NODE_ETHERNET
+from schedlab.sim.model import JobSpec, Level
+from schedlab.sim.speed import LocalitySpeed
+from schedlab.topologies import load_topology
+from schedlab.topologies.build import uniform_topology
 
 
 def reference(topo, spec: JobSpec, gpus: tuple[int, ...]) -> float:

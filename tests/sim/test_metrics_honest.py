@@ -1,4 +1,4 @@
-"""Honest metrics (SPEC sec. 5): censored waits, response time, bounded slowdown, SLAs,
+"""Honest metrics (docs/contract.md#sec-5): censored waits, response time, bounded slowdown, SLAs,
 and tenants.parquet, each checked on a scenario small enough to compute by hand."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 from conftest import make_trace
 
-from sim.engine import Simulation
-from sim.model import JobSpec
-from sim.tenants import TENANT_COLUMNS, tenants_frame
+from schedlab.sim.engine import Simulation
+from schedlab.sim.model import JobSpec
+from schedlab.sim.tenants import TENANT_COLUMNS, tenants_frame
 
 
 def run(topo, *jobs, policy="fifo", until=None, **params):

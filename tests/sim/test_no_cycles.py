@@ -2,7 +2,7 @@
 
 Compiled by mypyc, a closure defined in a generator (or one that calls itself, or that
 another closure calls) and the frame that holds it reference each other: garbage only
-the cyclic collector frees, which the engine runs rarely (`sim.engine.GC_THRESHOLDS`),
+the cyclic collector frees, which the engine runs rarely (`schedlab.sim.engine.GC_THRESHOLDS`),
 so each pass's data stays alive until then (conservative backfilling's profile was
 12 MB of it on full Philly). Module-level helpers or small classes do the same without.
 """
@@ -13,10 +13,10 @@ import gc
 
 import pytest
 
-from policies import registered_policies
-from sim.engine import Simulation
-from topologies import load_topology
-from traces import load_trace
+from schedlab.policies import registered_policies
+from schedlab.sim.engine import Simulation
+from schedlab.topologies import load_topology
+from schedlab.traces import load_trace
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""`sim.jobstate.plain_spec`: a spec whose rare fields are all at their defaults.
+"""`schedlab.sim.jobstate.plain_spec`: a spec whose rare fields are all at their defaults.
 
 The engine and the placer skip their checks of roles, shares, host asks, speeds,
 elasticity, checkpoints, failures, lifetimes and containers for such a spec; so it must
@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.compact import layout
-from sim.jobstate import plain_spec
-from sim.model import JobSpec, RestartPolicy, TaskRole, spec_builder
+from schedlab.sim.compact import layout
+from schedlab.sim.jobstate import plain_spec
+from schedlab.sim.model import JobSpec, RestartPolicy, TaskRole, spec_builder
 
 RARE = layout(JobSpec).rare
 DEFAULTS = dict(zip(RARE, layout(JobSpec).defaults, strict=True))

@@ -6,13 +6,13 @@ re-read only the jobs a watch names instead of every running job's version each 
 
 from __future__ import annotations
 
-from policies.fifo import FifoPolicy
-from sim.agenda import WATCH_ALL, WATCH_MAX, Agenda, drain_watch
-from sim.engine import Simulation
-from sim.jobstate import JobState
-from sim.model import JobSpec
-from topologies.build import uniform_topology
-from traces.base import Trace
+from schedlab.policies.fifo import FifoPolicy
+from schedlab.sim.agenda import WATCH_ALL, WATCH_MAX, Agenda, drain_watch
+from schedlab.sim.engine import Simulation
+from schedlab.sim.jobstate import JobState
+from schedlab.sim.model import JobSpec
+from schedlab.topologies.build import uniform_topology
+from schedlab.traces.base import Trace
 
 
 def test_every_bump_reaches_every_watch():

@@ -12,14 +12,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sim.cluster import ClusterState
-from sim.engine import Simulation
-from sim.jobstate import JobState
-from sim.model import EventKind, JobSpec
-from sim.queue import PendingQueue
-from sim.recorder import _CHUNK, Coded, Recorder
-from topologies.build import uniform_topology
-from traces.synthetic import from_records
+from schedlab.sim.cluster import ClusterState
+from schedlab.sim.engine import Simulation
+from schedlab.sim.jobstate import JobState
+from schedlab.sim.model import EventKind, JobSpec
+from schedlab.sim.queue import PendingQueue
+from schedlab.sim.recorder import _CHUNK, Coded, Recorder
+from schedlab.topologies.build import uniform_topology
+from schedlab.traces.synthetic import from_records
 
 
 def recorder() -> tuple[Recorder, list[float]]:

@@ -1,4 +1,4 @@
-"""`sim.model.request_class` is looked up by the spec's shared record of rare fields.
+"""`schedlab.sim.model.request_class` is looked up by the spec's shared record of rare fields.
 
 The lookup must give what reading every field gives: specs alike share one class, specs
 that differ in any field of the class (GPUs, their type, share, CPUs, memory, disk, task
@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from sim import model
-from sim.model import JobSpec, TaskRole, _request_class, request_class
+from schedlab.sim import model
+from schedlab.sim.model import JobSpec, TaskRole, _request_class, request_class
 
 
 def _spec(**kw: Any) -> JobSpec:

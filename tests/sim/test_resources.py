@@ -13,19 +13,19 @@ from conftest import make_trace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from policies import PLACERS, registered_policies
-from policies.base import Policy
-from policies.conformance import check_invariants
-from sim.cluster import ClusterState
-from sim.engine import Run, Simulation
-from sim.engine_params import DEFAULT_LOCALITY, ENGINE_PARAMS, NODE_ETHERNET
-from sim.errors import InvalidDecision, InvalidParameter, InvalidTopology
-from sim.model import HostPlacement, JobSpec, Level, Start, Unschedulable
-from sim.params import resolve
-from topologies.build import uniform_topology
-from topologies.native import native_from_dict, node_cell
-from topologies.tree import CellSpec, Topology
-from traces.base import Trace
+from schedlab.policies import PLACERS, registered_policies
+from schedlab.policies.base import Policy
+from schedlab.policies.conformance import check_invariants
+from schedlab.sim.cluster import ClusterState
+from schedlab.sim.engine import Run, Simulation
+from schedlab.sim.engine_params import DEFAULT_LOCALITY, ENGINE_PARAMS, NODE_ETHERNET
+from schedlab.sim.errors import InvalidDecision, InvalidParameter, InvalidTopology
+from schedlab.sim.model import HostPlacement, JobSpec, Level, Start, Unschedulable
+from schedlab.sim.params import resolve
+from schedlab.topologies.build import uniform_topology
+from schedlab.topologies.native import native_from_dict, node_cell
+from schedlab.topologies.tree import CellSpec, Topology
+from schedlab.traces.base import Trace
 
 
 def rows(result):

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from policies.base import Policy
-from sim.engine import Simulation
-from sim.errors import InvalidDecision
-from sim.model import (
+from schedlab.policies.base import Policy
+from schedlab.sim.engine import Simulation
+from schedlab.sim.errors import InvalidDecision
+from schedlab.sim.model import (
     Decision,
     Preempt,
     RolePlacement,
@@ -25,9 +25,9 @@ from sim.model import (
     TaskPlacement,
     Unschedulable,
 )
-from sim.roles import no_roles_reason
-from topologies.build import uniform_topology
-from traces.synthetic import from_records
+from schedlab.sim.roles import no_roles_reason
+from schedlab.topologies.build import uniform_topology
+from schedlab.traces.synthetic import from_records
 
 TF = [{"role": "ps", "count": 2, "gpus": 0, "cpus": 8},
       {"role": "worker", "count": 4, "gpus": 2, "cpus": 4},

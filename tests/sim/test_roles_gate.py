@@ -1,8 +1,8 @@
 """Jobs of roles at submission (issue 16): one gang of identical GPU
 tasks runs as the existing gang; other role mixes run under policies that declare
 `supports_roles` and are rejected under the others ("policy X does not support task
-roles"); all in one place (`sim.roles.not_simulated`). Container jobs run
-(`sim.containers`, tests/sim/test_containers.py)."""
+roles"); all in one place (`schedlab.sim.roles.not_simulated`). Container jobs run
+(`schedlab.sim.containers`, tests/sim/test_containers.py)."""
 
 from __future__ import annotations
 
@@ -11,15 +11,15 @@ from dataclasses import replace
 
 import pytest
 
-from sim.engine import Simulation
-from sim.model import JobSpec, TaskRole
-from sim.roles import (
+from schedlab.sim.engine import Simulation
+from schedlab.sim.model import JobSpec, TaskRole
+from schedlab.sim.roles import (
     ROLES_NOT_SIMULATED,
     no_roles_reason,
     not_simulated,
     with_tasks,
 )
-from traces.synthetic import from_records
+from schedlab.traces.synthetic import from_records
 
 TF = [{"role": "ps", "count": 2, "gpus": 0, "cpus": 2},
       {"role": "worker", "count": 4, "gpus": 2, "cpus": 2},
@@ -119,4 +119,4 @@ def test_not_simulated_on_specs_built_in_code() -> None:
     assert not_simulated(cpu_only, No()) == "policy no does not support task roles"
     assert not_simulated(replace(cpu_only, num_gpus=2), Yes()) == (
         f"{ROLES_NOT_SIMULATED}: its num_gpus 2 is not its gang roles' GPU total 0 "
-        "(sim.roles.with_tasks)")
+        "(schedlab.sim.roles.with_tasks)")

@@ -13,13 +13,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.engine import Simulation
-from sim.jobstate import RUNNING
-from sim.model import MILLI, JobSpec, TaskRole
-from sim.registry import POLICIES
-from sim.roles import gang_tasks, has_roles, role_of, with_tasks
-from topologies.build import uniform_topology
-from traces.base import Trace
+from schedlab.sim.engine import Simulation
+from schedlab.sim.jobstate import RUNNING
+from schedlab.sim.model import MILLI, JobSpec, TaskRole
+from schedlab.sim.registry import POLICIES
+from schedlab.sim.roles import gang_tasks, has_roles, role_of, with_tasks
+from schedlab.topologies.build import uniform_topology
+from schedlab.traces.base import Trace
 
 TOPO = uniform_topology(2, sockets=2, switches_per_socket=1, gpus_per_switch=2,
                         num_cpus=16.0, mem_gb=64.0, name="small")

@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from sim.app.cli import main
-from sim.app.run_pool import ProgressBoard
-from sim.engine import Simulation
+from schedlab.app.cli import main
+from schedlab.app.run_pool import ProgressBoard
+from schedlab.sim.engine import Simulation
 
 POLICIES = ("fifo", "tiresias-las", "drf", "gandiva")
 TABLES = ("jobs", "events", "timeline", "tenants", "nodes")
@@ -75,8 +75,8 @@ def test_a_failing_policy_fails_the_command_cleanly(tmp_path) -> None:
 
 def test_progress_is_jobs_final_out_of_jobs_total() -> None:
     """The engine reports (now, jobs final, jobs total); the last report is total/total."""
-    from topologies.build import uniform_topology
-    from traces import load_trace
+    from schedlab.topologies.build import uniform_topology
+    from schedlab.traces import load_trace
 
     seen: list[tuple[float, int, int]] = []
     Simulation(load_trace("default"), uniform_topology(4), "fifo",
@@ -107,7 +107,7 @@ def test_progress_board_lines(capsys) -> None:
 
 
 def test_previous_wall_orders_a_rerun_longest_first(both) -> None:
-    from sim.app.run_pool import previous_wall
+    from schedlab.app.run_pool import previous_wall
 
     seq, _, _ = both
     assert previous_wall(seq / "gandiva") == summary(seq / "gandiva")["wall_seconds"]

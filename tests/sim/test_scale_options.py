@@ -15,15 +15,15 @@ import pytest
 from click.testing import CliRunner
 from conftest import make_trace
 
-from policies.base import Policy
-from sim.app.cli import main
-from sim.app.sweep_file import parse_sweep
-from sim.engine import Simulation
-from sim.errors import InvalidParameter
-from sim.model import JobSpec, Start, Suspend
-from topologies import load_topology
-from topologies.build import uniform_topology
-from traces import load_trace
+from schedlab.app.cli import main
+from schedlab.app.sweep_file import parse_sweep
+from schedlab.policies.base import Policy
+from schedlab.sim.engine import Simulation
+from schedlab.sim.errors import InvalidParameter
+from schedlab.sim.model import JobSpec, Start, Suspend
+from schedlab.topologies import load_topology
+from schedlab.topologies.build import uniform_topology
+from schedlab.traces import load_trace
 
 OPTIONS = ("timeline", "timeline_interval", "events")
 

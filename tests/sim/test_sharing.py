@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from conftest import make_trace
 
-from policies.base import Policy
-from sim.engine import Simulation
-from sim.errors import InvalidDecision
-from sim.model import JobSpec, Start
-from topologies.build import uniform_topology
+from schedlab.policies.base import Policy
+from schedlab.sim.engine import Simulation
+from schedlab.sim.errors import InvalidDecision
+from schedlab.sim.model import JobSpec, Start
+from schedlab.topologies.build import uniform_topology
 
 
 class Share(Policy):

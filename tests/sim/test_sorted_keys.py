@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sortedcontainers import SortedList
 
-from sim.queue import SMALL, SortedKeys
+from schedlab.sim.queue import SMALL, SortedKeys
 
 ENTRY = st.tuples(st.floats(0, 100, allow_nan=False), st.integers(0, 50))
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from conftest import make_trace
 
-from sim.engine import Simulation
-from sim.errors import InvalidParameter
-from sim.model import JobSpec
-from sim.registry import SPEED_FACTORS
-from topologies.build import uniform_topology
+from schedlab.sim.engine import Simulation
+from schedlab.sim.errors import InvalidParameter
+from schedlab.sim.model import JobSpec
+from schedlab.sim.registry import SPEED_FACTORS
+from schedlab.topologies.build import uniform_topology
 
 # --- the whole extension, as a user writes it outside the package (under 30 lines) ---
 

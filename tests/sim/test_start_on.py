@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from sim.context import start_on
-from sim.model import HostPlacement, Start
+from schedlab.sim.context import start_on
+from schedlab.sim.model import HostPlacement, Start
 
 
 def test_a_start_on_gpus_is_the_dataclass_one():

@@ -17,15 +17,15 @@ import pandas as pd
 import pytest
 from conftest import make_trace
 
-import sim.writing as writing
-from sim.app.plots import save_png
-from sim.app.sweep_file import RunPoint
-from sim.app.sweep_run import write_error
-from sim.engine import Simulation
-from sim.results import SimResult
-from sim.results import atomic_text as results_atomic_text
-from sim.results import atomic_write as results_atomic_write
-from sim.writing import (
+import schedlab.sim.writing as writing
+from schedlab.app.plots import save_png
+from schedlab.app.sweep_file import RunPoint
+from schedlab.app.sweep_run import write_error
+from schedlab.sim.engine import Simulation
+from schedlab.sim.results import SimResult
+from schedlab.sim.results import atomic_text as results_atomic_text
+from schedlab.sim.results import atomic_write as results_atomic_write
+from schedlab.sim.writing import (
     FolderNotWritable,
     atomic_text,
     atomic_write,
@@ -312,7 +312,7 @@ def test_sigkill_at_random_moments_leaves_the_old_or_the_new_folder(tmp_path):
     folder = out / "fifo"
 
     def command(n: int) -> list[str]:
-        return [sys.executable, "-m", "sim", "run", "--policy", "fifo", "--max-jobs", str(n),
+        return [sys.executable, "-m", "schedlab", "run", "--policy", "fifo", "--max-jobs", str(n),
                 "--out", str(out), "--quiet"]
 
     subprocess.run(command(30), check=True, capture_output=True, timeout=120)
@@ -352,10 +352,10 @@ def test_sigkill_at_random_moments_leaves_the_old_or_the_new_folder(tmp_path):
 
 def test_a_result_never_replaces_a_folder_of_other_files(tmp_path):
     """A mistyped --out must not delete unrelated files: only result folders are replaced."""
-    from sim import Simulation
-    from sim.model import JobSpec
-    from topologies.build import uniform_topology
-    from traces.base import Trace
+    from schedlab.sim import Simulation
+    from schedlab.sim.model import JobSpec
+    from schedlab.topologies.build import uniform_topology
+    from schedlab.traces.base import Trace
 
     home = tmp_path / "home"
     home.mkdir()

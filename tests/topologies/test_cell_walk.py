@@ -1,4 +1,4 @@
-"""`topologies.walk.CellWalk`: the lowest common cell and best level from first principles.
+"""`schedlab.topologies.walk.CellWalk`: the lowest common cell and best level from first principles.
 
 Every start, resume and multi-node placement asks the walk, compiled with the engine;
 here it is compared with the cell tree itself (intersecting the GPUs' ancestor chains,
@@ -12,9 +12,9 @@ import random
 
 import pytest
 
-from sim.model import Level
-from topologies import load_topology
-from topologies.build import uniform_topology
+from schedlab.sim.model import Level
+from schedlab.topologies import load_topology
+from schedlab.topologies.build import uniform_topology
 
 
 def ancestors(topo, cell: int) -> list[int]:

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from conftest import shared_or_sample
 
-from sim.errors import InvalidTopology
-from sim.model import Level
-from topologies import load_topology, read_openb_nodes, read_pai_machines
-from traces import DATA_DIR
+from schedlab.sim.errors import InvalidTopology
+from schedlab.sim.model import Level
+from schedlab.topologies import load_topology, read_openb_nodes, read_pai_machines
+from schedlab.traces import DATA_DIR
 
 SAMPLES = DATA_DIR / "samples"
 ROOT = Path(__file__).resolve().parents[2]

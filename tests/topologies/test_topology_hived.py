@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from conftest import SHARED, TOPOLOGY_SAMPLES
 
-from sim.errors import InvalidTopology
-from sim.model import Level
-from topologies import load_topology, read_hived
+from schedlab.sim.errors import InvalidTopology
+from schedlab.sim.model import Level
+from schedlab.topologies import load_topology, read_hived
 
 HIVED = TOPOLOGY_SAMPLES / "hived-configs"  # verbatim copies of shared/hived-configs
 needs_shared = pytest.mark.skipif(not (SHARED / "hived-configs").is_dir(),
@@ -259,8 +259,8 @@ def test_cell_number_zero_is_accepted_as_hived_does(shared_dir, tmp_path):
     """HiveD's own tests set cellNumber 0 (testSuggestedNodes, testSafeRelaxedBuddyAlloc)."""
     import yaml
 
-    from policies.hived.algorithm import HivedAlgorithm
-    from policies.hived.config import build_physical, resolve_vcs
+    from schedlab.policies.hived.algorithm import HivedAlgorithm
+    from schedlab.policies.hived.config import build_physical, resolve_vcs
 
     data = yaml.safe_load((shared_dir / "hived-configs" / "design-hivedscheduler.yaml")
                           .read_text(encoding="utf-8"))

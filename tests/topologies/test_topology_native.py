@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from sim.errors import InvalidTopology
-from sim.model import Level
-from topologies import QueueSpec, load_topology, read_native
+from schedlab.sim.errors import InvalidTopology
+from schedlab.sim.model import Level
+from schedlab.topologies import QueueSpec, load_topology, read_native
 
 EXAMPLE = """
 name: example
@@ -262,8 +262,8 @@ def test_cpu_only_groups_have_no_gpus_type_or_gpu_memory(tmp_path):
 def test_cpu_only_job_lands_on_the_cpu_node_and_gpu_jobs_never_do(tmp_path):
     from conftest import make_trace
 
-    from sim.engine import Simulation
-    from sim.model import JobSpec
+    from schedlab.sim.engine import Simulation
+    from schedlab.sim.model import JobSpec
 
     t = read_native(write(tmp_path, MIXED))
     # c (12 CPUs) best-fits node1 (16 CPUs, no GPU); g1 and g2 (1 GPU, 4 CPUs each) can
@@ -280,7 +280,7 @@ def test_cpu_only_job_lands_on_the_cpu_node_and_gpu_jobs_never_do(tmp_path):
 
 
 def test_topology_show_prints_cpu_only_nodes(tmp_path):
-    from topologies import describe
+    from schedlab.topologies import describe
 
     out = describe(read_native(write(tmp_path, MIXED)))
     assert "nodes: 1 node of 2 x V100, 2 CPU-only nodes (no GPU)" in out

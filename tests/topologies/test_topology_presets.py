@@ -7,10 +7,10 @@ import shutil
 import pytest
 from conftest import SHARED, TOPOLOGY_SAMPLES
 
-from sim.errors import InvalidTopology, SimError, UnknownName
-from sim.model import Level
-from topologies import describe, load_topology, preset_names, read_philly_machine_list
-from topologies.presets import DATA_DIR
+from schedlab.sim.errors import InvalidTopology, SimError, UnknownName
+from schedlab.sim.model import Level
+from schedlab.topologies import describe, load_topology, preset_names, read_philly_machine_list
+from schedlab.topologies.presets import DATA_DIR
 
 MACHINE_LIST = DATA_DIR / "philly_cluster_machine_list"
 HEADER = "machineId, number of GPUs, single GPU mem\n"

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sim.errors import InvalidParameter
-from topologies.build import uniform_topology
-from traces.calibrated import (
+from schedlab.sim.errors import InvalidParameter
+from schedlab.topologies.build import uniform_topology
+from schedlab.traces.calibrated import (
     HELIOS_LIKE,
     PHILLY_LIKE,
     QUANTILES,
@@ -19,7 +19,7 @@ from traces.calibrated import (
     preset_names,
     sample_durations,
 )
-from traces.inspect import trace_stats
+from schedlab.traces.inspect import trace_stats
 
 
 def arrays(t):

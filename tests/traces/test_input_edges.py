@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from sim.errors import InvalidTrace
-from traces import DATA_DIR, load_trace, read_canonical, write_canonical
-from traces.inspect import convert
-from traces.readers import detect_format, read_trace
-from traces.schema import CHECKED_PASS_THROUGH, MAX_COUNT, MAX_SECONDS, NUM_COLS
+from schedlab.sim.errors import InvalidTrace
+from schedlab.traces import DATA_DIR, load_trace, read_canonical, write_canonical
+from schedlab.traces.inspect import convert
+from schedlab.traces.readers import detect_format, read_trace
+from schedlab.traces.schema import CHECKED_PASS_THROUGH, MAX_COUNT, MAX_SECONDS, NUM_COLS
 
 SAMPLES = DATA_DIR / "samples"
 HEADER = "job_id,submit_time,num_gpus,duration"
@@ -314,7 +314,7 @@ def test_a_line_of_only_separators_is_blank_not_short(tmp_path: Path) -> None:
 
 def test_short_lines_across_scan_blocks(tmp_path: Path, monkeypatch) -> None:
     # the field count scans a block at a time: lines cut by a block edge count whole
-    import traces.csv_stream as cs
+    import schedlab.traces.csv_stream as cs
 
     monkeypatch.setattr(cs, "SCAN_BYTES", 7)
     rows = "".join(f"j{i},0,1,10,u{i}\n" for i in range(40))

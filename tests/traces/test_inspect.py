@@ -10,11 +10,11 @@ import pytest
 from click.testing import CliRunner
 from conftest import make_trace
 
-from sim.app.cli_trace import trace as trace_group
-from sim.model import JobSpec
-from topologies.build import uniform_topology
-from traces import DATA_DIR, read_canonical
-from traces.inspect import convert, format_stats, plot_stats, size_class, trace_stats
+from schedlab.app.cli_trace import trace as trace_group
+from schedlab.sim.model import JobSpec
+from schedlab.topologies.build import uniform_topology
+from schedlab.traces import DATA_DIR, read_canonical
+from schedlab.traces.inspect import convert, format_stats, plot_stats, size_class, trace_stats
 
 SAMPLES = DATA_DIR / "samples"
 

@@ -1,4 +1,4 @@
-"""The `lazy_preemption` column (SPEC sec. 2): a bool per job, empty = the run's default."""
+"""The `lazy_preemption` column (contract.md#sec-2): a bool per job, empty = the run's default."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from sim.errors import InvalidTrace
-from traces import load_trace, read_canonical, write_canonical
+from schedlab.sim.errors import InvalidTrace
+from schedlab.traces import load_trace, read_canonical, write_canonical
 
 
 def _write(tmp_path: Path, rows: list[str]) -> Path:

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from sim.errors import InvalidTrace
-from sim.model import TaskRole
-from topologies import read_openb_nodes, read_pai_machines
-from traces import DATA_DIR
-from traces.readers import detect_format, read_trace
-from traces.readers.openb import read_openb_pods
-from traces.readers.pai import read_pai
+from schedlab.sim.errors import InvalidTrace
+from schedlab.sim.model import TaskRole
+from schedlab.topologies import read_openb_nodes, read_pai_machines
+from schedlab.traces import DATA_DIR
+from schedlab.traces.readers import detect_format, read_trace
+from schedlab.traces.readers.openb import read_openb_pods
+from schedlab.traces.readers.pai import read_pai
 
 SAMPLES = DATA_DIR / "samples"
 TASKS = SAMPLES / "pai_task_table_sample.csv"
@@ -121,7 +121,7 @@ def test_openb_pod_errors(tmp_path: Path, row: str, fragment: str) -> None:
 
 
 def test_samples_replay_on_their_own_topologies() -> None:
-    from sim.engine import Simulation
+    from schedlab.sim.engine import Simulation
 
     pods = read_openb_pods(SAMPLES / "openb_pod_list_sample.csv")
     r = Simulation(pods, read_openb_nodes(SAMPLES / "openb_node_list_sample.csv"), "fifo").run()

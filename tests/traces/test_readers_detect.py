@@ -9,12 +9,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sim.errors import InvalidParameter, InvalidTrace
-from topologies.build import uniform_topology
-from traces import DATA_DIR, bundled_traces, load_trace, read_canonical, trace_formats
-from traces.base import Trace
-from traces.inspect import convert
-from traces.readers import TRACE_FORMATS, detect_format, read_trace
+from schedlab.sim.errors import InvalidParameter, InvalidTrace
+from schedlab.topologies.build import uniform_topology
+from schedlab.traces import DATA_DIR, bundled_traces, load_trace, read_canonical, trace_formats
+from schedlab.traces.base import Trace
+from schedlab.traces.inspect import convert
+from schedlab.traces.readers import TRACE_FORMATS, detect_format, read_trace
 
 SAMPLES = DATA_DIR / "samples"
 SAMPLE_FORMATS = {

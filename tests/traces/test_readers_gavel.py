@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from conftest import shared_or_sample
 
-from sim.errors import InvalidTrace
-from traces import DATA_DIR
-from traces.readers import detect_format, read_trace
-from traces.readers.gavel import load_throughputs, read_gavel
-from traces.readers.tiresias import read_tiresias
+from schedlab.sim.errors import InvalidTrace
+from schedlab.traces import DATA_DIR
+from schedlab.traces.readers import detect_format, read_trace
+from schedlab.traces.readers.gavel import load_throughputs, read_gavel
+from schedlab.traces.readers.tiresias import read_tiresias
 
 SAMPLES = DATA_DIR / "samples"
 TP = SAMPLES / "simulation_throughputs.json"

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from sim.errors import InvalidTrace
-from traces import DATA_DIR
-from traces.readers import detect_format
-from traces.readers.helios import read_helios
+from schedlab.sim.errors import InvalidTrace
+from schedlab.traces import DATA_DIR
+from schedlab.traces.readers import detect_format
+from schedlab.traces.readers.helios import read_helios
 
 SAMPLE = DATA_DIR / "samples" / "helios_cluster_log_sample.csv"
 HEADER = ("job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,"

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-import traces.readers.philly as philly
-from sim.errors import InvalidTrace
-from traces import DATA_DIR, load_trace
-from traces.readers import detect_format, read_trace
-from traces.readers.philly import iter_json_records, read_philly_csv, read_philly_json
+import schedlab.traces.readers.philly as philly
+from schedlab.sim.errors import InvalidTrace
+from schedlab.traces import DATA_DIR, load_trace
+from schedlab.traces.readers import detect_format, read_trace
+from schedlab.traces.readers.philly import iter_json_records, read_philly_csv, read_philly_json
 
 SAMPLES = DATA_DIR / "samples"
 POLLUX = SAMPLES / "philly_pollux_sample.csv"
@@ -83,7 +83,7 @@ def test_pollux_missing_columns(tmp_path: Path) -> None:
 
 
 def test_pollux_chunked_streaming_keeps_line_numbers(tmp_path: Path, monkeypatch) -> None:
-    import traces.readers._common as common
+    import schedlab.traces.readers._common as common
 
     monkeypatch.setattr(common, "CHUNK_ROWS", 3)
     body = "".join(f"2017-10-09 07:{i:02d}:00,{i + 1}.0,1,1.0,vc\n" for i in range(10))

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from conftest import shared_or_sample
 
-from sim.errors import InvalidTrace
-from traces import DATA_DIR
-from traces.base import Trace
-from traces.readers import detect_format, read_trace, trace_epoch
-from traces.readers.swf import read_swf, swf_header
+from schedlab.sim.errors import InvalidTrace
+from schedlab.traces import DATA_DIR
+from schedlab.traces.base import Trace
+from schedlab.traces.readers import detect_format, read_trace, trace_epoch
+from schedlab.traces.readers.swf import read_swf, swf_header
 
 SAMPLE = DATA_DIR / "samples" / "nasa_ipsc_sample.swf.gz"
 LINE = "    {job} {submit} -1 {run} {procs} -1 -1 {req} -1 -1 -1 {user} 1 -1 {queue} -1 -1 -1\n"

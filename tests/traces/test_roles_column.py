@@ -1,4 +1,4 @@
-"""The `tasks` column and the container-job columns (issue 16, SPEC sec. 2): parsing,
+"""The `tasks` column and the container-job columns (issue 16, docs/contract.md#sec-2): parsing,
 every rule with its exact message, the job-level totals, CSV and Parquet round trips."""
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.errors import InvalidTrace
-from sim.model import JobSpec, RestartPolicy, TaskRole
-from sim.roles import role_totals
-from traces import load_trace, read_canonical, write_canonical
-from traces.roles import format_tasks, parse_tasks
-from traces.synthetic import from_records
+from schedlab.sim.errors import InvalidTrace
+from schedlab.sim.model import JobSpec, RestartPolicy, TaskRole
+from schedlab.sim.roles import role_totals
+from schedlab.traces import load_trace, read_canonical, write_canonical
+from schedlab.traces.roles import format_tasks, parse_tasks
+from schedlab.traces.synthetic import from_records
 
 TF = [{"role": "ps", "count": 2, "gpus": 0, "cpus": 8, "mem_gb": 32},
       {"role": "worker", "count": 4, "gpus": 2, "cpus": 8},
@@ -218,7 +218,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "roles.csv"
 
 
 def test_bundled_example_has_every_role_kind_and_inspect_reports_them() -> None:
-    from traces.inspect import format_stats, trace_stats
+    from schedlab.traces.inspect import format_stats, trace_stats
 
     t = load_trace(EXAMPLE)
     by = {j.job_id: j for j in t.jobs}
@@ -240,7 +240,7 @@ def test_bundled_example_has_every_role_kind_and_inspect_reports_them() -> None:
 
 
 def test_bundled_example_replays_honestly() -> None:
-    from sim import Simulation, load_topology
+    from schedlab.sim import Simulation, load_topology
 
     r = Simulation(load_trace(EXAMPLE), load_topology("default"), "fifo", seed=0).run()
     j = r.jobs.set_index("job_id")
@@ -248,7 +248,7 @@ def test_bundled_example_replays_honestly() -> None:
         "tf-ps": "completed", "pytorch-ddp": "completed", "pytorch-master": "completed",
         "paddle-ps": "completed", "workers-only": "completed", "elastic-workers": "completed",
         "container-batch": "completed", "container-never": "completed", "plain": "completed"}
-    # container jobs run as task runs (sim.containers): 5 runs of 600 s, 2 at once, from
+    # container jobs run as task runs (schedlab.sim.containers): 5 runs of 600 s, 2 at once, from
     # 360: 360..960 twice, 960..1560 twice, 1560..2160; 3 runs of 300 s one at a time
     # from 420: 420..1320
     assert (j.end_time["container-batch"], j.gpu_seconds["container-batch"]) == (2160.0,
@@ -265,7 +265,7 @@ def test_bundled_example_replays_honestly() -> None:
 def test_trace_convert_round_trips_the_example(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from sim.app.cli_trace import trace as trace_group
+    from schedlab.app.cli_trace import trace as trace_group
 
     out = tmp_path / "roles.parquet"
     r = CliRunner().invoke(trace_group, ["convert", str(EXAMPLE), str(out)])
@@ -327,7 +327,7 @@ def test_parquet_roles_stored_natively(tmp_path: Path) -> None:
 
 
 def test_remap_keeps_role_mixes_and_flattens_a_plain_gang() -> None:
-    from traces.shaping import remap_job
+    from schedlab.traces.shaping import remap_job
 
     t = from_records([
         {"job_id": "tf", "submit_time": 0, "num_gpus": 9, "duration": 100, "tasks": TF},

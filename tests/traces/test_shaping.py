@@ -9,12 +9,12 @@ from conftest import make_trace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.engine import Simulation
-from sim.errors import InvalidParameter, InvalidTrace
-from sim.model import JobSpec
-from topologies.build import uniform_topology
-from traces.base import Trace
-from traces.shaping import REMAP_COLUMN, parse_window, remap_job, shape
+from schedlab.sim.engine import Simulation
+from schedlab.sim.errors import InvalidParameter, InvalidTrace
+from schedlab.sim.model import JobSpec
+from schedlab.topologies.build import uniform_topology
+from schedlab.traces.base import Trace
+from schedlab.traces.shaping import REMAP_COLUMN, parse_window, remap_job, shape
 
 
 def trace() -> Trace:
@@ -141,8 +141,8 @@ def test_shape_properties(rows, scale, cap) -> None:
 @pytest.mark.skipif("epoch" not in {f.name for f in dataclasses.fields(Trace)},
                     reason="Trace has no epoch field yet (traces/base.py)")
 def test_date_window_with_the_readers_epoch() -> None:
-    from traces import DATA_DIR, load_trace
-    from traces.readers import trace_epoch
+    from schedlab.traces import DATA_DIR, load_trace
+    from schedlab.traces.readers import trace_epoch
 
     t = load_trace(DATA_DIR / "samples" / "philly_pollux_sample.csv")
     assert trace_epoch(t) == 1506671912.0  # 2017-09-29 07:58:32, the first submission

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from sim.model import JobSpec
-from traces.base import Trace
-from traces.shaping import shape
+from schedlab.sim.model import JobSpec
+from schedlab.traces.base import Trace
+from schedlab.traces.shaping import shape
 
 
 def test_window_and_load_scale_keep_deadline_slack() -> None:

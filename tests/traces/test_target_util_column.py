@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from policies.conformance import check_invariants
-from sim.engine import Simulation
-from sim.errors import InvalidTrace
-from sim.model import JobSpec
-from traces import load_trace, read_canonical, write_canonical
-from traces.inspect import format_stats, trace_stats
-from traces.synthetic import from_records
+from schedlab.policies.conformance import check_invariants
+from schedlab.sim.engine import Simulation
+from schedlab.sim.errors import InvalidTrace
+from schedlab.sim.model import JobSpec
+from schedlab.traces import load_trace, read_canonical, write_canonical
+from schedlab.traces.inspect import format_stats, trace_stats
+from schedlab.traces.synthetic import from_records
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "elastic.csv"
 
@@ -106,7 +106,7 @@ def test_inspect_counts_elastic_and_utilization_driven_jobs() -> None:
 def test_the_example_runs(policy: str) -> None:
     # on one DGX-1: pytorch-elastic (0.9 -> 0.5) steps 2 -> 3 -> 4 at 60 and 120;
     # at-target (0.4 <= 0.5) never grows past its nominal 2
-    from topologies import load_topology
+    from schedlab.topologies import load_topology
 
     topo = load_topology("dgx1-v100")
     trace = load_trace(EXAMPLE)

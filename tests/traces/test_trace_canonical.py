@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sim.errors import InvalidTrace
-from sim.model import JobSpec
-from traces import from_records, read_canonical, write_canonical
-from traces.base import Trace
+from schedlab.sim.errors import InvalidTrace
+from schedlab.sim.model import JobSpec
+from schedlab.traces import from_records, read_canonical, write_canonical
+from schedlab.traces.base import Trace
 
 HEADER = "job_id,submit_time,num_gpus,duration"
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from sim.errors import InvalidTrace
-from traces import DATA_DIR, bundled_traces, load_trace, write_canonical
-from traces.make_default import DEFAULT_SOURCE, make_default, trace_stats
+from schedlab.sim.errors import InvalidTrace
+from schedlab.traces import DATA_DIR, bundled_traces, load_trace, write_canonical
+from schedlab.traces.make_default import DEFAULT_SOURCE, make_default, trace_stats
 
 
 def test_default_trace_loads() -> None:

@@ -7,8 +7,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from sim.errors import InvalidTrace
-from traces import from_records, generate, load_trace
+from schedlab.sim.errors import InvalidTrace
+from schedlab.traces import from_records, generate, load_trace
 
 
 def test_deterministic_per_seed() -> None:

@@ -3,7 +3,7 @@
 `TRACE_FORMATS` names every format (the `--trace-format` values); `detect_format`
 guesses one from the file (suffix, then its first line); `read_trace` reads a file in a
 named or detected format. The topologies of the trace bundles (PAI machine spec,
-openb node list) are read by `topologies` (`read_pai_machines`, `read_openb_nodes`).
+openb node list) are read by `schedlab.topologies` (`read_pai_machines`, `read_openb_nodes`).
 """
 
 from __future__ import annotations
@@ -15,26 +15,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sim.errors import InvalidTrace, unknown_name_message
-from traces.base import Trace
-from traces.canonical import REQUIRED_COLUMNS, read_canonical
-from traces.csv_stream import read_head
-from traces.readers._common import check_columns, resolve, trace_epoch, with_epoch
-from traces.readers.gavel import layout as gavel_layout
-from traces.readers.gavel import read_gavel
-from traces.readers.helios import HELIOS_REQUIRED, read_helios
-from traces.readers.openb import POD_COLUMNS, read_openb_pods
-from traces.readers.pai import read_pai, table_kind
-from traces.readers.philly import (
+from schedlab.sim.errors import InvalidTrace, unknown_name_message
+from schedlab.traces.base import Trace
+from schedlab.traces.canonical import REQUIRED_COLUMNS, read_canonical
+from schedlab.traces.csv_stream import read_head
+from schedlab.traces.readers._common import check_columns, resolve, trace_epoch, with_epoch
+from schedlab.traces.readers.gavel import layout as gavel_layout
+from schedlab.traces.readers.gavel import read_gavel
+from schedlab.traces.readers.helios import HELIOS_REQUIRED, read_helios
+from schedlab.traces.readers.openb import POD_COLUMNS, read_openb_pods
+from schedlab.traces.readers.pai import read_pai, table_kind
+from schedlab.traces.readers.philly import (
     POLLUX_COLUMNS,
     POLLUX_FORMAT,
     POLLUX_REQUIRED,
     read_philly_csv,
     read_philly_json,
 )
-from traces.readers.swf import read_swf
-from traces.readers.tiresias import TIRESIAS_REQUIRED, read_tiresias
-from traces.schema import missing_columns_error
+from schedlab.traces.readers.swf import read_swf
+from schedlab.traces.readers.tiresias import TIRESIAS_REQUIRED, read_tiresias
+from schedlab.traces.schema import missing_columns_error
 
 __all__ = [
     "TRACE_FORMATS",
@@ -64,7 +64,7 @@ class TraceFormat:
 TRACE_FORMATS: dict[str, TraceFormat] = {
     f.name: f
     for f in (
-        TraceFormat("canonical", "schedlab canonical CSV / CSV.gz / Parquet (SPEC sec. 2)",
+        TraceFormat("canonical", "schedlab canonical CSV / CSV.gz / Parquet (contract.md#sec-2)",
                     _canonical),
         TraceFormat("philly", "Philly job table, Pollux-derived CSV "
                     "(timestamp,duration,num_gpus,gpu_time,cluster)", read_philly_csv),

@@ -1,10 +1,10 @@
 """Shared machinery of the trace readers: field checks and the hand-off to canonical.
 
 Every reader follows the same path: it streams its file in chunks
-(`traces.csv_stream.iter_csv`, or an incremental JSON decoder), maps each chunk's source
+(`schedlab.traces.csv_stream.iter_csv`, or an incremental JSON decoder), maps each chunk's source
 fields to canonical columns with vectorized numpy, reports a bad source field as `file,
-line L, field F: value 'V' RULE` to its `traces.rows.RowErrors`, and finally hands one
-canonical frame to `traces.validate.frame_to_trace`, the single validation path, with
+line L, field F: value 'V' RULE` to its `schedlab.traces.rows.RowErrors`, and finally hands one
+canonical frame to `schedlab.traces.validate.frame_to_trace`, the single validation path, with
 each row's file line so its messages name the line too.
 
 Rows that are well formed but describe no replayable job (a job that never started, a
@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sim.errors import InvalidTrace
-from traces.base import Trace, trace_epoch, with_epoch
-from traces.csv_stream import (
+from schedlab.sim.errors import InvalidTrace
+from schedlab.traces.base import Trace, trace_epoch, with_epoch
+from schedlab.traces.csv_stream import (
     CHUNK_ROWS,
     READ_ERRORS,
     CsvChunk,
@@ -37,8 +37,8 @@ from traces.csv_stream import (
     require_file,
     stem_of,
 )
-from traces.rows import MAX_BAD_ROW_MESSAGES, NA_TOKENS, RowErrors, as_number, show
-from traces.validate import frame_to_trace
+from schedlab.traces.rows import MAX_BAD_ROW_MESSAGES, NA_TOKENS, RowErrors, as_number, show
+from schedlab.traces.validate import frame_to_trace
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -26,9 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-from sim.errors import InvalidTrace
-from traces.base import Trace
-from traces.readers._common import (
+from schedlab.sim.errors import InvalidTrace
+from schedlab.traces.base import Trace
+from schedlab.traces.readers._common import (
     RowErrors,
     finish,
     head_text,

@@ -17,8 +17,8 @@ import os
 
 import numpy as np
 
-from traces.base import Trace
-from traces.readers._common import (
+from schedlab.traces.base import Trace
+from schedlab.traces.readers._common import (
     RowErrors,
     check_columns,
     finish,

@@ -14,7 +14,7 @@ one type; every non-empty spec is also kept as the pass-through column `gpu_spec
 and are refused with that reason.
 
 The node list (`sn, cpu_milli, memory_mib, gpu, model`) is a topology:
-`topologies.openb.read_openb_nodes`.
+`schedlab.topologies.openb.read_openb_nodes`.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sim.errors import InvalidTrace
-from traces.base import Trace
-from traces.readers._common import (
+from schedlab.sim.errors import InvalidTrace
+from schedlab.traces.base import Trace
+from schedlab.traces.readers._common import (
     RowErrors,
     check_columns,
     finish,

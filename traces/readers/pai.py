@@ -27,7 +27,7 @@ with no task that both started and ended are excluded. A job of several task kin
 streams both tables in chunks and keeps one aggregated row a job.
 
 The machine spec (`machine, gpu_type, cap_cpu, cap_mem, cap_gpu`) is a topology:
-`topologies.pai.read_pai_machines`.
+`schedlab.topologies.pai.read_pai_machines`.
 """
 
 from __future__ import annotations
@@ -40,9 +40,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sim.errors import InvalidTrace
-from traces.base import Trace
-from traces.readers._common import (
+from schedlab.sim.errors import InvalidTrace
+from schedlab.traces.base import Trace
+from schedlab.traces.readers._common import (
     RowErrors,
     finish,
     iter_csv,
@@ -71,7 +71,7 @@ NON_GANG_ROLES = frozenset({"evaluator"})
 
 
 def _has_header(path: Path, columns: tuple[str, ...]) -> bool:
-    from traces.readers._common import head_text
+    from schedlab.traces.readers._common import head_text
 
     first = head_text(path, 4096).split("\n", 1)[0]
     return tuple(c.strip() for c in first.split(",")) == columns

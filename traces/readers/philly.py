@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sim.errors import InvalidTrace
-from traces.base import Trace
-from traces.readers._common import (
+from schedlab.sim.errors import InvalidTrace
+from schedlab.traces.base import Trace
+from schedlab.traces.readers._common import (
     READ_ERRORS,
     RowErrors,
     check_columns,

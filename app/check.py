@@ -1,4 +1,4 @@
-"""Metric regression (SPEC sec. 1): compare run summaries with a baseline JSON file.
+"""Metric regression (docs/contract.md#sec-1): compare run summaries with a baseline JSON file.
 
 A baseline holds, per run (keyed by its folder name relative to RESULTS), the config that
 produced it and each summary metric's value, with optional per-metric `rtol`/`atol`
@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sim.errors import SimError
-from sim.writing import FolderNotWritable, atomic_text, ensure_writable_dir
+from schedlab.sim.errors import SimError
+from schedlab.sim.writing import FolderNotWritable, atomic_text, ensure_writable_dir
 
 FORMAT_VERSION = 1
 DEFAULT_RTOL = 1e-6
@@ -95,7 +95,7 @@ def collect_runs(path: str | os.PathLike[str]) -> dict[str, RunRecord]:
     """Finished runs under `path`: a run folder itself, or every folder with a summary.json.
 
     Hidden folders (a name starting with '.') are not searched: they hold the temporary
-    and set-aside copies of result folders being written (`sim.writing`).
+    and set-aside copies of result folders being written (`schedlab.sim.writing`).
     """
     root = Path(path)
     if (root / "summary.json").is_file():

@@ -1,6 +1,6 @@
 """`schedlab report`: one self-contained HTML file for a run, a folder of runs or a sweep.
 
-Everything is inline: figures are PNG in `data:` URIs (drawn by `sim.app.plots`), the
+Everything is inline: figures are PNG in `data:` URIs (drawn by `schedlab.app.plots`), the
 table's sorting is a few lines of inline JavaScript, the style an inline sheet. Nothing
 is fetched from the network, so the file can be mailed or attached to a review and
 opened anywhere. Each table cell carries the summary's exact number in `data-value`
@@ -23,10 +23,10 @@ from typing import Any
 
 import pandas as pd
 
-from sim.app import plots
-from sim.app.plot_runs import RunData, load_results
-from sim.errors import SimError
-from sim.writing import FolderNotWritable, atomic_text, ensure_writable_dir
+from schedlab.app import plots
+from schedlab.app.plot_runs import RunData, load_results
+from schedlab.sim.errors import SimError
+from schedlab.sim.writing import FolderNotWritable, atomic_text, ensure_writable_dir
 
 __all__ = ["REPORT_COLUMNS", "ReportFigure", "build_report", "write_report"]
 
@@ -165,7 +165,7 @@ def sweep_table(sweep: pd.DataFrame) -> str:
 def report_figures(runs: Sequence[RunData], sweep: pd.DataFrame | None, *,
                    max_lines: int = 12, metrics: Sequence[str] | None = None,
                    note: Callable[[str], None] | None = None) -> list[ReportFigure]:
-    """Every figure of the report, drawn with `sim.app.plots` (panels for many runs)."""
+    """Every figure of the report, drawn with `schedlab.app.plots` (panels for many runs)."""
     say = note or (lambda _m: None)
     out: list[ReportFigure] = []
     many = len(runs) > max_lines

@@ -1,19 +1,19 @@
 """`schedlab/Cluster-v0`: a Gymnasium environment over the engine, one trace window an episode.
 
 Each `step` resumes the simulation from one decision point to the next (see
-`policies.observation`): the engine's loop runs unchanged, the episode's policy
-(`sim.app.rl.driver.AgentPolicy`) yields `sim.model.Await` at each decision point and
-`sim.engine.Run.advance` hands control back here. Nothing is simulated twice and no
+`schedlab.policies.observation`): the engine's loop runs unchanged, the episode's policy
+(`schedlab.app.rl.driver.AgentPolicy`) yields `schedlab.sim.model.Await` at each decision point and
+`schedlab.sim.engine.Run.advance` hands control back here. Nothing is simulated twice and no
 thread is used; simulated time, events and results are those of `Simulation.run`.
 
 * **Observation**: `Box(0, 1, (G + K x F,), float32)`, the globals then K candidate
-  blocks, documented feature by feature in `policies.observation`.
+  blocks, documented feature by feature in `schedlab.policies.observation`.
 * **Action**: `Discrete(K + 1)`: i < K starts the i-th pending job (arrival order) on the
   run's placer's GPUs; K starts nothing more this pass. `info["action_mask"]` (int8,
   K + 1) marks the valid ones. An invalid action is applied as "no more" when that is
   valid, else as the earliest candidate that fits (`info["invalid_action"]` is True).
 * **Reward** (`reward=`): `slowdown` (default), `queueing` or `utilization`, integrals
-  over simulated time between decision points (`sim.app.rl.driver.REWARDS`).
+  over simulated time between decision points (`schedlab.app.rl.driver.REWARDS`).
 * **Episodes**: `trace` a trace (name, path or Trace): each `reset` takes a window of
   `window_jobs` consecutive jobs (by submit time) starting at a job drawn from the
   environment's seeded generator, shifted to start at 0 (`load_scale` divides its
@@ -30,7 +30,7 @@ thread is used; simulated time, events and results are those of `Simulation.run`
 * **Comparing**: `result()` (after termination) is the episode's `SimResult`, the same
   metrics and files as `schedlab run`; `simulation(policy)` runs any registered policy
   on the same episode; `advisor=NAME` puts `info["advice"]`, the choice that policy would
-  make, next to the mask (`sim.app.rl.agents.PolicyAgent` follows it).
+  make, next to the mask (`schedlab.app.rl.agents.PolicyAgent` follows it).
 """
 
 from __future__ import annotations
@@ -51,18 +51,18 @@ except ImportError as e:  # pragma: no cover - depends on the install
     raise ImportError("schedlab's Gym environment needs gymnasium: pip install "
                       "'schedlab[rl]'") from e
 
-from policies.base import Policy
-from policies.observation import DecisionPoint, ObsConfig
-from policies.registry import make_policy
-from sim.app.rl.driver import REWARDS, AgentPolicy
-from sim.engine import Run, Simulation
-from sim.errors import InvalidParameter, unknown_name_message
-from topologies import load_topology
-from topologies.tree import Topology
-from traces import load_trace
-from traces.base import Trace
-from traces.calibrated import PROFILES, calibrated
-from traces.shaping import shape
+from schedlab.app.rl.driver import REWARDS, AgentPolicy
+from schedlab.policies.base import Policy
+from schedlab.policies.observation import DecisionPoint, ObsConfig
+from schedlab.policies.registry import make_policy
+from schedlab.sim.engine import Run, Simulation
+from schedlab.sim.errors import InvalidParameter, unknown_name_message
+from schedlab.topologies import load_topology
+from schedlab.topologies.tree import Topology
+from schedlab.traces import load_trace
+from schedlab.traces.base import Trace
+from schedlab.traces.calibrated import PROFILES, calibrated
+from schedlab.traces.shaping import shape
 
 __all__ = ["ENV_ID", "ClusterEnv", "Episode"]
 

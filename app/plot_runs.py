@@ -2,7 +2,7 @@
 
 `load_results` reads run folders, folders of run folders and sweep folders into
 `RunData` (a label, the summary and lazily read tables) and the sweep summary table;
-`sim.app.plots` draws them.
+`schedlab.app.plots` draws them.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sim.errors import SimError
+from schedlab.sim.errors import SimError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -46,12 +46,12 @@ class RunData:
         """`jobs`, `events`, `timeline` or `tenants`, read from the folder once.
 
         A folder written before tenants.parquet existed gets its tenants table rebuilt
-        from its jobs table (`sim.tenants.tenants_frame`).
+        from its jobs table (`schedlab.sim.tenants.tenants_frame`).
         """
         if name not in self._tables:
             path = None if self.folder is None else self.folder / f"{name}.parquet"
             if name == "tenants" and (path is None or not path.is_file()):
-                from sim.tenants import tenants_frame
+                from schedlab.sim.tenants import tenants_frame
 
                 self._tables[name] = tenants_frame(self.table("jobs"))
                 return self._tables[name]
@@ -120,7 +120,7 @@ def load_results(paths: Sequence[str | os.PathLike[str]]
         elif (path / "summary.json").is_file():
             folders.append(path)
         else:
-            # hidden folders are writes in progress or leftovers (sim.writing), not runs
+            # hidden folders are writes in progress or leftovers (schedlab.sim.writing), not runs
             found = sorted(p.parent for p in path.rglob("summary.json")
                            if not any(part.startswith(".")
                                       for part in p.relative_to(path).parts))

@@ -1,4 +1,4 @@
-"""The `schedlab` command line (SPEC sec. 1)."""
+"""The `schedlab` command line (docs/contract.md#sec-1)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from typing import Any
 
 import click
 
-from sim.app.cli_trace import shape_from_options, shaping_options, trace_format_option
-from sim.app.cli_trace import trace as trace_group
-from sim.app.common import fail, policy_label
-from sim.app.run_pool import (
+from schedlab.app.cli_trace import shape_from_options, shaping_options, trace_format_option
+from schedlab.app.cli_trace import trace as trace_group
+from schedlab.app.common import fail, policy_label
+from schedlab.app.run_pool import (
     PolicyTask,
     ProgressBoard,
     RunInputs,
@@ -22,7 +22,7 @@ from sim.app.run_pool import (
     run_tasks,
     warm_up,
 )
-from sim.errors import SimError
+from schedlab.sim.errors import SimError
 
 TABLE = (
     ("policy", "policy", "{}"),
@@ -170,8 +170,8 @@ def _writable_out(out: str) -> Path:
     Raises:
         InvalidParameter: It cannot be created or written in (names it and the reason).
     """
-    from sim.errors import InvalidParameter
-    from sim.writing import FolderNotWritable, ensure_writable_dir
+    from schedlab.sim.errors import InvalidParameter
+    from schedlab.sim.writing import FolderNotWritable, ensure_writable_dir
 
     try:
         return ensure_writable_dir(out)
@@ -183,11 +183,11 @@ def params_by_policy(policies: list[str], given: dict[str, str]
                      ) -> dict[str, dict[str, str]]:
     """Each policy's parameters (engine keys and its own) of `--param`s given to them all.
 
-    One `sim.engine_params.split_params` call per policy, the others passed as `others`:
+    One `schedlab.sim.engine_params.split_params` call per policy, the others passed as `others`:
     a key only another policy knows is left out, a key no one knows is an error naming
     the closest known key. Every value is parsed too, so a bad one fails before any run.
     """
-    from sim.engine_params import check_params, split_params
+    from schedlab.sim.engine_params import check_params, split_params
 
     out: dict[str, dict[str, str]] = {}
     for name in policies:
@@ -203,18 +203,18 @@ def run_many(trace_src: str, topo_src: str, policies: list[str], params: list[st
              **shaping: Any) -> list[dict[str, Any]]:
     """Load the inputs once, shape the trace, run the policies; return the summaries.
 
-    The policies run on `jobs` processes (default: the cores; `sim.app.run_pool`); the
+    The policies run on `jobs` processes (default: the cores; `schedlab.app.run_pool`); the
     summaries come back in the order of `policies`.
 
     `--param load=X` is the target load of a calibrated generator trace (`philly-like`,
     `helios-like`) on the topology, not a policy parameter. A policy given as
     'module:Class' or 'file.py:Class' writes its results under its class's name.
     """
-    from policies import registered_policies
-    from sim.errors import InvalidParameter
-    from sim.params import parse_kv
-    from topologies import load_topology
-    from traces import load_trace
+    from schedlab.policies import registered_policies
+    from schedlab.sim.errors import InvalidParameter
+    from schedlab.sim.params import parse_kv
+    from schedlab.topologies import load_topology
+    from schedlab.traces import load_trace
 
     names = policies or registered_policies()
     labels = {n: policy_label(n) for n in names}  # unknown names fail before any work
@@ -227,7 +227,7 @@ def run_many(trace_src: str, topo_src: str, policies: list[str], params: list[st
     load = given.pop("load", None)
     per_policy = params_by_policy(names, given)
     warm_up(names, jobs or default_jobs())  # the pool's imports overlap the loading below
-    from sim.engine import quiet_collector
+    from schedlab.sim.engine import quiet_collector
 
     with quiet_collector():  # millions of rows: the collector would rescan them all
         topo = load_topology(topo_src)
@@ -259,9 +259,9 @@ Examples:
 """)
 def policies_cmd() -> None:
     """List the registered policies (plugins included), their parameters and defaults."""
-    from policies import policy_class, registered_policies
-    from sim.engine_params import ENGINE_PARAMS
-    from sim.registry import PLACERS
+    from schedlab.policies import policy_class, registered_policies
+    from schedlab.sim.engine_params import ENGINE_PARAMS
+    from schedlab.sim.registry import PLACERS
 
     for name in registered_policies():
         try:
@@ -281,7 +281,7 @@ def policies_cmd() -> None:
 
 
 def _float(key: str, v: str) -> float:
-    from sim.errors import InvalidParameter
+    from schedlab.sim.errors import InvalidParameter
 
     try:
         return float(v)
@@ -313,7 +313,7 @@ Examples:
 @click.argument("source", default="default")
 def topology_show(source: str) -> None:
     """The cell tree, level counts and GPU types of a topology file or preset."""
-    from topologies import describe, load_topology
+    from schedlab.topologies import describe, load_topology
 
     try:
         click.echo(describe(load_topology(source)))
@@ -323,7 +323,7 @@ def topology_show(source: str) -> None:
 
 main.add_command(trace_group)
 
-from sim.app.cli_research import check, plot, report, sweep  # noqa: E402
+from schedlab.app.cli_research import check, plot, report, sweep  # noqa: E402
 
 for _cmd in (sweep, plot, check, report):
     main.add_command(_cmd)
@@ -332,10 +332,10 @@ for _cmd in (sweep, plot, check, report):
 def entry(prog_name: str | None = None) -> None:
     """The `schedlab` console script: `main` in a process settled for large runs.
 
-    Its C allocator gives freed memory back (`sim.app.allocator`); `main` itself, as the
+    Its C allocator gives freed memory back (`schedlab.app.allocator`); `main` itself, as the
     tests and embedding code call it, leaves the calling process as it is.
     """
-    from sim.app.allocator import settle_allocator
+    from schedlab.app.allocator import settle_allocator
 
     settle_allocator()
     main(prog_name=prog_name)

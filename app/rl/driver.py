@@ -1,7 +1,8 @@
 """The policy inside a Gym episode: it hands each decision point to the agent (`Await`).
 
 `AgentPolicy` is an ordinary policy to the engine. At each decision point of a pass
-(`policies.observation`) it stores the observation and mask, yields `sim.model.Await`
+(`schedlab.policies.observation`) it stores the observation and mask, yields
+`schedlab.sim.model.Await`
 (the engine then returns control to `Run.advance`, i.e. to `ClusterEnv.step`), and on
 resumption applies the action the environment left in `action`. The rewards are time
 integrals kept by `RewardMeter` from the engine's events and the state after each pass.
@@ -9,7 +10,7 @@ integrals kept by `RewardMeter` from the engine's events and the state after eac
 An optional *advisor* (any registered policy) runs beside it on the same context and
 hears the same events; at each decision point its first decision is turned into the
 choice it would make (`advice`), so a built-in policy can act through the same action
-interface (`sim.app.rl.agents.PolicyAgent`).
+interface (`schedlab.app.rl.agents.PolicyAgent`).
 """
 
 from __future__ import annotations
@@ -19,11 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from policies.base import Policy
-from policies.observation import DecisionPoint, ObsConfig, Observer
-from sim.context import SchedContext
-from sim.jobstate import FINAL, JobState
-from sim.model import Await, Start, Unschedulable
+from schedlab.policies.base import Policy
+from schedlab.policies.observation import DecisionPoint, ObsConfig, Observer
+from schedlab.sim.context import SchedContext
+from schedlab.sim.jobstate import FINAL, JobState
+from schedlab.sim.model import Await, Start, Unschedulable
 
 __all__ = ["REWARDS", "AgentPolicy", "RewardMeter"]
 
@@ -53,7 +54,7 @@ class RewardMeter:
 
     def __init__(self, kind: str, bound: float = 10.0) -> None:
         if kind not in REWARDS:
-            from sim.errors import InvalidParameter, unknown_name_message
+            from schedlab.sim.errors import InvalidParameter, unknown_name_message
 
             raise InvalidParameter(unknown_name_message("reward", kind, REWARDS))
         self.kind = kind
@@ -118,7 +119,7 @@ class AgentPolicy(Policy):
     """A policy whose choices come from outside the run, one decision point at a time."""
 
     name = "gym-agent"
-    description = "the Gym environment's agent (sim.app.rl): starts the candidate it chooses"
+    description = "the Gym environment's agent (schedlab.app.rl): starts the candidate it chooses"
 
     def __init__(self, cfg: ObsConfig, reward: str = "slowdown",
                  advisor: Policy | None = None) -> None:
@@ -157,8 +158,8 @@ class AgentPolicy(Policy):
     def schedule(self, ctx: SchedContext) -> Iterator[Any]:
         """Yield `Await` at each decision point, then the start the agent chose (if any).
 
-        Yields decisions and `sim.model.Await` markers (only a stepping driver answers
-        those: `sim.engine.Run.advance`).
+        Yields decisions and `schedlab.sim.model.Await` markers (only a stepping driver answers
+        those: `schedlab.sim.engine.Run.advance`).
         """
         self.meter.advance(ctx.now)
         obs = self.observer

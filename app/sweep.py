@@ -1,14 +1,14 @@
-"""Parameter sweeps (SPEC sec. 1, 7): a sweep file expanded into runs, run on any executor.
+"""Parameter sweeps (contract.md#sec-1, #sec-7): a sweep file expanded into runs on any executor.
 
-The public face of `sim.app.sweep_file` (parsing a sweep file into `RunPoint`s, with the
-value checks of `sim.app.sweep_values`), `sim.app.sweep_run` (running them on a process
-pool, Dask or inline) and `sim.app.sweep_summary` (summary.parquet and the --dry-run
+The public face of `schedlab.app.sweep_file` (parsing a sweep file into `RunPoint`s, with the
+value checks of `schedlab.app.sweep_values`), `schedlab.app.sweep_run` (running them on a process
+pool, Dask or inline) and `schedlab.app.sweep_summary` (summary.parquet and the --dry-run
 table).
 """
 
 from __future__ import annotations
 
-from sim.app.sweep_file import (
+from schedlab.app.sweep_file import (
     BASE_DEFAULTS,
     POINT_KEYS,
     TOP_KEYS,
@@ -17,7 +17,7 @@ from sim.app.sweep_file import (
     load_sweep,
     parse_sweep,
 )
-from sim.app.sweep_run import (
+from schedlab.app.sweep_run import (
     SCHEDULERS,
     InlineExecutor,
     RunOutcome,
@@ -28,7 +28,7 @@ from sim.app.sweep_run import (
     shaped_trace,
     write_error,
 )
-from sim.app.sweep_summary import (
+from schedlab.app.sweep_summary import (
     RESERVED_COLUMNS,
     describe_points,
     is_finished,

@@ -1,7 +1,7 @@
 """Random small valid cases for fuzzing the engine and every policy ("Runs you can trust").
 
 A case is a native topology (1-4 nodes, random sockets/switches/GPUs, sometimes racks, two
-GPU types, HiveD-style `vcs:` that fit, `queues:` of SPEC sec. 3), a trace of 5-30 jobs
+GPU types, HiveD-style `vcs:` that fit, `queues:` of docs/contract.md#sec-3), a trace of 5-30 jobs
 exercising every column the engine reads (DAGs, retries, lifetimes, elastic ranges, gangs,
 fractional GPUs, CPU-only jobs, container jobs, jobs too large for the cluster, unknown VCs
 and GPU types)
@@ -14,7 +14,7 @@ drawn from one seeded `numpy.random.Generator`, so a case is named by its seed::
 
 `run_case` runs the simulation and reports the first thing that went wrong: an exception
 (our own `SimError` included, unless it is a documented refusal), a broken invariant of
-`policies.conformance.check_invariants`, a run over its time limit, or, when asked, two
+`schedlab.policies.conformance.check_invariants`, a run over its time limit, or, when asked, two
 runs of the same seed that differ. `minimize` shrinks a failing case to a few jobs and
 `repro_code` prints it as a self-contained script. Lossy stops are drawn too (`stop=preempt`
 or `checkpoint_on_suspend=false` under Gavel's rounds or Tiresias' promotions): their runs
@@ -35,12 +35,12 @@ from typing import Any
 
 import numpy as np
 
-from policies.conformance import ConformanceError, check_invariants
-from sim.errors import SimError
-from topologies.native import native_from_dict
-from topologies.tree import Topology
-from traces.base import Trace
-from traces.synthetic import from_records
+from schedlab.policies.conformance import ConformanceError, check_invariants
+from schedlab.sim.errors import SimError
+from schedlab.topologies.native import native_from_dict
+from schedlab.topologies.tree import Topology
+from schedlab.traces.base import Trace
+from schedlab.traces.synthetic import from_records
 
 __all__ = [
     "DOCUMENTED_ERRORS", "FuzzCase", "Outcome", "RunTimeout", "case_from_seed", "draw_target",
@@ -68,8 +68,8 @@ class FuzzCase:
 
     Attributes:
         topology: The cluster, built from `topology_data` by `native_from_dict`.
-        trace: The jobs, validated like a canonical file (`traces.synthetic.from_records`).
-        params: Engine parameters (SPEC sec. 7), e.g. `placer`, `mtbf`, `failure_rate`.
+        trace: The jobs, validated like a canonical file (`schedlab.traces.synthetic.from_records`).
+        params: Engine parameters (docs/contract.md#sec-7), e.g. `placer`, `mtbf`, `failure_rate`.
         seed: The simulation seed.
         topology_data: The native YAML mapping the topology was built from.
         records: One dict a job, as given to `from_records` (for repro scripts).
@@ -117,7 +117,7 @@ class Outcome:
 
 
 def _fuzz_topology_data(rng: np.random.Generator) -> dict[str, Any]:
-    """A native topology mapping (SPEC sec. 3) of 1-4 nodes, with VCs and queues sometimes."""
+    """A native topology mapping (contract.md#sec-3) of 1-4 nodes, with VCs and queues sometimes."""
     total = int(rng.integers(1, 5))
     two_types = total >= 2 and rng.random() < 0.3
     counts = [total] if not two_types else [int(c) for c in _split(rng, total, 2)]
@@ -336,7 +336,7 @@ def _queue_leaves(items: Sequence[Mapping[str, Any]]) -> list[str]:
 
 def _optional_topology(rng: np.random.Generator, data: dict[str, Any]) -> None:
     """Node `disk_gb` / `interconnect` and queue `state`, when the native reader has them."""
-    from topologies import native
+    from schedlab.topologies import native
 
     group_keys = set(getattr(native, "GROUP_KEYS", ()))
     for group in data["nodes"]:
@@ -355,7 +355,7 @@ def _optional_topology(rng: np.random.Generator, data: dict[str, Any]) -> None:
 
 def _optional_columns(rng: np.random.Generator, records: list[dict[str, Any]]) -> None:
     """Job columns newer than the generator's core set, when JobSpec has them."""
-    from sim.model import JobSpec
+    from schedlab.sim.model import JobSpec
 
     names = {f.name for f in dataclasses.fields(JobSpec)}
     for rec in records:
@@ -367,7 +367,7 @@ def _optional_columns(rng: np.random.Generator, records: list[dict[str, Any]]) -
 
 
 def _container_columns(rng: np.random.Generator, rec: dict[str, Any]) -> None:
-    """Make the record a container job (Kubernetes Job semantics, `sim.containers`)."""
+    """Make the record a container job (Kubernetes Job semantics, `schedlab.sim.containers`)."""
     rec["completions"] = int(rng.integers(1, 6))
     rec["parallelism"] = int(rng.integers(1, 4))
     rec["restart_policy"] = str(rng.choice(["Never", "OnFailure"]))
@@ -379,7 +379,7 @@ def _container_columns(rng: np.random.Generator, rec: dict[str, Any]) -> None:
 
 
 def _role_columns(rng: np.random.Generator, records: list[dict[str, Any]]) -> None:
-    """Turn some gang jobs into jobs of roles (SPEC `tasks`), when JobSpec has them.
+    """Turn some gang jobs into jobs of roles (contract.md#sec-2 `tasks`), when JobSpec has them.
 
     TensorFlow-like (CPU-only `ps`, workers, a chief, sometimes a non-gang evaluator with
     or without its own duration) or PyTorch-like (a master and workers of another shape);
@@ -387,7 +387,7 @@ def _role_columns(rng: np.random.Generator, records: list[dict[str, Any]]) -> No
     """
     import json
 
-    from sim.model import JobSpec
+    from schedlab.sim.model import JobSpec
 
     if "tasks" not in {f.name for f in dataclasses.fields(JobSpec)}:
         return
@@ -424,7 +424,7 @@ def _role_columns(rng: np.random.Generator, records: list[dict[str, Any]]) -> No
 
 def _utilization_columns(rng: np.random.Generator, records: list[dict[str, Any]]) -> None:
     """Make some elastic jobs scale on utilization (`target_util`, `scale_interval`)."""
-    from sim.model import JobSpec
+    from schedlab.sim.model import JobSpec
 
     if "target_util" not in {f.name for f in dataclasses.fields(JobSpec)}:
         return
@@ -442,7 +442,7 @@ def _utilization_columns(rng: np.random.Generator, records: list[dict[str, Any]]
 
 
 def _fuzz_engine_params(rng: np.random.Generator) -> dict[str, Any]:
-    """Engine parameters (SPEC sec. 7), each given only sometimes."""
+    """Engine parameters (docs/contract.md#sec-7), each given only sometimes."""
     p: dict[str, Any] = {}
     if rng.random() < 0.6:
         p["placer"] = str(rng.choice(["consolidated", "pack", "first-fit", "fgd", "best-fit",
@@ -562,8 +562,8 @@ def case_from_seed(seed: int) -> FuzzCase:
 
 def targets() -> list[tuple[str, dict[str, Any]]]:
     """Every registered policy (no params) and every composition (hived x each ordering)."""
-    from policies.conformance import compositions
-    from policies.registry import registered_policies
+    from schedlab.policies.conformance import compositions
+    from schedlab.policies.registry import registered_policies
 
     return [(name, {}) for name in registered_policies()] + compositions()
 
@@ -666,7 +666,7 @@ def run_case(case: FuzzCase, policy: str | Callable[[], Any],
     Returns:
         The outcome; `outcome.ok` is False for a finding.
     """
-    from sim.engine import Simulation
+    from schedlab.sim.engine import Simulation
 
     merged = {**case.params, **(params or {})}
     t0 = time.perf_counter()
@@ -780,10 +780,10 @@ def repro_code(case: FuzzCase, policy: str, params: Mapping[str, Any] | None = N
     merged = {**case.params, **(params or {})}
     recs = ",\n    ".join(repr(dict(r)) for r in case.records)
     return (
-        "from policies.conformance import check_invariants\n"
-        "from sim import Simulation\n"
-        "from topologies.native import native_from_dict\n"
-        "from traces.synthetic import from_records\n\n"
+        "from schedlab.policies.conformance import check_invariants\n"
+        "from schedlab.sim import Simulation\n"
+        "from schedlab.topologies.native import native_from_dict\n"
+        "from schedlab.traces.synthetic import from_records\n\n"
         f"topo = native_from_dict({dict(case.topology_data)!r}, 'repro')\n"
         f"trace = from_records([\n    {recs},\n])\n"
         f"result = Simulation(trace, topo, {policy!r}, seed={case.seed}, "

@@ -1,10 +1,10 @@
-"""The standard figures of SPEC sec. 6, drawn from result folders as PNG.
+"""The standard figures of docs/contract.md#sec-6, drawn from result folders as PNG.
 
 Figures are built on `matplotlib.figure.Figure` with the Agg canvas, never pyplot, so
 plotting has no global state and works the same in a worker, a test or a notebook. Each
 `*_figure` function takes loaded runs (or a summary table) and returns a Figure; the
 notebooks call them directly, `render_all` writes them all for `schedlab plot`. Loading
-result folders is `sim.app.plot_runs` (`RunData` and `load_results` are re-exported).
+result folders is `schedlab.app.plot_runs` (`RunData` and `load_results` are re-exported).
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from sim.app.plot_runs import IDENTITY_KEYS, RunData, labels_of, load_results, short
-from sim.errors import SimError
-from sim.writing import FolderNotWritable, atomic_write, ensure_writable_dir
+from schedlab.app.plot_runs import IDENTITY_KEYS, RunData, labels_of, load_results, short
+from schedlab.sim.errors import SimError
+from schedlab.sim.writing import FolderNotWritable, atomic_write, ensure_writable_dir
 
 HOUR = 3600.0
 
@@ -474,7 +474,7 @@ def sweep_figure(sweep: pd.DataFrame, x: str, metric: str = "jct_mean") -> Figur
 
 
 def save_png(fig: Figure, path: str | os.PathLike[str], dpi: int = 110) -> Path:
-    """Write a figure as PNG atomically (`sim.writing.atomic_write`: mode from the umask)."""
+    """Write a figure as PNG atomically (`schedlab.sim.writing.atomic_write`: umask mode)."""
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     return atomic_write(out, lambda tmp: fig.savefig(tmp, dpi=dpi, format="png"))

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from policies.scorer import Scorer
+from schedlab.policies.scorer import Scorer
 
 __all__ = ["EpisodeOutcome", "ModelAgent", "PolicyAgent", "RandomAgent", "run_episode"]
 

@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 
 import click
 
-from sim.app.common import fail
-from sim.errors import SimError
+from schedlab.app.common import fail
+from schedlab.sim.errors import SimError
 
 __all__ = ["SHAPING_KEYS", "shape_from_options", "shaping_options", "trace",
            "trace_format_option"]
@@ -73,8 +73,8 @@ def shape_from_options(trace: Any, topology: Any = None, **opts: Any) -> Any:
     Raises:
         SimError: A bad value, or --remap-gpus without a topology.
     """
-    from sim.errors import InvalidParameter
-    from traces.shaping import shape
+    from schedlab.sim.errors import InvalidParameter
+    from schedlab.traces.shaping import shape
 
     remap = opts.get("remap_gpus") or False
     if remap and topology is None:
@@ -92,15 +92,15 @@ def shape_from_options(trace: Any, topology: Any = None, **opts: Any) -> Any:
 
 
 class _TraceFormat(click.Choice):
-    """The `--trace-format` names, read from `traces.readers` only when needed."""
+    """The `--trace-format` names, read from `schedlab.traces.readers` only when needed."""
 
     def __init__(self) -> None:
         super().__init__([], case_sensitive=False)
 
     @property  # type: ignore[override]
     def choices(self) -> list[str]:
-        """Every key of `traces.readers.TRACE_FORMATS`."""
-        from traces.readers import TRACE_FORMATS
+        """Every key of `schedlab.traces.readers.TRACE_FORMATS`."""
+        from schedlab.traces.readers import TRACE_FORMATS
 
         return list(TRACE_FORMATS)
 
@@ -110,18 +110,18 @@ class _TraceFormat(click.Choice):
 
 
 def trace_format_option(f: F) -> F:
-    """The `--trace-format` option: a choice of `traces.readers.TRACE_FORMATS`."""
+    """The `--trace-format` option: a choice of `schedlab.traces.readers.TRACE_FORMATS`."""
     return click.option("--trace-format", default=None, type=_TraceFormat(),
                         help="Trace format (default: detect from the file).")(f)
 
 
 def _load(source: str, trace_format: str | None, skip_bad_rows: bool,
           topo_src: str | None) -> tuple[Any, Any]:
-    from traces import load_trace
+    from schedlab.traces import load_trace
 
     topo = None
     if topo_src is not None:
-        from topologies import load_topology
+        from schedlab.topologies import load_topology
 
         topo = load_topology(topo_src)
     trace = load_trace(source, skip_bad_rows=skip_bad_rows, trace_format=trace_format,
@@ -162,7 +162,7 @@ def inspect_cmd(source: str, trace_format: str | None, topo_src: str | None,
                 plot_dir: str | None, as_json: bool, skip_bad_rows: bool,
                 **shaping: Any) -> None:
     """Statistics of a trace: jobs, span, arrivals, sizes, durations, users, load."""
-    from traces.inspect import format_stats, plot_stats, trace_stats
+    from schedlab.traces.inspect import format_stats, plot_stats, trace_stats
 
     try:
         t, topo = _load(source, trace_format, skip_bad_rows, topo_src)
@@ -194,7 +194,7 @@ Examples:
 def convert_cmd(source: str, out: str, trace_format: str | None, topo_src: str | None,
                 skip_bad_rows: bool, **shaping: Any) -> None:
     """Convert a trace to the canonical schema (OUT: .parquet, .csv or .csv.gz)."""
-    from traces.canonical import write_canonical
+    from schedlab.traces.canonical import write_canonical
 
     try:
         t, topo = _load(source, trace_format, skip_bad_rows, topo_src)

@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sim.app.common import pool_context
-from sim.app.sweep_file import RunPoint, Sweep
-from sim.app.sweep_summary import is_finished, write_summary
-from sim.errors import InvalidParameter
-from sim.writing import FolderNotWritable, atomic_text, ensure_writable_dir
+from schedlab.app.common import pool_context
+from schedlab.app.sweep_file import RunPoint, Sweep
+from schedlab.app.sweep_summary import is_finished, write_summary
+from schedlab.sim.errors import InvalidParameter
+from schedlab.sim.writing import FolderNotWritable, atomic_text, ensure_writable_dir
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ class SweepReport:
 @functools.lru_cache(maxsize=4)
 def _cached_trace(source: str, stamp: float) -> Any:
     """Traces are immutable: a worker that runs many points loads each one once."""
-    from traces import load_trace
+    from schedlab.traces import load_trace
 
     return load_trace(source)
 
@@ -66,8 +66,8 @@ def _load_trace(source: str) -> Any:
 
 
 def shaped_trace(point: RunPoint) -> Any:
-    """The point's trace after `trace_window`, `load_scale` and `max_jobs` (traces.shaping)."""
-    from traces.shaping import shape
+    """The point's trace after `trace_window`, `load_scale` and `max_jobs` (`traces.shaping`)."""
+    from schedlab.traces.shaping import shape
 
     trace = _load_trace(point.trace)
     if point.trace_window is None and point.load_scale is None and point.max_jobs is None:
@@ -78,7 +78,7 @@ def shaped_trace(point: RunPoint) -> Any:
 
 def run_point(point: RunPoint, out: str) -> RunOutcome:
     """Run one point into OUT/<folder>; a failure is recorded in error.json, never raised."""
-    from sim.engine import Simulation
+    from schedlab.sim.engine import Simulation
 
     folder = Path(out) / point.folder
     folder.mkdir(parents=True, exist_ok=True)

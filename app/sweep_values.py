@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from sim.errors import InvalidParameter, SimError
+from schedlab.sim.errors import InvalidParameter, SimError
 
 __all__ = ["check_inputs", "int_value", "positive_value", "resolve_path", "seconds_value",
            "text_value", "window_value"]
@@ -66,7 +66,7 @@ def window_value(v: Any, at: str) -> str | None:
     else:
         raise InvalidParameter(f"{at}: trace_window {v!r}: expected 'START:END' or "
                                "[start, end] (seconds from the first submission, or dates)")
-    from traces.shaping import parse_window
+    from schedlab.traces.shaping import parse_window
 
     try:
         parse_window(text, 0.0)  # syntax only: epoch 0 lets any date through
@@ -90,8 +90,8 @@ def resolve_path(v: Any, root: Path) -> Any:
 
 def check_inputs(trace: str, topology: str, at: str, checked: set[tuple[str, str]]) -> None:
     """Fail early on an unknown trace or topology name, or a missing file (each once)."""
-    from topologies import load_topology
-    from traces import bundled_traces, load_trace
+    from schedlab.topologies import load_topology
+    from schedlab.traces import bundled_traces, load_trace
 
     if ("trace", trace) not in checked:
         if not (Path(trace).is_file() or trace in bundled_traces()):

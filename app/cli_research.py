@@ -1,6 +1,6 @@
-"""The research commands of `schedlab` (SPEC sec. 1): `sweep`, `plot`, `check`, `report`.
+"""The research commands of `schedlab` (docs/contract.md#sec-1): `sweep`, `plot`, `check`, `report`.
 
-Each is a click command that `sim.app.cli` adds to its group with `main.add_command`.
+Each is a click command that `schedlab.app.cli` adds to its group with `main.add_command`.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import click
 
-from sim.app.common import fail
-from sim.errors import SimError
+from schedlab.app.common import fail
+from schedlab.sim.errors import SimError
 
 
 def _is_terminal() -> bool:
@@ -58,7 +58,13 @@ Examples:
 def sweep(sweep_file: str, out: str | None, jobs: int | None, scheduler: str | None,
           dry_run: bool, quiet: bool) -> None:
     """Run a sweep file: grid/zip/seeds of runs, one folder each, then summary.parquet."""
-    from sim.app.sweep import describe_points, load_sweep, open_executor, run_sweep, write_summary
+    from schedlab.app.sweep import (
+        describe_points,
+        load_sweep,
+        open_executor,
+        run_sweep,
+        write_summary,
+    )
 
     try:
         spec = load_sweep(sweep_file)
@@ -115,8 +121,8 @@ Examples:
                    "several panels (up to 6) and the tenant figure becomes a heatmap.")
 def plot(results: tuple[str, ...], out: str | None, metrics: tuple[str, ...],
          gantt_max_jobs: int, max_lines: int) -> None:
-    """The standard figures (SPEC section 6) for a run folder, several, or a sweep (PNG)."""
-    from sim.app.plots import render_all
+    """The standard figures (docs/contract.md#sec-6) for a run folder, several, or a sweep (PNG)."""
+    from schedlab.app.plots import render_all
 
     target = Path(out) if out else (Path(results[0]) / "figures" if len(results) == 1
                                     else Path("figures"))
@@ -149,7 +155,7 @@ Examples:
 def check(results: str, baseline: str, update: bool, rtol: float | None, atol: float | None,
           only_failures: bool) -> None:
     """Compare summary metrics with a baseline; exit 1 on drift or a missing run."""
-    from sim.app.check import (
+    from schedlab.app.check import (
         collect_runs,
         compare_all,
         format_report,
@@ -201,7 +207,7 @@ def report(results: tuple[str, ...], out: str, title: str | None, metrics: tuple
     RESULTS is a run folder, a folder of runs (as `schedlab run` writes) or a sweep
     folder. The file needs no network: figures are inline PNG, sorting is inline script.
     """
-    from sim.app.report import write_report
+    from schedlab.app.report import write_report
 
     try:
         path = write_report(list(results), out, title=title, max_lines=max_lines,

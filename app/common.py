@@ -9,7 +9,7 @@ from typing import Any, NoReturn
 
 import click
 
-from sim.registry import POLICIES
+from schedlab.sim.registry import POLICIES
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 

@@ -1,10 +1,10 @@
-"""Sweep files (SPEC sec. 1, 7): parsing and expansion into validated, distinct runs.
+"""Sweep files (contract.md#sec-1, #sec-7): parsing and expansion into validated, distinct runs.
 
 A sweep file names a base run and the axes to vary (`grid:` cartesian, `zip:` paired,
 `seeds:` repeats). Each run is a frozen `RunPoint` whose folder is named by its policy
 and a hash of its full config. Every run is checked before any runs: policy names or
 'module:Class' / 'file.py:Class' paths, parameters (split and parsed by
-`sim.engine_params`, the one splitting path), traces, topologies and shaping values.
+`schedlab.sim.engine_params`, the one splitting path), traces, topologies and shaping values.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sim.app.common import is_path, policy_label
-from sim.app.sweep_values import (
+from schedlab.app.common import is_path, policy_label
+from schedlab.app.sweep_values import (
     check_inputs,
     int_value,
     positive_value,
@@ -28,9 +28,9 @@ from sim.app.sweep_values import (
     text_value,
     window_value,
 )
-from sim.engine_params import check_params, split_params
-from sim.errors import InvalidParameter, SimError, did_you_mean
-from sim.registry import POLICIES
+from schedlab.sim.engine_params import check_params, split_params
+from schedlab.sim.errors import InvalidParameter, SimError, did_you_mean
+from schedlab.sim.registry import POLICIES
 
 TOP_KEYS = ("base", "grid", "zip", "seeds")
 """Keys allowed at the top of a sweep file."""
@@ -77,7 +77,7 @@ class RunPoint:
         """The run's folder name inside the sweep folder: policy, then the hash.
 
         A policy given as 'module:Class' or 'file.py:Class' is named by its class
-        (`sim.app.common.policy_label`).
+        (`schedlab.app.common.policy_label`).
         """
         return f"{policy_label(self.policy)}-{self.run_id}"
 
@@ -118,7 +118,7 @@ def load_sweep(path: str | os.PathLike[str]) -> Sweep:
 
 def parse_sweep(data: Any, base_dir: str | os.PathLike[str] | None = None,
                 source: str = "<sweep>") -> Sweep:
-    """Expand a sweep mapping (the YAML of SPEC sec. 7) into validated, distinct runs.
+    """Expand a sweep mapping (the YAML of docs/contract.md#sec-7) into validated, distinct runs.
 
     An empty sweep (None: an empty file or only comments; an empty mapping) is an error,
     not the default run: a sweep names at least one of `base`, `grid`, `zip`, `seeds`.
@@ -131,7 +131,7 @@ def parse_sweep(data: Any, base_dir: str | os.PathLike[str] | None = None,
         raise InvalidParameter(
             f"{name} {what}: a sweep file needs at least one of "
             f"{', '.join(TOP_KEYS)}, e.g. 'base: {{policy: fifo}}' for one run or "
-            "'grid: {policy: [fifo, drf], load_scale: [0.8, 1.0]}' (SPEC sec. 7)")
+            "'grid: {policy: [fifo, drf], load_scale: [0.8, 1.0]}' (docs/contract.md#sec-7)")
     if not isinstance(data, Mapping):
         raise InvalidParameter(f"{where}: expected a mapping with keys {', '.join(TOP_KEYS)}, "
                                f"got {type(data).__name__}")

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sim.app.common import pool_context
-from sim.errors import SimError
+from schedlab.app.common import pool_context
+from schedlab.sim.errors import SimError
 
 __all__ = ["PolicyTask", "ProgressBoard", "default_jobs", "previous_wall", "run_tasks",
            "warm_up"]
@@ -56,17 +56,18 @@ class RunInputs:
     max_jobs: int | None
 
 
-PRELOAD = ("sim.engine", "sim.results", "policies", "pandas", "pyarrow.parquet")
+PRELOAD = ("schedlab.sim.engine", "schedlab.sim.results", "schedlab.policies", "pandas",
+           "pyarrow.parquet")
 """Modules the fork server imports once, so each worker starts with them loaded."""
 
 
 def preload_modules(tasks: Sequence[PolicyTask]) -> list[str]:
     """PRELOAD and the modules of the tasks' built-in policies (gavel's loads SciPy).
 
-    Only modules of the `policies` package: a plugin's module is imported by the worker
+    Only modules of the `schedlab.policies` package: a plugin's module is imported by the worker
     that runs it, so a plugin that fails to import fails its run, not the fork server.
     """
-    from sim.registry import POLICIES
+    from schedlab.sim.registry import POLICIES
 
     found = [POLICIES.module_of(t.policy) for t in tasks]
     own = sorted({m for m in found if m is not None and m.startswith("policies.")})
@@ -112,7 +113,7 @@ def run_task(inputs: RunInputs, task: PolicyTask, report: Report | None) -> dict
     Raises:
         SimError: The run failed, or its folder cannot be written (names the folder).
     """
-    from sim.engine import Simulation
+    from schedlab.sim.engine import Simulation
 
     sim = Simulation(inputs.trace, inputs.topology, task.policy, seed=inputs.seed,
                      params=task.params, max_jobs=inputs.max_jobs)

@@ -7,12 +7,12 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sim.writing import atomic_write
+from schedlab.sim.writing import atomic_write
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from sim.app.sweep_file import Sweep
+    from schedlab.app.sweep_file import Sweep
 
 RESERVED_COLUMNS = ("run_id", "folder", "status", "error")
 """Leading columns of summary.parquet, before the run's parameters and metrics."""
