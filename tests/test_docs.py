@@ -102,6 +102,70 @@ def test_every_policy_has_a_generated_page():
         "would hide them"
 
 
+def _table_rows(text: str) -> list[tuple[int, list[str]]]:
+    """(line, cells) of every body row of every Markdown table (header rows left out)."""
+    lines = text.splitlines()
+    out = []
+    for i, line in enumerate(lines):
+        if not line.startswith("|") or re.fullmatch(r"\|(\s*:?-+:?\s*\|)+", line):
+            continue
+        if i + 1 < len(lines) and re.fullmatch(r"\|(\s*:?-+:?\s*\|)+", lines[i + 1]):
+            continue  # a header row (the policy page's first table has an empty one)
+        cells = re.split(r"(?<!\\)\|", line.strip())[1:-1]
+        out.append((i + 1, [c.strip() for c in cells]))
+    return out
+
+
+def _sections(text: str) -> list[tuple[str, str]]:
+    """(heading, body) of every `##`/`###` section, code fences left out of the split."""
+    text = re.sub(r"^```.*?^```", "```code```", text, flags=re.S | re.M)
+    parts = re.split(r"^(#{2,3} .+)$", text, flags=re.M)
+    return list(zip(parts[1::2], parts[2::2], strict=True))
+
+
+def test_generated_policy_pages_have_no_empty_part():
+    """No generated page has an empty table cell or an empty section.
+
+    A build whose docstrings were dropped (mypyc's, before _native put them back) once gave
+    every compiled policy an empty "paper and scope" row and an empty "What it follows,
+    and where it departs" section, and the strict build passed regardless.
+    """
+    for path, text in _load_docs_pages().pages().items():
+        for line, cells in _table_rows(text):
+            assert all(cells), f"{path}:{line}: an empty table cell: {cells}"
+        for heading, body in _sections(text):
+            words = re.sub(r"^From the docstring of `[^`]+`:$", "", body, flags=re.M)
+            assert re.search(r"\w", words), f"{path}: section {heading!r} is empty"
+        assert re.search(r"\| paper and scope \| \S", text) or path == "policies/index.md"
+
+
+def test_a_missing_policy_docstring_fails_the_build(monkeypatch):
+    """tools/docs_pages.py refuses to make a page from a missing docstring, naming the policy."""
+    from schedlab.policies import policy_class
+
+    module = _load_docs_pages()
+    cls = policy_class("fifo-backfill")
+    monkeypatch.setattr(sys.modules[cls.__module__], "__doc__", None)
+    with pytest.raises(module.MissingDocstring, match="policy 'fifo-backfill'.*paper and scope"):
+        module.policy_page("fifo-backfill")
+    with pytest.raises(module.MissingDocstring, match=f"its module {cls.__module__}"):
+        module.pages()  # the whole site: the first policy of that module is named
+    monkeypatch.undo()
+
+    monkeypatch.setattr(cls, "__doc__", "")
+    monkeypatch.setattr(cls, "description", "", raising=False)
+    with pytest.raises(module.MissingDocstring, match="policy 'fifo-backfill'"):
+        module.policy_page("fifo-backfill")
+    monkeypatch.undo()
+
+    from schedlab.sim.registry import PLACERS
+
+    placer = PLACERS.get("pack")
+    monkeypatch.setattr(sys.modules[placer.__module__], "__doc__", "")
+    with pytest.raises(module.MissingDocstring, match="placer 'pack'"):
+        module.index_page()
+
+
 def test_docstrings_become_markdown_lists():
     md = _load_docs_pages()._markdown("""Summary.
 

@@ -6,6 +6,13 @@ registered policy, from the policy class (`description`, `params`, `placer`, ...
 docstrings of its class and module, so the pages can never fall out of step with the
 code. Nothing is written to `docs/`; to read the pages without MkDocs:
 `python tools/docs_pages.py OUT_DIR`.
+
+A page needs the policy's module docstring (its first line is the "paper and scope" row,
+the whole is "What it follows, and where it departs"), a summary (`description` or the
+class docstring) and, for a policy or placer that names a placer, the placer's docstrings.
+A missing one fails the build (`MissingDocstring`, naming the policy or placer) rather than
+giving a page with an empty row or section, as a build whose docstrings were dropped
+(mypyc's) once did.
 """
 
 from __future__ import annotations
@@ -25,6 +32,19 @@ NAV_TITLE = "Policies"
 """The nav entry (mkdocs.yml) that the generated pages are put under."""
 
 INDEX = "policies/index.md"
+
+
+class MissingDocstring(RuntimeError):
+    """A docstring a generated page is made from is missing or empty."""
+
+
+def _needed(doc: str | None, owner: str, what: str, fills: str) -> str:
+    """`doc`, or MissingDocstring naming the policy or placer and what it would leave empty."""
+    if not inspect.cleandoc(doc or "").strip():
+        raise MissingDocstring(f"{owner}: {what} has no docstring, so its page would have "
+                               f"an empty {fills}; write one (or, in a compiled build, "
+                               "check that schedlab/_native.py put it back)")
+    return str(doc)
 
 
 def _show(value: Any) -> str:
@@ -92,14 +112,39 @@ def summary(cls: type) -> str:
     return str(getattr(cls, "description", "") or _first_line(cls.__doc__))
 
 
+def _policy_summary(name: str) -> str:
+    """A built-in policy's summary, or MissingDocstring naming it."""
+    from schedlab.policies import policy_class
+
+    cls = policy_class(name)
+    if not summary(cls).strip():
+        _needed(cls.__doc__, f"policy {name!r}", f"its class {cls.__qualname__} (and no "
+                "`description`)", "summary line and index row")
+    return summary(cls)
+
+
+def _placer_doc(name: str, module: bool) -> str:
+    """A placer's class or module docstring; MissingDocstring for a built-in one."""
+    from schedlab.sim.registry import PLACERS
+
+    pcls = PLACERS.get(name)
+    doc = sys.modules[pcls.__module__].__doc__ if module else pcls.__doc__
+    if not pcls.__module__.startswith("schedlab."):
+        return doc or ""  # a plugin's placer: not ours to require
+    what = f"its module {pcls.__module__}" if module else f"its class {pcls.__qualname__}"
+    return _needed(doc, f"placer {name!r}", what, "section" if module else "table cell")
+
+
 def policy_page(name: str) -> str:
     """The Markdown page of one registered policy."""
     from schedlab.policies import policy_class
     from schedlab.sim.registry import PLACERS
 
     cls = policy_class(name)
-    module = sys.modules[cls.__module__]
-    lines = [f"# `{name}`", "", _escape(summary(cls).rstrip(".")) + ".", ""]
+    module_doc = _needed(sys.modules[cls.__module__].__doc__, f"policy {name!r}",
+                         f"its module {cls.__module__}",
+                         "'paper and scope' row and 'What it follows' section")
+    lines = [f"# `{name}`", "", _escape(_policy_summary(name).rstrip(".")) + ".", ""]
     placer = getattr(cls, "placer", None)
     period = getattr(cls, "period", None)
     tenants = getattr(cls, "tenant_field", None)
@@ -109,7 +154,7 @@ def policy_page(name: str) -> str:
     lines += [
         "| | |", "|---|---|",
         f"| class | `{cls.__module__}.{cls.__qualname__}` |",
-        f"| paper and scope | {_cell(_first_line(module.__doc__))} |",
+        f"| paper and scope | {_cell(_first_line(module_doc))} |",
         f"| default placer | `{placer or 'consolidated'}`"
         f"{'' if placer else ' (the engine default)'} |",
         f"| wakes on | {'a timer every ' + _show(period) + ' s, and ' if period else ''}"
@@ -120,6 +165,10 @@ def policy_page(name: str) -> str:
         "## Parameters", "",
     ]
     params = getattr(cls, "params", {})
+    for key, p in params.items():
+        if not str(p.doc or "").strip():
+            raise MissingDocstring(f"policy {name!r}: parameter {key!r} has no doc line, so "
+                                   "its page would have an empty 'meaning' cell")
     if params:
         lines += ["| parameter | default | meaning |", "|---|---|---|"]
         lines += [f"| `{key}` | `{_show(p.default)}` | {_cell(p.doc)} |"
@@ -133,18 +182,19 @@ def policy_page(name: str) -> str:
         lines += ["## How it decides", "", body, ""]
     lines += ["## What it follows, and where it departs", "",
               f"From the docstring of `{cls.__module__}`:", "",
-              f"**{_escape(_first_line(module.__doc__))}**", "", _body(module.__doc__), ""]
+              f"**{_escape(_first_line(module_doc))}**", "", _body(module_doc), ""]
     if placer:
         pcls = PLACERS.get(placer)
-        pmod = sys.modules[pcls.__module__]
+        pdoc = _needed(sys.modules[pcls.__module__].__doc__, f"policy {name!r}",
+                       f"the module {pcls.__module__} of its placer {placer!r}",
+                       "'Its placer' section")
         lines += [f"## Its placer: `{placer}`", "", f"From the docstring of `{pcls.__module__}`:",
-                  "", _markdown(pmod.__doc__), ""]
+                  "", _markdown(pdoc), ""]
     return "\n".join(lines)
 
 
 def index_page() -> str:
     """The Markdown page listing every policy, the engine parameters and the placers."""
-    from schedlab.policies import policy_class
     from schedlab.sim.engine_params import ENGINE_PARAMS
     from schedlab.sim.registry import PLACERS
 
@@ -156,7 +206,7 @@ def index_page() -> str:
         "`schedlab policies` prints the same parameters.", "",
         "| policy | what it does |", "|---|---|",
     ]
-    lines += [f"| [`{n}`]({n}.md) | {_cell(summary(policy_class(n)))} |"
+    lines += [f"| [`{n}`]({n}.md) | {_cell(_policy_summary(n))} |"
               for n in builtin_policies()]
     lines += ["", "## Engine parameters", "",
               "Every policy takes these (`--param KEY=VALUE`, `params:` in a sweep, "
@@ -169,10 +219,9 @@ def index_page() -> str:
               "[Concepts](../concepts.md#placers-and-policies).", "",
               "| placer | what it does |", "|---|---|"]
     for n in PLACERS.names():
-        lines.append(f"| `{n}` | {_cell(_first_line(PLACERS.get(n).__doc__))} |")
+        lines.append(f"| `{n}` | {_cell(_first_line(_placer_doc(n, module=False)))} |")
     for n in PLACERS.names():
-        pcls = PLACERS.get(n)
-        lines += ["", f"### `{n}`", "", _markdown(sys.modules[pcls.__module__].__doc__)]
+        lines += ["", f"### `{n}`", "", _markdown(_placer_doc(n, module=True))]
     return "\n".join(lines) + "\n"
 
 
