@@ -283,7 +283,8 @@ def main() -> None:
                 r["x_fifo_event"] = round(r["us_per_event"] / fifo_ev, 2)
         report += ["", f"## full Philly on {args.philly_topology}", "",
                    table(rows, [*cols[2:], "x_fifo", "x_fifo_event", "x_floor"])]
-        verdicts += philly_verdicts(rows, args.philly_topology)
+        build = "compiled" if sim_pkg.compiled_modules() else "pure"
+        verdicts += philly_verdicts(rows, args.philly_topology, build)
     if verdicts:
         report += ["", "## Targets (issue 18; scale_targets.py)", "",
                    *[f"- {line}" for _, line in verdicts]]

@@ -47,8 +47,12 @@ def test_ratios_to_fifo_and_the_event_bound_reading(targets):
     verdicts = targets.philly_verdicts(rows, "uniform:56")
     lines = [line for _, line in verdicts]
     assert [ok for ok, _ in verdicts] == [True, True, False, True, False]
-    assert lines[0].startswith("PASS fifo on full Philly (uniform:56): 1.14x")
+    assert lines[0].startswith("PASS fifo on full Philly (uniform:56, compiled build): 1.14x")
     assert "24.3x the whole run" in lines[3]  # the whole-run ratio is still said
     assert lines[4] == "FAIL hived: no measurement (cut after 300 CPU s)"
     # a cluster without a bar: only the floor target is judged
     assert len(targets.philly_verdicts(rows, "helios")) == 1
+    # the pure build's bar is 3x the floor, the compiled build's 1.5x
+    slow = [{"policy": "fifo", "x_floor": 2.6}]
+    assert [ok for ok, _ in targets.philly_verdicts(slow, "philly", "pure")] == [True]
+    assert [ok for ok, _ in targets.philly_verdicts(slow, "philly")] == [False]
