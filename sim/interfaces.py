@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from schedlab.sim.jobstate import JobState
 from schedlab.sim.model import JobSpec, Level, Placement
@@ -130,28 +130,71 @@ class RunView(Protocol):
     def params(self) -> Mapping[str, Any]: ...
 
 
-class PolicyContext(Protocol):
-    """What a policy sees of a run (implemented by `schedlab.sim.context.SchedContext`)."""
+class WhatIfView(Protocol):
+    """A cluster as it would be after some changes, to read and place on (`ctx.what_if`)."""
 
     @property
-    def now(self) -> float: ...
+    def cluster(self) -> ClusterView:
+        """The hypothetical cluster state (read-only; a scratch twin of the live one)."""
+        ...
+
+    def place(self, job: JobState | JobSpec, num_gpus: int | None = None) -> Placement:
+        """Where the run's placer would put `job` in the hypothetical state."""
+        ...
+
+
+@runtime_checkable
+class PolicyContext(Protocol):
+    """What a policy sees of a run: the one type its hooks' `ctx` is annotated with.
+
+    Implemented by `schedlab.sim.context.SchedContext` (the whole run) and by contexts
+    narrowed to part of it (hived's per-VC queues, which answer for their queue only and
+    also offer `owns(job)`; read it with `schedlab.policies.base.owner`). Runtime-checkable,
+    so `isinstance(x, PolicyContext)` tells whether `x` offers every member (by name).
+    """
+
     @property
-    def topology(self) -> Topology: ...
+    def now(self) -> float:
+        """Current simulated time (s)."""
+        ...
+
     @property
-    def cluster(self) -> ClusterView: ...
+    def topology(self) -> Topology:
+        """The run's topology (cells, levels, nodes, GPU types); never changes in a run."""
+        ...
+
     @property
-    def rng(self) -> np.random.Generator: ...
+    def cluster(self) -> ClusterView:
+        """The live cluster state, read-only; it changes only by applied decisions."""
+        ...
+
     @property
-    def params(self) -> Mapping[str, Any]: ...
+    def rng(self) -> np.random.Generator:
+        """The policy's own random generator, seeded from the run's seed."""
+        ...
+
     @property
-    def num_jobs(self) -> int: ...
+    def params(self) -> Mapping[str, Any]:
+        """The engine's resolved parameters (read-only)."""
+        ...
+
     @property
-    def trace_jobs(self) -> int: ...
+    def num_jobs(self) -> int:
+        """Jobs in the run; `job_at` takes 0 .. num_jobs - 1 (grows with container task runs)."""
+        ...
+
     @property
-    def pending_count(self) -> int: ...
+    def trace_jobs(self) -> int:
+        """Jobs of the trace: indices 0 .. trace_jobs - 1, in submit order."""
+        ...
+
+    @property
+    def pending_count(self) -> int:
+        """Jobs waiting in the queue (this context's queue, for a narrowed one)."""
+        ...
 
     def pending(self) -> Iterator[JobState]:
-        """Pending jobs in arrival order."""
+        """Pending jobs in the context's queue order (the run's: arrival order)."""
         ...
 
     def running(self) -> Mapping[int, JobState]:
@@ -175,10 +218,10 @@ class PolicyContext(Protocol):
         ...
 
     def place(self, job: JobState | JobSpec, num_gpus: int | None = None) -> Placement:
-        """The run's placer's answer for `job` now."""
+        """The run's placer's answer for `job` now (`num_gpus`: another size)."""
         ...
 
-    def what_if(self, victims: Sequence[JobState] = ()) -> AbstractContextManager[Any]:
+    def what_if(self, victims: Sequence[JobState] = ()) -> AbstractContextManager[WhatIfView]:
         """A view of the cluster as if `victims` released their GPUs (`.place`, `.cluster`)."""
         ...
 
