@@ -27,8 +27,8 @@ def owner(ctx: Ctx) -> Callable[[JobState], bool] | None:
 
     Policies that read the run's changes filter them by it (a dependent released by a
     finish, an arrival, may belong to another queue). A context class found without it is
-    remembered: on a plain `SchedContext` the lookup raises and catches an
-    AttributeError, which at every pass cost more than the rest of a typical pass.
+    remembered: on a plain `SchedContext` the lookup would raise and catch an
+    AttributeError at every pass, which costs more than the rest of a typical pass.
     """
     cls = type(ctx)
     if cls in _PLAIN_CONTEXTS:
