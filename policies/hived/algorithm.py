@@ -176,10 +176,12 @@ class HivedAlgorithm:
     - `bad_free[chain][level]`: the bad cells among those `total_left` counts (in or
       under the free list), so `total_left - len(bad_free)` healthy cells are left.
     - `all_vc_doomed[chain][level]`: the sum of `len(vc_doomed[vc][chain][level])`.
-      The doomed-cell rule (HiveD's): a VC with more free cells of a level than healthy
-      cells left there (`vc_free > total_left - len(bad_free)`) gets bad free cells
-      bound to them as doomed, while any are left; a doomed cell is released once
-      healthy cells suffice again, or stays allocated, undoomed, once a job uses it.
+      The doomed-cell rule (HiveD's) runs per (chain, level) when a change moves that
+      level's counts: a VC with more free cells there than healthy cells left
+      (`vc_free > total_left - len(bad_free)`) gets bad free cells bound to them as
+      doomed, and a VC whose free cells fall below the healthy cells left gets doomed
+      ones released. It is event-driven, not an invariant: a level no change touched
+      may stay off balance. A doomed cell a job comes to use stays allocated, undoomed.
     - `groups[idx]`: every gang HiveD accounts for, by job index (`Group.idx`): running
       (lazily preempted ones too), preempting, a job of 0 GPUs (no leaves) and a
       non-gang task's side booking (ids from the policy's `SIDE_BASE` up); a leaf's
