@@ -5,30 +5,30 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from schedlab.sim.interfaces import PolicyContext
 from schedlab.sim.model import Decision
 from schedlab.sim.params import Param, resolve
 
 if TYPE_CHECKING:
-    from schedlab.sim.context import SchedContext
     from schedlab.sim.jobstate import JobState
 
 _PLAIN_CONTEXTS: set[type] = set()  # context classes found to offer no `owns`
 
 
-Ctx = Any
-"""What a compiled policy's hooks receive: the run's `SchedContext`, or a context narrowed
-to part of the run that offers the same methods (hived's per-VC queues). Typed `Any`
-rather than `SchedContext`: a compiled function checks a class-typed argument on entry (a
-narrowed context is no subclass), and subclasses annotate theirs as they like."""
+Ctx = PolicyContext
+"""What a policy's hooks receive: the run's `SchedContext`, or a context narrowed to part
+of the run that offers the same members (hived's per-VC queues). Typed by the protocol,
+never by the class `SchedContext`: a compiled function checks a class-typed argument on
+entry (a narrowed context is no subclass), while mypyc treats a protocol as `object`."""
 
 
-def owner(ctx: Any) -> Callable[[JobState], bool] | None:
+def owner(ctx: Ctx) -> Callable[[JobState], bool] | None:
     """`ctx.owns` of a context narrowed to part of the run (hived's per-VC queues), else None.
 
     Policies that read the run's changes filter them by it (a dependent released by a
     finish, an arrival, may belong to another queue). A context class found without it is
-    remembered: on a plain `SchedContext` the lookup raises and catches an
-    AttributeError, which at every pass cost more than the rest of a typical pass.
+    remembered: on a plain `SchedContext` the lookup would raise and catch an
+    AttributeError at every pass, which costs more than the rest of a typical pass.
     """
     cls = type(ctx)
     if cls in _PLAIN_CONTEXTS:
@@ -81,14 +81,14 @@ class Policy:
     def __init__(self, **params: Any) -> None:
         self.p: dict[str, Any] = resolve(params, self.params, f"policy {self.name!r}")
 
-    def attach(self, ctx: SchedContext) -> None:
+    def attach(self, ctx: Ctx) -> None:
         """Called once before the run starts; build per-run state here."""
 
-    def schedule(self, ctx: SchedContext) -> Iterable[Decision]:
+    def schedule(self, ctx: Ctx) -> Iterable[Decision]:
         """Yield decisions for the current instant."""
         raise NotImplementedError
 
-    def notify(self, ctx: SchedContext, job: JobState, kind: str) -> None:
+    def notify(self, ctx: Ctx, job: JobState, kind: str) -> None:
         """Called after every job event (kinds of events.parquet) to keep indexes current.
 
         Override it to maintain per-policy indexes incrementally instead of rescanning the
@@ -98,7 +98,7 @@ class Policy:
 
     notify.__dict__["__schedlab_noop__"] = True  # the engine skips a no-op notify
 
-    def explain(self, ctx: SchedContext, job: JobState) -> str:
+    def explain(self, ctx: Ctx, job: JobState) -> str:
         """Why this pending job cannot start under the policy ('' when it knows no reason).
 
         Asked when nothing can change any more (see `schedlab.sim.settle`): a non-empty answer

@@ -47,7 +47,7 @@ from schedlab.sim.params import Param, as_bool, as_choice, as_optional, as_path
 from schedlab.topologies.native import load_yaml
 
 if TYPE_CHECKING:
-    from schedlab.sim.context import SchedContext
+    from schedlab.sim.interfaces import PolicyContext
 
 MAX_VICTIMS = 32  # victims considered for one job (bounds the what-if placements)
 
@@ -112,7 +112,7 @@ class DrfPolicy(Policy):
         self.weights = load_weights(self.p["weights"])
         self.tenant_field = self.p["drf_by"]
 
-    def attach(self, ctx: SchedContext) -> None:
+    def attach(self, ctx: PolicyContext) -> None:
         """Fresh per-run state: tenants, the engine mirror, the cluster totals."""
         self.res = Resources.of(ctx.topology)
         self.mirror = EngineMirror()
@@ -157,7 +157,7 @@ class DrfPolicy(Policy):
         t.ws = self.res.share(t.used) / t.weight
         self.epoch += 1
 
-    def _sync(self, ctx: SchedContext) -> None:
+    def _sync(self, ctx: PolicyContext) -> None:
         ch = self.mirror.sync(ctx)
         for job in ch.stopped:
             self._charge(self.owner[job.idx], job, -1.0)
@@ -217,7 +217,7 @@ class DrfPolicy(Policy):
 
     # --- the pass ---
 
-    def schedule(self, ctx: SchedContext) -> Iterator[Decision]:
+    def schedule(self, ctx: PolicyContext) -> Iterator[Decision]:
         """Progressive filling; then, with preemption, one exchange at a time and refill."""
         self._sync(ctx)
         preempted: set[int] = set()
@@ -230,7 +230,7 @@ class DrfPolicy(Policy):
             if not done:
                 return
 
-    def _head(self, t: _Tenant, ctx: SchedContext) -> JobState | None:
+    def _head(self, t: _Tenant, ctx: PolicyContext) -> JobState | None:
         while t.pending:
             job = ctx.job_at(t.pending[0][1])
             if job.status == PENDING:
@@ -238,7 +238,7 @@ class DrfPolicy(Policy):
             self._unqueue(t, job)  # the engine dropped it (the mirror resyncs next pass)
         return None
 
-    def _fill(self, ctx: SchedContext, level: float | None
+    def _fill(self, ctx: PolicyContext, level: float | None
               ) -> Generator[Decision, None, tuple[list[_Tenant], float]]:
         """Offer the cluster to the lowest weighted share whose next job fits.
 
@@ -281,7 +281,7 @@ class DrfPolicy(Policy):
                 heapq.heappush(heap, (t.ws, t.pending[0], name))
         return blocked, (math.inf if level is None else level)
 
-    def _exchange(self, ctx: SchedContext, blocked: list[_Tenant], level: float,
+    def _exchange(self, ctx: PolicyContext, blocked: list[_Tenant], level: float,
                   preempted: set[int]) -> Generator[Decision, None, bool]:
         """Let the first blocked tenant below the fair level take resources back."""
         for a in blocked:
@@ -309,7 +309,7 @@ class DrfPolicy(Policy):
             return True
         return False
 
-    def _victims(self, ctx: SchedContext, a: _Tenant, head: JobState, level: float,
+    def _victims(self, ctx: PolicyContext, a: _Tenant, head: JobState, level: float,
                  preempted: set[int]) -> list[JobState] | None:
         """The shortest prefix of the victim order that lets `head` fit, or None.
 
@@ -346,7 +346,7 @@ class DrfPolicy(Policy):
                 lo = mid
         return cands[:hi]
 
-    def _candidates(self, ctx: SchedContext, a: _Tenant, level: float,
+    def _candidates(self, ctx: PolicyContext, a: _Tenant, level: float,
                     preempted: set[int]) -> list[JobState]:
         """Victims in order: each the youngest job of the tenant then furthest above `level`.
 

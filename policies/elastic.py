@@ -26,7 +26,7 @@ from schedlab.sim.jobstate import RUNNING, JobState
 from schedlab.sim.model import Decision, JobSpec, Resize, Unschedulable
 
 if TYPE_CHECKING:
-    from schedlab.sim.context import SchedContext
+    from schedlab.sim.interfaces import PolicyContext
 
 
 def bounds(job: JobState) -> tuple[int, int]:
@@ -91,7 +91,7 @@ class UtilScaler:
         self.ready: SortedList = SortedList()  # (first_start, idx) of due jobs
         self.ready_key: dict[int, tuple[float, int]] = {}
 
-    def notice(self, ctx: SchedContext, job: JobState, kind: str) -> None:
+    def notice(self, ctx: PolicyContext, job: JobState, kind: str) -> None:
         """Re-arm a utilization-driven job's timer after its start, resume or resize."""
         if not utilization_driven(job) or kind == "migrate":
             return
@@ -106,7 +106,7 @@ class UtilScaler:
             heapq.heappush(self.due, (t, idx, tok))
             ctx.wake_at(t)
 
-    def scale_out(self, ctx: SchedContext) -> Iterator[Decision]:
+    def scale_out(self, ctx: PolicyContext) -> Iterator[Decision]:
         """One step out for each due job, oldest first, while nothing waits and GPUs idle."""
         now = ctx.now
         while self.due and self.due[0][0] <= now:
@@ -149,11 +149,11 @@ class ElasticRules:
         self.nominal_first = nominal_first
         self.last: dict[int, float] = {}
         self.util = UtilScaler(pause)
-        self._ctx: SchedContext | None = None  # the run `_seen` counts jobs of
+        self._ctx: PolicyContext | None = None  # the run `_seen` counts jobs of
         self._seen = 0  # jobs of that run checked for a min_gpus/max_gpus range
         self._any = False  # whether one of them has one
 
-    def elastic_running(self, ctx: SchedContext) -> list[JobState]:
+    def elastic_running(self, ctx: PolicyContext) -> list[JobState]:
         """Running elastic jobs, in the running map's order.
 
         A run without any elastic job (Philly's, say) answers at once: only jobs added
@@ -171,7 +171,7 @@ class ElasticRules:
             return []
         return [j for j in ctx.running().values() if is_elastic(j)]
 
-    def may_resize(self, ctx: SchedContext, job: JobState) -> bool:
+    def may_resize(self, ctx: PolicyContext, job: JobState) -> bool:
         """False while the job's last resize is younger than the interval."""
         last = self.last.get(job.idx)
         return last is None or ctx.now - last >= self.interval
@@ -182,7 +182,7 @@ class ElasticRules:
             return max(lo, job.spec.num_gpus)
         return lo
 
-    def shrink_for(self, ctx: SchedContext, need: int) -> Iterator[Decision]:
+    def shrink_for(self, ctx: PolicyContext, need: int) -> Iterator[Decision]:
         """Free `need` GPUs by shrinking running elastic jobs, or do nothing."""
         if need <= 0:
             return
@@ -206,7 +206,7 @@ class ElasticRules:
             self.last[j.idx] = ctx.now
             yield Resize(j.job_id, tuple(sorted(j.gpus))[:keep], self.pause)
 
-    def grow(self, ctx: SchedContext) -> Iterator[Decision]:
+    def grow(self, ctx: PolicyContext) -> Iterator[Decision]:
         """Grow running elastic jobs, oldest first, into free GPUs."""
         growers = sorted(
             (j for j in self.elastic_running(ctx)

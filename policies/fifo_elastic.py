@@ -31,10 +31,10 @@ from schedlab.sim.model import Decision, Start, Unschedulable
 from schedlab.sim.params import Param, as_float
 
 if TYPE_CHECKING:
-    from schedlab.sim.context import SchedContext
+    from schedlab.sim.interfaces import PolicyContext
 
 
-def start_elastic(ctx: SchedContext, job: JobState) -> Start | None:
+def start_elastic(ctx: PolicyContext, job: JobState) -> Start | None:
     """Start a job at the largest size in its range that can be placed now, or None."""
     if not is_elastic(job) or not job.spec.num_gpus:
         got = ctx.place(job)
@@ -58,15 +58,15 @@ class FifoElasticPolicy(Policy):
                                  "seconds at least between two resizes of one job"),
     }
 
-    def attach(self, ctx: SchedContext) -> None:
+    def attach(self, ctx: PolicyContext) -> None:
         """Per-run memory of when each job was last resized."""
         self.rules = ElasticRules(self.p["resize_interval"])
 
-    def notify(self, ctx: SchedContext, job: JobState, kind: str) -> None:
+    def notify(self, ctx: PolicyContext, job: JobState, kind: str) -> None:
         """Arm the scale-out timer of a utilization-driven job."""
         self.rules.util.notice(ctx, job, kind)
 
-    def schedule(self, ctx: SchedContext) -> Iterator[Decision]:
+    def schedule(self, ctx: PolicyContext) -> Iterator[Decision]:
         """Start in order; shrink for a blocked head; grow into idle GPUs."""
         head: JobState | None = None
         for job in ctx.pending():

@@ -20,7 +20,7 @@ from typing import Any
 from schedlab.policies.base import Policy
 from schedlab.policies.observation import Observer
 from schedlab.policies.scorer import Scorer, load_scorer
-from schedlab.sim.context import SchedContext
+from schedlab.sim.interfaces import PolicyContext
 from schedlab.sim.jobstate import JobState
 from schedlab.sim.model import Decision, Start, Unschedulable
 from schedlab.sim.params import Param, as_optional, as_path
@@ -48,18 +48,18 @@ class LearnedPolicy(Policy):
         self.choices = 0
         self.stops = 0
 
-    def attach(self, ctx: SchedContext) -> None:
+    def attach(self, ctx: PolicyContext) -> None:
         """Fresh observer state for the run (it builds only the features the model reads)."""
         self.observer = Observer(self.scorer.cfg, self.scorer.reads())
         self.observer.attach(ctx)
         self.choices = 0
         self.stops = 0
 
-    def notify(self, ctx: SchedContext, job: JobState, kind: str) -> None:
+    def notify(self, ctx: PolicyContext, job: JobState, kind: str) -> None:
         """Keep the observer's running-job summary current."""
         self.observer.notify(ctx, job, kind)
 
-    def schedule(self, ctx: SchedContext) -> Iterator[Decision]:
+    def schedule(self, ctx: PolicyContext) -> Iterator[Decision]:
         """Start the best-scored candidate until the model says no more or none fits."""
         obs = self.observer
         while (point := obs.point(ctx)) is not None:

@@ -50,7 +50,7 @@ from schedlab.sim.jobstate import JobState
 from schedlab.sim.model import Level, Placement, Unschedulable, request_class
 
 if TYPE_CHECKING:
-    from schedlab.sim.context import SchedContext
+    from schedlab.sim.interfaces import PolicyContext
 
 __all__ = [
     "GLOBAL_FEATURES", "JOB_FEATURES", "DecisionPoint", "ObsConfig", "Observer", "squash",
@@ -140,7 +140,7 @@ class Observer:
         self._level_cells = [0, 0, 0]
         self._gpu_nodes = 1
 
-    def attach(self, ctx: SchedContext) -> None:
+    def attach(self, ctx: PolicyContext) -> None:
         """Fresh state for a run: the topology's level sizes and empty running sums."""
         self._running.clear()
         self._sums = [0.0, 0.0, 0.0]
@@ -167,7 +167,7 @@ class Observer:
                 self._level_cells[i] += len(cells)
             self._levels.append(groups)
 
-    def notify(self, ctx: SchedContext, job: JobState, kind: str) -> None:
+    def notify(self, ctx: PolicyContext, job: JobState, kind: str) -> None:
         """Keep the running-job sums from the engine's events (start/resume in, stops out)."""
         if kind in ("start", "resume"):
             d = max(job.spec.duration, 1e-9)
@@ -194,7 +194,7 @@ class Observer:
         if not self._running:
             self._sums = [0.0, 0.0, 0.0]  # no drift left behind
 
-    def point(self, ctx: SchedContext) -> DecisionPoint | None:
+    def point(self, ctx: PolicyContext) -> DecisionPoint | None:
         """The current decision point, or None when no candidate can start now.
 
         The placer's answers are cached per request until the cluster changes, so a
@@ -230,7 +230,7 @@ class Observer:
         mask[k] = 1 if ctx.running() else 0
         return DecisionPoint(tuple(jobs), tuple(places), mask)
 
-    def observe(self, ctx: SchedContext, point: DecisionPoint) -> np.ndarray:
+    def observe(self, ctx: PolicyContext, point: DecisionPoint) -> np.ndarray:
         """The observation vector of a decision point (float32, in [0, 1]).
 
         Features outside `reads` may be left 0 (see `__init__`).
@@ -253,7 +253,7 @@ class Observer:
                 self._measure(ctx, point, b)
         return arr
 
-    def _global_block(self, ctx: SchedContext) -> list[float]:
+    def _global_block(self, ctx: PolicyContext) -> list[float]:
         """The global features, in `GLOBAL_FEATURES` order."""
         cfg = self.cfg
         k = cfg.k
@@ -295,7 +295,7 @@ class Observer:
             out.extend((0.0, 0.0))
         return out
 
-    def _measure(self, ctx: SchedContext, point: DecisionPoint, b: np.ndarray) -> None:
+    def _measure(self, ctx: PolicyContext, point: DecisionPoint, b: np.ndarray) -> None:
         """The candidates' features after `position` into their blocks `b` (m x F)."""
         now = ctx.now
         free = ctx.cluster.free_whole
@@ -317,5 +317,5 @@ def _squash(x: np.ndarray) -> np.ndarray:
     return np.minimum(1.0, np.log1p(np.maximum(x, 0.0) / 60.0) / _SQUASH)
 
 
-def _size(ctx: SchedContext, cell: int) -> int:
+def _size(ctx: PolicyContext, cell: int) -> int:
     return ctx.topology.cells[cell].num_gpus

@@ -31,12 +31,12 @@ from schedlab.sim.params import Param, as_choice
 from schedlab.sim.queue import SortedKeys
 
 Key = tuple[Any, ...]
-Search = Callable[[Any, JobState, Key, VictimPool],
+Search = Callable[[Ctx, JobState, Key, VictimPool],
                   tuple[list[JobState], tuple[int, ...]] | None]
 """A victim search: (ctx, job, its key, pool) -> (victims, placement) or None."""
 
 
-def _owner(ctx: Any) -> Callable[[JobState], bool] | None:
+def _owner(ctx: Ctx) -> Callable[[JobState], bool] | None:
     """`schedlab.policies.base.owner`, answered at once for the run's own context (it owns all)."""
     return None if type(ctx) is SchedContext else owner(ctx)
 

@@ -44,7 +44,7 @@ from schedlab.sim.model import Decision, JobSpec, Placement, Preempt, Start, Sus
 from schedlab.sim.params import Param, as_choice, as_optional, as_path
 
 if TYPE_CHECKING:
-    from schedlab.sim.context import SchedContext
+    from schedlab.sim.interfaces import PolicyContext
 
 WEIGHTS = ("priority-wait", "wait", "suspensions")
 _NO_ROOM = Unschedulable("not enough free GPUs now", True)
@@ -88,7 +88,7 @@ class QuotaPriorityPolicy(Policy):
         path = self.p["quotas"]
         self.quotas: Mapping[str, int] | None = load_vc_quotas(path) if path else None
 
-    def attach(self, ctx: SchedContext) -> None:
+    def attach(self, ctx: PolicyContext) -> None:
         """Per-run state: classes of queued jobs, suspended jobs, quota use per vc."""
         self.live = LiveJobs()
         self.high: dict[int, bool] = {}
@@ -172,7 +172,7 @@ class QuotaPriorityPolicy(Policy):
 
     # --- the pass ---
 
-    def schedule(self, ctx: SchedContext) -> Iterator[Decision]:
+    def schedule(self, ctx: PolicyContext) -> Iterator[Decision]:
         """Book what changed; when anything did, start high, resumed, then low jobs."""
         ch = self.live.poll(ctx)
         for job in ch.stopped:
@@ -201,7 +201,7 @@ class QuotaPriorityPolicy(Policy):
         yield from self._resume(ctx)
         yield from self._start_heads(ctx, self.low_q)
 
-    def _start(self, ctx: SchedContext, job: JobState, gpus: tuple[int, ...]
+    def _start(self, ctx: PolicyContext, job: JobState, gpus: tuple[int, ...]
                ) -> Iterator[Decision]:
         self._unqueue(job)
         yield Start(job.job_id, gpus)
@@ -209,7 +209,7 @@ class QuotaPriorityPolicy(Policy):
         if not self.high[job.idx]:
             self.running_low[job.idx] = job
 
-    def _place(self, ctx: SchedContext, job: JobState) -> Placement:
+    def _place(self, ctx: PolicyContext, job: JobState) -> Placement:
         """The placer's answer, after a count check that saves it a call when hopeless."""
         s = job.spec
         if s.gpu_share >= 1.0 and s.num_gpus > ctx.cluster.free_whole:
@@ -221,7 +221,7 @@ class QuotaPriorityPolicy(Policy):
         heapq.heapify(heap)
         return heap
 
-    def _start_heads(self, ctx: SchedContext, qs: dict[tuple, SortedList]
+    def _start_heads(self, ctx: PolicyContext, qs: dict[tuple, SortedList]
                      ) -> Iterator[Decision]:
         """Class heads in queue order; a class that does not fit waits until GPUs free up."""
         heap = self._heads(qs)
@@ -240,7 +240,7 @@ class QuotaPriorityPolicy(Policy):
             if lst:
                 heapq.heappush(heap, (lst[0], ck))
 
-    def _start_high(self, ctx: SchedContext) -> Iterator[Decision]:
+    def _start_high(self, ctx: PolicyContext) -> Iterator[Decision]:
         heap = self._heads(self.high_q)
         while heap:
             key, ck = heapq.heappop(heap)
@@ -262,7 +262,7 @@ class QuotaPriorityPolicy(Policy):
             if lst:
                 heapq.heappush(heap, (lst[0], ck))
 
-    def _victims(self, ctx: SchedContext, job: JobState) -> list[JobState]:
+    def _victims(self, ctx: PolicyContext, job: JobState) -> list[JobState]:
         """The longest-running low job that frees enough, else the fewest longest-running.
 
         A task that must fit one node (the default `consolidated` placer) looks node by
@@ -295,13 +295,13 @@ class QuotaPriorityPolicy(Policy):
             self.hopeless[ck] = self.high_epoch
         return got
 
-    def _one_node(self, ctx: SchedContext, job: JobState) -> bool:
+    def _one_node(self, ctx: PolicyContext, job: JobState) -> bool:
         """True when the placer must put the job on a single node."""
         s = job.spec
         return (ctx.params.get("placer") == "consolidated" and s.num_tasks == 1
                 and s.gpu_share >= 1.0 and s.num_gpus <= ctx.topology.max_node_gpus)
 
-    def _near(self, ctx: SchedContext, v: JobState, need: int) -> bool:
+    def _near(self, ctx: PolicyContext, v: JobState, need: int) -> bool:
         """True when `v` sits on a node whose free GPUs plus its own reach `need`."""
         topo, cf = ctx.topology, ctx.cluster.cell_free
         per_node: dict[int, int] = {}
@@ -310,7 +310,7 @@ class QuotaPriorityPolicy(Policy):
             per_node[n] = per_node.get(n, 0) + 1
         return any(cf[topo.nodes[n].cell] + k >= need for n, k in per_node.items())
 
-    def _by_node(self, ctx: SchedContext, job: JobState, cands: list[JobState]
+    def _by_node(self, ctx: PolicyContext, job: JobState, cands: list[JobState]
                  ) -> list[JobState]:
         topo, cf = ctx.topology, ctx.cluster.cell_free
         need, gtype = job.spec.num_gpus, job.spec.gpu_type
@@ -340,7 +340,7 @@ class QuotaPriorityPolicy(Policy):
                 return chosen
         return []
 
-    def _by_prefix(self, ctx: SchedContext, job: JobState, cands: list[JobState],
+    def _by_prefix(self, ctx: PolicyContext, job: JobState, cands: list[JobState],
                    free: int) -> list[JobState]:
         if isinstance(ctx.place_if_freed(job, cands), Unschedulable):
             return []
@@ -365,7 +365,7 @@ class QuotaPriorityPolicy(Policy):
                 chosen = trial
         return chosen
 
-    def _suspend(self, ctx: SchedContext, v: JobState, job: JobState) -> Iterator[Decision]:
+    def _suspend(self, ctx: PolicyContext, v: JobState, job: JobState) -> Iterator[Decision]:
         if is_elastic(v.spec):
             yield Suspend(v.job_id, f"suspended (saved) for high-priority job {job.job_id}")
             self.counts["suspended"] += 1
@@ -391,7 +391,7 @@ class QuotaPriorityPolicy(Policy):
             return float(self.times[job.idx])
         return 2.0 if job.spec.max_wait_hours > 0 else 1.0
 
-    def _resume(self, ctx: SchedContext) -> Iterator[Decision]:
+    def _resume(self, ctx: PolicyContext) -> Iterator[Decision]:
         """Suspended jobs by weight, highest first; a class that does not fit is skipped.
 
         Jobs are kept in groups of one w and one request class, each sorted by suspension

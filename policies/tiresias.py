@@ -11,7 +11,7 @@ Rules, as the Tiresias simulator (SymbioticLab/Tiresias, `dlas-gpu` and
    instant and joins its end, behind the jobs already waiting there: in the pass of its
    demotion those waiting jobs come first, and it is preempted at once if they take its
    GPUs (`demoted=behind`, the simulator's append to the lower queue;
-   `demoted=running-first` keeps it ahead of them, the behaviour before issue 15). The
+   `demoted=running-first` keeps it ahead of them, as a queue's running jobs are). The
    simulator only looks for demotions at its events (arrivals, ends) and at a
    "queue jump" timer it re-arms at each event at (threshold - run seconds) // GPUs,
    which for a job of g > 1 GPUs comes later than the crossing (run seconds are not

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from schedlab.sim.jobstate import JobState
 from schedlab.sim.model import JobSpec, Level, Placement
@@ -24,43 +24,100 @@ class ClusterView(Protocol):
     """Read-only cluster state: free capacity, health and the indexes placers query."""
 
     @property
-    def topo(self) -> Topology: ...
+    def topo(self) -> Topology:
+        """The topology this state is of."""
+        ...
+
     @property
-    def version(self) -> int: ...
+    def version(self) -> int:
+        """Grows on every change: equal versions mean an unchanged state."""
+        ...
+
     @property
-    def gpu_free(self) -> Sequence[int]: ...
+    def gpu_free(self) -> Sequence[int]:
+        """Free milli-GPUs per GPU index (1000: whole; 0 on failed nodes)."""
+        ...
+
     @property
-    def gpu_holders(self) -> Sequence[Mapping[int, int]]: ...
+    def gpu_holders(self) -> Sequence[Mapping[int, int]]:
+        """Per GPU: job index -> milli-GPUs it holds there (-2 holds a failed node's)."""
+        ...
+
     @property
-    def cell_free(self) -> Sequence[int]: ...
+    def cell_free(self) -> Sequence[int]:
+        """Whole free GPUs under each topology cell (by cell id)."""
+        ...
+
     @property
-    def node_cpu_free(self) -> Sequence[float]: ...
+    def node_cpu_free(self) -> Sequence[float]:
+        """Free CPUs per node (a capacity of 0: not modelled)."""
+        ...
+
     @property
-    def node_mem_free(self) -> Sequence[float]: ...
+    def node_mem_free(self) -> Sequence[float]:
+        """Free memory (GB) per node (a capacity of 0: not modelled)."""
+        ...
+
     @property
-    def node_disk_free(self) -> Sequence[float]: ...
+    def node_disk_free(self) -> Sequence[float]:
+        """Free local disk (GB) per node (a capacity of 0: not modelled)."""
+        ...
+
     @property
-    def node_up(self) -> Sequence[bool]: ...
+    def node_up(self) -> Sequence[bool]:
+        """Whether each node is healthy (False: failed, its GPUs unusable)."""
+        ...
+
     @property
-    def node_buckets(self) -> Mapping[str, Sequence[Sequence[int]]]: ...
+    def node_buckets(self) -> Mapping[str, Sequence[Sequence[int]]]:
+        """GPU type -> k -> sorted indices of the nodes with exactly k whole free GPUs."""
+        ...
+
     @property
-    def partial(self) -> Mapping[str, Sequence[tuple[int, int]]]: ...
+    def partial(self) -> Mapping[str, Sequence[tuple[int, int]]]:
+        """GPU type -> sorted (free milli, GPU) of the GPUs shared but not full."""
+        ...
+
     @property
-    def max_node_gpus(self) -> Mapping[str, int]: ...
+    def max_node_gpus(self) -> Mapping[str, int]:
+        """GPU type -> GPUs of its largest node."""
+        ...
+
     @property
-    def gpu_parent_levels(self) -> Mapping[str, tuple[Level, ...]]: ...
+    def gpu_parent_levels(self) -> Mapping[str, tuple[Level, ...]]:
+        """GPU type -> the levels of the cells directly above its GPUs, sorted."""
+        ...
+
     @property
-    def free_by_type(self) -> Mapping[str, int]: ...
+    def free_by_type(self) -> Mapping[str, int]:
+        """GPU type -> whole free GPUs of that type (on healthy nodes)."""
+        ...
+
     @property
-    def total_gpus(self) -> int: ...
+    def total_gpus(self) -> int:
+        """GPUs in the topology, failed ones included."""
+        ...
+
     @property
-    def healthy_gpus(self) -> int: ...
+    def healthy_gpus(self) -> int:
+        """GPUs on healthy nodes."""
+        ...
+
     @property
-    def free_whole(self) -> int: ...
+    def free_whole(self) -> int:
+        """Whole free GPUs on healthy nodes."""
+        ...
+
     @property
-    def busy_milli(self) -> int: ...
+    def busy_milli(self) -> int:
+        """Milli-GPUs held by jobs (on healthy nodes)."""
+        ...
+
     @property
-    def fragmentation(self) -> float: ...
+    def fragmentation(self) -> float:
+        """1 - free GPUs inside fully free nodes / free GPUs (0 when none is free)."""
+        ...
+
 
     def sandbox(self) -> AbstractContextManager[Any]:
         """A scratch copy to change freely (allocate/release), undone on exit."""
@@ -130,28 +187,71 @@ class RunView(Protocol):
     def params(self) -> Mapping[str, Any]: ...
 
 
-class PolicyContext(Protocol):
-    """What a policy sees of a run (implemented by `schedlab.sim.context.SchedContext`)."""
+class WhatIfView(Protocol):
+    """A cluster as it would be after some changes, to read and place on (`ctx.what_if`)."""
 
     @property
-    def now(self) -> float: ...
+    def cluster(self) -> ClusterView:
+        """The hypothetical cluster state (read-only; a scratch twin of the live one)."""
+        ...
+
+    def place(self, job: JobState | JobSpec, num_gpus: int | None = None) -> Placement:
+        """Where the run's placer would put `job` in the hypothetical state."""
+        ...
+
+
+@runtime_checkable
+class PolicyContext(Protocol):
+    """What a policy sees of a run: the one type its hooks' `ctx` is annotated with.
+
+    Implemented by `schedlab.sim.context.SchedContext` (the whole run) and by contexts
+    narrowed to part of it (hived's per-VC queues, which answer for their queue only and
+    also offer `owns(job)`; read it with `schedlab.policies.base.owner`). Runtime-checkable,
+    so `isinstance(x, PolicyContext)` tells whether `x` offers every member (by name).
+    """
+
     @property
-    def topology(self) -> Topology: ...
+    def now(self) -> float:
+        """Current simulated time (s)."""
+        ...
+
     @property
-    def cluster(self) -> ClusterView: ...
+    def topology(self) -> Topology:
+        """The run's topology (cells, levels, nodes, GPU types); never changes in a run."""
+        ...
+
     @property
-    def rng(self) -> np.random.Generator: ...
+    def cluster(self) -> ClusterView:
+        """The live cluster state, read-only; it changes only by applied decisions."""
+        ...
+
     @property
-    def params(self) -> Mapping[str, Any]: ...
+    def rng(self) -> np.random.Generator:
+        """The policy's own random generator, seeded from the run's seed."""
+        ...
+
     @property
-    def num_jobs(self) -> int: ...
+    def params(self) -> Mapping[str, Any]:
+        """The engine's resolved parameters (read-only)."""
+        ...
+
     @property
-    def trace_jobs(self) -> int: ...
+    def num_jobs(self) -> int:
+        """Jobs in the run; `job_at` takes 0 .. num_jobs - 1 (grows with container task runs)."""
+        ...
+
     @property
-    def pending_count(self) -> int: ...
+    def trace_jobs(self) -> int:
+        """Jobs of the trace: indices 0 .. trace_jobs - 1, in submit order."""
+        ...
+
+    @property
+    def pending_count(self) -> int:
+        """Jobs waiting in the queue (this context's queue, for a narrowed one)."""
+        ...
 
     def pending(self) -> Iterator[JobState]:
-        """Pending jobs in arrival order."""
+        """Pending jobs in the context's queue order (the run's: arrival order)."""
         ...
 
     def running(self) -> Mapping[int, JobState]:
@@ -175,10 +275,10 @@ class PolicyContext(Protocol):
         ...
 
     def place(self, job: JobState | JobSpec, num_gpus: int | None = None) -> Placement:
-        """The run's placer's answer for `job` now."""
+        """The run's placer's answer for `job` now (`num_gpus`: another size)."""
         ...
 
-    def what_if(self, victims: Sequence[JobState] = ()) -> AbstractContextManager[Any]:
+    def what_if(self, victims: Sequence[JobState] = ()) -> AbstractContextManager[WhatIfView]:
         """A view of the cluster as if `victims` released their GPUs (`.place`, `.cluster`)."""
         ...
 

@@ -74,14 +74,16 @@ class Request:
 class Group:
     """A running gang (HiveD's affinity group): its physical and virtual leaves."""
 
-    idx: int
-    vc: str
+    idx: int  # the job's index (its key in `HivedAlgorithm.groups`), or a side booking's id
+    vc: str  # the job's VC (an opportunistic gang's too)
     prio: int  # current: OPP once lazily preempted
-    orig_prio: int
-    chain: str
-    leaves: list[PCell]
-    vleaves: list[VCell] | None  # None for opportunistic (and lazily preempted) gangs
-    lazy_preempted: bool = False
+    orig_prio: int  # its priority when committed (back when a lazy preemption reverts)
+    chain: str  # the chain of all its leaves ("" for a job of 0 GPUs)
+    leaves: list[PCell]  # its physical leaves, pods one after the other; fixed once made
+    # the virtual leaf each leaf is bound to, same order: None for opportunistic (and
+    # lazily preempted) gangs
+    vleaves: list[VCell] | None
+    lazy_preempted: bool = False  # downgraded to opportunistic by a preemptor (prio OPP)
     lazy: bool = False  # a preemptor downgrades it instead of preempting it
     preempting: bool = False  # holds its cells reserved until its victims are gone
     being_preempted: bool = False  # a victim of some preempting gang, still running
@@ -92,10 +94,10 @@ class Plan:
     """Where a gang goes: physical leaves per pod, their virtual leaves, the victims."""
 
     req: Request
-    chain: str
-    pods: list[list[PCell]]
-    vleaves: list[VCell] | None
-    victims: list[int] = field(default_factory=list)
+    chain: str  # the chain every leaf is on
+    pods: list[list[PCell]]  # physical leaves of each pod, in physical order
+    vleaves: list[VCell] | None  # a virtual leaf per leaf in `leaves` order (None: opp)
+    victims: list[int] = field(default_factory=list)  # gangs running on its leaves
     lazy: list[int] = field(default_factory=list)  # gangs downgraded to opportunistic
     cancels: list[int] = field(default_factory=list)  # preempting gangs it overrides
 
@@ -122,17 +124,82 @@ class _Vertex:
 
 @dataclass
 class VcState:
-    """One VC's virtual cells: preassigned per chain and level, cluster views, pinned."""
+    """One VC's virtual cells: preassigned per chain and level, cluster views, pinned.
+
+    The trees never change; their bindings (`VCell.pcell`) do.
+    """
 
     name: str
+    # chain -> level -> the VC's preassigned (top) virtual cells there, pinned ones
+    # aside, in config order; each one bound exactly while allocated to the VC
     preassigned: dict[str, dict[int, list[VCell]]] = field(default_factory=dict)
+    # chain -> the VC's virtual node cells there (pinned ones aside), which its guaranteed
+    # gangs are searched in; usage kept current by `add_used`
     views: dict[str, NodeIndex] = field(default_factory=dict)
+    # pinned cell id -> the root of its virtual tree, bound to its physical cell all run
     pinned: dict[str, VCell] = field(default_factory=dict)
+    # pinned cell id -> that tree's node cells, searched for gangs pinned to it
     pinned_views: dict[str, NodeIndex] = field(default_factory=dict)
 
 
 class HivedAlgorithm:
-    """Cell state of one run: physical chains, VCs, free lists, gangs, health."""
+    """Cell state of one run: physical chains, VCs, free lists, gangs, health.
+
+    Levels are chain levels (1: one GPU); counts are cells of that level. A physical cell
+    is *allocated* to a VC while bound to one of the VC's preassigned virtual cells (in
+    use by its gangs, pinned, or doomed); the rest of the chain is the buddy free list,
+    which opportunistic gangs use without taking cells out of it. Fields, with what is
+    true of them between calls (inside a compound change, `_defer` > 0, the doomed-cell
+    rule waits for its end):
+
+    - `pc`, `chains`: the physical cell trees and each chain's shape; never change.
+    - `lazy`: the run's lazy preemption, for gangs whose request leaves it to the run.
+    - `chain_order`: chain names in config order, the order chains are searched in.
+    - `chains_of_type[leaf_type]`: the chains of that leaf type, in `chain_order`.
+    - `free[chain]`: the buddy free list (`FreeList`): physical cells that neither are
+      allocated to a VC nor hold one below them, each listed at the highest level
+      where that holds (a top cell, or its parent is split), healthy or bad.
+    - `phys_views[chain]`: the chain's physical node cells for the opportunistic search;
+      kept current by `add_used` (every cell's `used`).
+    - `vc_order`: VC names in config order, the order the doomed-cell rule serves them.
+    - `vcs[vc]`: the VC's virtual cells (`VcState`); fixed trees, bindings change.
+    - `vc_free[vc][chain][level]`: the VC's preassigned cells of that level (pinned
+      ones included) not allocated now; only the levels the VC was given are keys;
+      always >= 0.
+    - `vc_doomed[vc][chain][level]`: the bad physical cells (a cell is bad when a leaf
+      below it is) allocated to the VC's free preassigned cells so that its scheduler
+      sees them; exactly the cells with `doomed` set, each in one VC's list.
+    - `all_vc_free[chain][level]`: the sum of `vc_free[vc][chain][level]` over the VCs.
+    - `total_left[chain][level]`: cells of that level no VC holds any part of: the free
+      list's cells of that level plus those of that level inside free higher cells
+      (HiveD's totalLeftCellNum); bad ones included.
+    - `bad_free[chain][level]`: the bad cells among those `total_left` counts (in or
+      under the free list), so `total_left - len(bad_free)` healthy cells are left.
+    - `all_vc_doomed[chain][level]`: the sum of `len(vc_doomed[vc][chain][level])`.
+      The doomed-cell rule (HiveD's) runs per (chain, level) when a change moves that
+      level's counts: a VC with more free cells there than healthy cells left
+      (`vc_free > total_left - len(bad_free)`) gets bad free cells bound to them as
+      doomed, and a VC whose free cells fall below the healthy cells left gets doomed
+      ones released. It is event-driven, not an invariant: a level no change touched
+      may stay off balance. A doomed cell a job comes to use stays allocated, undoomed.
+    - `groups[idx]`: every gang HiveD accounts for, by job index (`Group.idx`): running
+      (lazily preempted ones too), preempting, a job of 0 GPUs (no leaves) and a
+      non-gang task's side booking (ids from the policy's `SIDE_BASE` up); a leaf's
+      `group` and `reserver` are keys here or -1.
+    - `cancelled`: indices of preempting gangs `cancel` revoked since the caller last
+      drained the list; they are no longer in `groups`.
+    - `version`: grows with every change of cell state; a plan or a failed dry run
+      seen at an older version is stale.
+    - `touched_vcs`: VCs some of whose doomed cells were released since the caller last
+      cleared the set (their queues may fit now).
+    - `_defer`: depth of nested compound changes (0 between calls).
+    - `_pending`: (chain, level) whose doomed-cell checks wait for the outermost
+      compound change to end; empty whenever `_defer` is 0.
+    - `_gang_cache[shape]`: a request shape's (pods, chain) in search order; valid for the
+      whole run (chains and VC cells never change).
+    - `_no[shape]`: why a dry run of that request shape failed, valid only while
+      `version == _no_at`; `_no_at`: the version `_no` was last cleared at.
+    """
 
     def __init__(self, pc: PhysicalCluster, vcs: dict[str, VcCells], *, lazy: bool = False,
                  source: str = "") -> None:

@@ -30,14 +30,19 @@ class Cell:
                  "name", "view", "vpos", "_leaves")
 
     def __init__(self, chain: str, level: int, total: int, order: int, name: str) -> None:
-        self.chain = chain
-        self.level = level
+        self.chain = chain  # the chain it belongs to (a tree never spans chains)
+        self.level = level  # 1: a leaf (one GPU); a parent is one level up
+        # tree links, fixed once the tree is built; children in topology order
         self.parent: Self | None = None
         self.children: list[Self] = []
-        self.total = total  # leaves under the cell
+        self.total = total  # leaves under the cell (1 for a leaf)
+        # priority -> leaves of the subtree used at it (OPP or guaranteed; never FREE, never
+        # a zero count): a leaf is used by at most one gang, so the counts sum to <= total
         self.used: dict[int, int] = {}
         self.order = order  # position for deterministic tie-breaks
-        self.prio = FREE  # leaves only
+        # leaves only: FREE, or the priority the leaf is used at (its one `used` key);
+        # cells above the leaves keep FREE
+        self.prio = FREE
         self.name = name
         self.view: Any = None  # the NodeIndex of the cluster view this cell is a node of
         self.vpos = -1  # its position in that view
@@ -90,16 +95,31 @@ class PCell(Cell):
         self.id = cell_id  # topology cell id
         self.node = node  # topology node index (-1 above node level)
         self.gpu = gpu  # GPU index for a leaf, -1 otherwise
-        self.vcell: VCell | None = None  # bound virtual cell
+        # bound virtual cell, of the same level, whose `pcell` is this cell; None when
+        # unbound. Bound: a cell allocated to a VC and, below it, the cells its gangs use
+        # (with their ancestors up to it), a pinned cell, a doomed cell, and a bad cell
+        # inside a bound one (so that the VC sees the failure)
+        self.vcell: VCell | None = None
+        # buddy allocation split it: its children, not it, are (or were taken from) the
+        # free list; cleared when they merge back
         self.split = False
-        self.pinned = False
+        self.pinned = False  # a VC's pinned cell (the tree's root only): bound all run
+        # False when the cell or any cell below it is bad (a cell is healthy again when
+        # all its children are)
         self.healthy = True
-        self.group = -1  # index of the job using this leaf
-        self.reserver = -1  # index of the preempting job it is reserved for (HiveD)
-        self.in_free = False
+        # leaves only: index of the gang running on the leaf (a key of the algorithm's
+        # `groups`), -1 when none; while a preemptor has reserved the leaf, the victim
+        self.group = -1
+        # leaves only: index of the preempting gang the leaf is reserved for (HiveD's
+        # Reserving/Reserved), -1 otherwise; back to -1 when that gang takes the leaf
+        # (`group` then names it) or is cancelled
+        self.reserver = -1
+        self.in_free = False  # listed in its chain's free list (at `free_pos`)
         self.free_pos = -1  # index in its level's free list while in_free
         self.multi_node = multi_node  # above node level (a rack of nodes)
-        self.doomed = False  # bound to a VC's free cell because it is bad
+        # allocated to one of a VC's free preassigned cells because it is bad (HiveD's
+        # doomed bad cell); True exactly while in that VC's `vc_doomed` list
+        self.doomed = False
 
 
 class VCell(Cell):
@@ -110,10 +130,12 @@ class VCell(Cell):
     def __init__(self, chain: str, level: int, total: int, order: int, name: str,
                  vc: str, pinned_id: str = "") -> None:
         super().__init__(chain, level, total, order, name)
-        self.vc = vc
+        self.vc = vc  # the VC whose tree it is in
         self.preassigned: VCell = self  # top-level ancestor (the VC's unit of quota)
+        # bound physical cell, of the same level, whose `vcell` is this cell; None when
+        # unbound. A bound cell's parent is bound too (up to the preassigned cell)
         self.pcell: PCell | None = None
-        self.pinned_id = pinned_id
+        self.pinned_id = pinned_id  # the pinned cell its tree stands for ("" if none)
 
     @property
     def healthy(self) -> bool:
@@ -149,6 +171,9 @@ class FreeList:
     """Buddy free list of one chain: free physical cells per level, in HiveD's order."""
 
     def __init__(self, top_level: int) -> None:
+        # level -> its free cells, in HiveD's order; a cell is listed exactly when its
+        # `in_free` is set, at `free_pos`; a listed cell's ancestors are all split and
+        # its descendants unlisted, and the children of a split cell are never all listed
         self.levels: dict[int, list[PCell]] = {lv: [] for lv in range(1, top_level + 1)}
 
     def add(self, cell: PCell) -> None:

@@ -43,8 +43,9 @@ its VC, health, doomed cells returned) unless the ordering has a `period`.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mypy_extensions import mypyc_attr
 from sortedcontainers import SortedList
@@ -74,6 +75,9 @@ from schedlab.sim.model import (
 )
 from schedlab.sim.params import Param, as_bool, as_float, as_optional, as_path
 from schedlab.sim.roles import gang_tasks, has_roles
+
+if TYPE_CHECKING:
+    from schedlab.sim.interfaces import WhatIfView
 
 PINNED_COLUMN = "pinned_cell_id"
 SIDE_BASE = 1 << 40  # gang ids of non-gang tasks booked in HiveD's cells (above job indices)
@@ -171,7 +175,11 @@ def _pod_gpus(leaves: Sequence[Any], req: Request) -> list[tuple[int, ...]]:
 
 
 class _QueueContext:
-    """What an ordering policy sees of one queue: a SchedContext narrowed to the queue."""
+    """What an ordering policy sees of one queue: a `PolicyContext` narrowed to the queue.
+
+    The queue's own members answer for the queue (pending, running, place, wake_at, owns);
+    the rest forward to the run's context.
+    """
 
     def __init__(self, owner: HivedPolicy, queue: _Queue, ctx: Ctx) -> None:
         self._owner = owner
@@ -238,7 +246,7 @@ class _QueueContext:
             return self._ctx.place(state)  # no cells: a node with its CPUs, memory, disk
         return self._owner._place(state, self._ctx)
 
-    def place_if_freed(self, job: JobState | JobSpec, victims: list[JobState],
+    def place_if_freed(self, job: JobState | JobSpec, victims: Sequence[JobState],
                        num_gpus: int | None = None) -> Placement:
         """Always no: under hived, HiveD alone chooses preemption victims."""
         return Unschedulable("hived chooses preemption victims itself", False)
@@ -255,6 +263,39 @@ class _QueueContext:
         """Work done by the job so far (ideal seconds)."""
         return self._ctx.progress(job)
 
+    @property
+    def num_jobs(self) -> int:
+        """Jobs in the run (indices are the run's, every queue's jobs among them)."""
+        return self._ctx.num_jobs
+
+    @property
+    def trace_jobs(self) -> int:
+        """Jobs of the run's trace: indices 0 .. trace_jobs - 1, in submit order."""
+        return self._ctx.trace_jobs
+
+    def what_if(self, victims: Sequence[JobState] = ()) -> AbstractContextManager[WhatIfView]:
+        """The run's what-if view of the whole cluster as if `victims` released their GPUs."""
+        return self._ctx.what_if(victims)
+
+    def placement_speed(self, job: JobState | JobSpec, gpus: tuple[int, ...]) -> float:
+        """Speed of `job` on `gpus` alone (type x locality)."""
+        return self._ctx.placement_speed(job, gpus)
+
+    def configure_sharing(self, *, time_slice: float | None = None,
+                          switch_cost: float | None = None,
+                          pack_penalty: float | None = None) -> None:
+        """Set the run's co-location model."""
+        self._ctx.configure_sharing(time_slice=time_slice, switch_cost=switch_cost,
+                                    pack_penalty=pack_penalty)
+
+    def group_of(self, job: JobState) -> list[JobState]:
+        """The jobs sharing `job`'s GPUs (itself included)."""
+        return self._ctx.group_of(job)
+
+    def share_mode(self, job: JobState) -> str:
+        """'timeshare', 'pack' or ''."""
+        return self._ctx.share_mode(job)
+
     def wake_at(self, t: float) -> None:
         """Ask for a pass of this queue's ordering at time `t`."""
         self._owner.wakes.add((t, self._q.pos))
@@ -265,7 +306,7 @@ class _QueueContext:
         return self._owner._queue_of(job) is self._q
 
     def __getattr__(self, name: str) -> Any:
-        """Anything else a SchedContext offers, unchanged."""
+        """Anything else the run's context offers beyond the protocol, unchanged."""
         if name.startswith("_"):
             raise AttributeError(name)
         return getattr(self._ctx, name)
@@ -333,7 +374,7 @@ class HivedPolicy(Policy):
         self.dirty: set[int] = set(range(len(self.by_pos)))  # queues that changed
         self.wakes: SortedList = SortedList()  # (time, queue pos) its ordering asked for
         for q in self._all_queues():
-            # duck-typed: what the ordering sees is a SchedContext narrowed to the queue
+            # what the ordering sees: a PolicyContext narrowed to the queue
             qctx: Ctx = _QueueContext(self, q, ctx)
             q.ctx = qctx
             q.policy.attach(qctx)

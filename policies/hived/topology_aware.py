@@ -40,13 +40,20 @@ class NodeIndex(Generic[N]):
     """
 
     def __init__(self, nodes: Sequence[N], cross: bool) -> None:
+        # the view's node cells in view order (fixed); a node's `view` is this index
+        # and its `vpos` its position here
         self.nodes: list[N] = list(nodes)
         self.cross = cross  # rank by all usage (inside a VC) or opportunistic usage
+        # rank -> free leaves -> sorted positions of the nodes with that key, as of
+        # `keys` (no empty list or dict is kept)
         self.by_rank: dict[tuple, dict[int, list[int]]] = {}
-        self.ranks: list[tuple] = []  # sorted
+        self.ranks: list[tuple] = []  # sorted; exactly the keys of `by_rank`
+        # per position: the (rank, free leaves) key the node is bucketed under; equal to
+        # `_key(node)` for every position not in `stale`
         self.keys: list[tuple[tuple, int]] = []
         self.stale: set[int] = set()  # positions whose bucket may be out of date
-        self.prios: dict[int, int] = {}  # leaves used per priority in the whole view
+        # priority -> leaves used at it over the whole view, always current (no zero counts)
+        self.prios: dict[int, int] = {}
         for i, n in enumerate(self.nodes):
             n.view = self
             n.vpos = i

@@ -29,10 +29,18 @@ class JobTracker:
     """Running and pending jobs a policy knows of, each with the policy's own tag."""
 
     def __init__(self) -> None:
-        self.running: dict[int, Any] = {}  # job index -> tag (e.g. its queue)
+        # job index -> tag (e.g. its queue): the jobs the policy started (it adds them)
+        # and has not yet seen end; a job that stopped leaves it at the next `sync`
+        self.running: dict[int, Any] = {}
+        # job index -> tag: the pending jobs the policy took in (`enqueue` adds them,
+        # `drop` takes them out); `sync` keeps its size plus the refusals equal to the
+        # context's pending count (rescanning the queue when they differ)
         self.pending: dict[int, Any] = {}
+        # indices of jobs an event may have ended or requeued since the last `sync`
+        # (finish, fail, kill, retry), repeats allowed; emptied by `sync`
         self.left: list[int] = []
         self.watch: set[int] = set()  # held or retrying jobs, pending later
+        # jobs 0 .. next_arrival - 1 were seen arrive (trace order is submit order)
         self.next_arrival = 0
         self._owns: Callable[[JobState], bool] | None = None  # of the pass's context
         self._next_time = float("-inf")  # submit time of job `next_arrival` (-inf: look)

@@ -30,7 +30,7 @@ from schedlab.sim.model import Decision, Start, Unschedulable
 from schedlab.sim.params import Param, as_optional, as_path
 
 if TYPE_CHECKING:
-    from schedlab.sim.context import SchedContext
+    from schedlab.sim.interfaces import PolicyContext
     from schedlab.topologies.tree import Topology
 
 
@@ -77,7 +77,7 @@ class VcQuotaPolicy(Policy):
                         "YAML file vc -> GPUs (default: the GPUs of each VC's cells)"),
     }
 
-    def attach(self, ctx: SchedContext) -> None:
+    def attach(self, ctx: PolicyContext) -> None:
         """Read the quotas and index the VCs."""
         quotas, given = cell_quotas(ctx.topology)
         if self.p["quotas"]:
@@ -92,11 +92,11 @@ class VcQuotaPolicy(Policy):
         self.placement_blocked: set[str] = set()  # heads that fit the quota, not the cluster
         self.up = list(ctx.cluster.node_up)
 
-    def notify(self, ctx: SchedContext, job: JobState, kind: str) -> None:
+    def notify(self, ctx: PolicyContext, job: JobState, kind: str) -> None:
         """Remember jobs that ended or were requeued."""
         self.jobs.notify(job, kind)
 
-    def schedule(self, ctx: SchedContext) -> Iterator[Decision]:
+    def schedule(self, ctx: PolicyContext) -> Iterator[Decision]:
         """Start VC heads that fit their quota and the placer, VC by VC."""
         yield from self.jobs.sync(ctx, self._gone, self._enqueue, self._drop)
         up = ctx.cluster.node_up

@@ -114,7 +114,26 @@ def check_state(algo: HivedAlgorithm) -> None:
               for r in lst for v in [r, *_descendants(r)]]
     vcells += [v for state in algo.vcs.values() for r in state.pinned.values()
                for v in [r, *_descendants(r)]]
+    doomed = [c for per_vc in algo.vc_doomed.values() for per_chain in per_vc.values()
+              for cells in per_chain.values() for c in cells]
+    assert len(doomed) == len({id(c) for c in doomed}), "a cell doomed twice"
+    assert {id(c) for c in doomed} == {id(c) for c in pc.cells.values() if c.doomed}
+    for name, info in algo.chains.items():
+        for lv in range(1, info.top_level + 1):
+            assert algo.all_vc_doomed[name][lv] == sum(
+                len(algo.vc_doomed[vc].get(name, {}).get(lv, ())) for vc in algo.vc_order)
+            assert {id(c) for c in algo.bad_free[name][lv]} == {
+                id(c) for c in pc.cells.values()
+                if c.chain == name and c.level == lv and not c.healthy and _under_free(c)}
+            listed = algo.free[name].levels[lv]
+            assert all(c.in_free and c.free_pos == i for i, c in enumerate(listed))
     for c in pc.cells.values():
+        if c.children:
+            assert c.healthy == all(ch.healthy for ch in c.children), c.name
+            assert c.prio == FREE and c.group < 0 and c.reserver < 0, c.name
+        else:
+            assert c.group < 0 or c.group in algo.groups, c.name
+            assert c.reserver < 0 or c.reserver in algo.groups, c.name
         if c.vcell is not None:
             assert c.vcell.pcell is c and c.vcell.level == c.level
         if not c.children:  # used by a gang, reserved for a preemptor, or free
@@ -127,6 +146,7 @@ def check_state(algo: HivedAlgorithm) -> None:
     for v in vcells:
         if v.pcell is not None:
             assert v.pcell.vcell is v
+            assert v.parent is None or v.parent.pcell is not None, f"{v.name}: parent unbound"
         expect = {}
         for leaf in v.leaves():
             if leaf.prio != FREE:
