@@ -22,7 +22,7 @@ import numpy as np
 
 from schedlab.policies.base import Policy
 from schedlab.policies.observation import DecisionPoint, ObsConfig, Observer
-from schedlab.sim.context import SchedContext
+from schedlab.sim.interfaces import PolicyContext
 from schedlab.sim.jobstate import FINAL, JobState
 from schedlab.sim.model import Await, Start, Unschedulable
 
@@ -93,7 +93,7 @@ class RewardMeter:
         if w is not None:
             self._weight_sum = self._weight_sum - w if self._weights else 0.0
 
-    def sample(self, ctx: SchedContext) -> None:
+    def sample(self, ctx: PolicyContext) -> None:
         """The rate from now on, read from the state after the pass."""
         self.advance(ctx.now)
         if self.kind == "slowdown":
@@ -135,10 +135,10 @@ class AgentPolicy(Policy):
         self.obs: np.ndarray | None = None
         self.advice: int | None = None
         self.action: int | None = None
-        self.ctx: SchedContext | None = None
+        self.ctx: PolicyContext | None = None
         self.period = advisor.period if advisor is not None else None
 
-    def attach(self, ctx: SchedContext) -> None:
+    def attach(self, ctx: PolicyContext) -> None:
         """Fresh observer and meter for the episode; the advisor attaches too."""
         self.ctx = ctx
         self.observer = Observer(self.cfg)
@@ -147,7 +147,7 @@ class AgentPolicy(Policy):
         if self.advisor is not None:
             self.advisor.attach(ctx)
 
-    def notify(self, ctx: SchedContext, job: JobState, kind: str) -> None:
+    def notify(self, ctx: PolicyContext, job: JobState, kind: str) -> None:
         """Observer, meter and advisor hear every event."""
         self.observer.notify(ctx, job, kind)
         self.meter.notify(ctx.now, job, kind)
@@ -155,7 +155,7 @@ class AgentPolicy(Policy):
             assert self.advisor is not None
             self.advisor.notify(ctx, job, kind)
 
-    def schedule(self, ctx: SchedContext) -> Iterator[Any]:
+    def schedule(self, ctx: PolicyContext) -> Iterator[Any]:
         """Yield `Await` at each decision point, then the start the agent chose (if any).
 
         Yields decisions and `schedlab.sim.model.Await` markers (only a stepping driver answers
@@ -190,7 +190,7 @@ class AgentPolicy(Policy):
             return action
         return k if mask[k] else int(np.argmax(mask[:k]))
 
-    def _advise(self, ctx: SchedContext, point: DecisionPoint) -> int:
+    def _advise(self, ctx: PolicyContext, point: DecisionPoint) -> int:
         """The advisor's choice: its first decision if it starts a valid candidate.
 
         Else "no more" (or, where that is masked, the choice `resolve` would make).
