@@ -290,12 +290,12 @@ def test_gang_larger_than_every_chain_is_rejected_not_left_waiting():
     assert "cannot be placed even in the empty cluster" in out.loc["j0", "reason"]
 
 
-# fuzz campaign (benchmarks/fuzz_campaign.py): orderings that follow the engine with their
-# own trackers (schedlab.policies.queues.EngineMirror: capacity, drf;
-# schedlab.policies.hived.tracking.JobTracker: vc-quota) took in jobs of other hived
-# queues (arrivals walked by index, dependents released by a finish) and started them:
-# InvalidDecision "started 'x', which is not in queue 'default'". They now keep only the
-# jobs the narrowed context owns.
+# Orderings that follow the engine with their own trackers
+# (schedlab.policies.queues.EngineMirror: capacity, drf;
+# schedlab.policies.hived.tracking.JobTracker: vc-quota) must keep only the jobs their
+# narrowed hived context owns: arrivals walked by index and dependents released by a
+# finish may belong to another queue, and starting one is InvalidDecision ("started 'x',
+# which is not in queue 'default'"). Cases found by benchmarks/fuzz_campaign.py.
 NARROWED = {
     "opportunistic-dependent-released": (
         JobSpec("g", 1.0, 1, 50.0, priority=5, depends_on=("o",)),
