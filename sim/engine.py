@@ -59,7 +59,7 @@ from __future__ import annotations
 import gc
 import math
 import time as _time
-from collections.abc import Callable, Generator, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
@@ -94,6 +94,7 @@ from schedlab.sim.model import (
     job_milli,
 )
 from schedlab.sim.params import resolve
+from schedlab.sim.processes import Process, RunHandle
 from schedlab.sim.recorder import TIMELINE_COLUMNS
 from schedlab.sim.registry import POLICIES
 from schedlab.sim.role_tasks import end_side, place_side, take_tasks
@@ -137,6 +138,25 @@ class Run(RunState):
         self.paused: simpy.Event | None = None  # set while the policy awaits (`advance`)
         self.side_tried = -1  # cluster version of the last try at placing non-gang tasks
         self.failure_rate = float(p["failure_rate"])  # read at every start
+        self.done = False  # the loop has ended
+        self.loop: simpy.Process | None = None  # the loop as a SimPy process (not direct)
+        self.sleeping = False  # the loop waits for its next instant (a process may wake it)
+        self.outside: list[simpy.Process] = []  # the user's processes (sim.processes)
+        self.outside_gone = False  # set when they can never act again
+
+    # --- the user's processes (schedlab.sim.processes) ---
+
+    def wake(self) -> None:
+        """A user's process acted: hold a scheduling pass now."""
+        self.instant.t = self.env.now
+        self.agenda.schedule(self.instant.t, Due.TIMER)
+        if self.sleeping and self.loop is not None:
+            self.sleeping = False
+            self.loop.interrupt()
+
+    def _outside_alive(self) -> bool:
+        """Whether a user's process may still act (the loop then waits for it)."""
+        return not self.outside_gone and any(p.is_alive for p in self.outside)
 
     # --- decisions ---
 
@@ -401,6 +421,7 @@ class Run(RunState):
         return (not self.running and self.decisions == before
                 and self.next_arrival >= self.num_trace
                 and not self.cluster.nodes_down
+                and not (self.outside and self._outside_alive())
                 and not self.agenda.any_live(
                     lambda k: k not in (Due.NODE_FAIL, Due.NODE_REPAIR, Due.TICK)))
 
@@ -457,17 +478,33 @@ class Run(RunState):
             if next_sub < t:
                 t = next_sub
             if stuck or t == math.inf:  # nothing can change any more
-                if not settle(self):
+                if not stuck and self.outside and self._outside_alive():
+                    # but a user's process may act: wait for it (or for `until`)
+                    if self.until is not None and env._now >= self.until:
+                        break
+                    t = math.inf if self.until is None else self.until
+                elif not settle(self):
                     break
-                t = env.now  # some jobs were rejected: the rest may start now
+                else:
+                    t = env.now  # some jobs were rejected: the rest may start now
             elif self.until is not None and t > self.until:
                 break
             if t > env._now:
                 if direct:  # nothing else is on SimPy's schedule: set the clock
                     env._now = t
                 else:
-                    yield env.timeout(t - env._now)
-                    env.land(t)  # now + (t - now) can miss t by an ulp
+                    self.sleeping = True
+                    try:
+                        if t == math.inf:  # only a user's process can wake the loop
+                            yield env.event()
+                        else:
+                            yield env.timeout(t - env._now)
+                            env.land(t)  # now + (t - now) can miss t by an ulp
+                    except simpy.Interrupt:  # a user's process acted (`wake`)
+                        instant.t = env._now
+                        continue
+                    finally:
+                        self.sleeping = False
                 instant.t = env._now
             while next_sub <= t:
                 self.arrive(jobs[na])
@@ -503,6 +540,7 @@ class Run(RunState):
             recorder.sample(cluster, queue, len(running))
             if self.progress_cb is not None:
                 self.progress_cb(env.now, n - self.open_jobs, n)
+        self.done = True
 
     def sample(self) -> None:
         """Add a timeline row if the cluster or the queue changed."""
@@ -522,10 +560,16 @@ class Run(RunState):
             ev, self.paused = self.paused, None
             ev.succeed()
         while not self._awaiting():
+            if self.done:
+                return False
             try:
                 env.step()
             except simpy.core.EmptySchedule:
-                return False
+                if self.loop is None or not self.sleeping:
+                    return False
+                # the user's processes wait for what never comes: the loop goes on alone
+                self.outside_gone = True
+                self.wake()
         return True
 
     def _awaiting(self) -> bool:
@@ -566,6 +610,7 @@ class Simulation:
         params: Mapping[str, Any] | None = None,
         *,
         max_jobs: int | None = None,
+        processes: Sequence[Process] = (),
     ) -> None:
         if not isinstance(trace, Trace):
             from schedlab.traces import load_trace
@@ -603,6 +648,11 @@ class Simulation:
             jobs = jobs[:max_jobs]
         self.jobs: tuple[JobSpec, ...] = jobs
         self.max_jobs = max_jobs
+        for fn in processes:
+            if not callable(fn):
+                raise InvalidParameter(f"process {fn!r}: expected a function (env, run) "
+                                       "returning a SimPy generator")
+        self.processes: tuple[Process, ...] = tuple(processes)
 
     def start(self, until: float | None = None,
               progress: Callable[[float, int, int], None] | None = None) -> Run:
@@ -612,8 +662,15 @@ class Simulation:
         until it returns False, then `result(run, wall_seconds)`.
         """
         run = self._prepare(until, progress)
-        run.env.process(run.process())
+        run.loop = run.env.process(run.process())
+        self._add_processes(run)
         return run
+
+    def _add_processes(self, run: Run) -> None:
+        """Start the user's processes beside the loop, in the order given."""
+        if self.processes:
+            handle = RunHandle(run)
+            run.outside = [run.env.process(fn(run.env, handle)) for fn in self.processes]
 
     def _prepare(self, until: float | None,
                  progress: Callable[[float, int, int], None] | None) -> Run:
@@ -639,11 +696,16 @@ class Simulation:
         """
         wall0 = _time.perf_counter()
         with quiet_collector():
-            run = self._prepare(until, progress)
-            gc.freeze()  # the set-up's objects (job states, indexes) live for the run
-            # driven directly: the loop sets the clock from instant to instant itself (no
-            # SimPy timeout, step and resume per instant); it yields only at an Await
-            next(run.process(direct=True), None)
+            if self.processes:  # the loop runs on SimPy's schedule beside them
+                run = self.start(until, progress)
+                gc.freeze()
+                run.advance()
+            else:
+                run = self._prepare(until, progress)
+                gc.freeze()  # the set-up's objects (job states, indexes) live for the run
+                # driven directly: the loop sets the clock from instant to instant itself
+                # (no SimPy timeout, step and resume per instant); it yields only at an Await
+                next(run.process(direct=True), None)
             if run.paused is not None:
                 raise InvalidDecision(
                     f"policy {self.policy.name!r} yielded Await (it waits for an answer "

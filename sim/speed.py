@@ -172,6 +172,25 @@ class ColocationSpeed:
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
+class NodeSpeed:
+    """Speed multipliers of nodes set during the run (`RunHandle.set_speed`).
+
+    A gang runs at the pace of its slowest node, so a job's factor is the least of its
+    GPUs' nodes'. Put on the chain only once a multiplier is set.
+    """
+
+    def __init__(self, topo: Topology) -> None:
+        self._gpu_node = topo.gpu_node
+        self.speed: list[float] = [1.0] * len(topo.nodes)
+
+    def factor(self, job: JobState | JobSpec, gpus: tuple[int, ...], run: Any = None
+               ) -> float:
+        """The least multiplier of the nodes of `gpus` (1 with none)."""
+        speed, node = self.speed, self._gpu_node
+        return min((speed[node[g]] for g in gpus), default=1.0)
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)
 class SpeedChain:
     """The ordered factors of one run; `rate` is their product for a job where it runs."""
 
@@ -183,6 +202,11 @@ class SpeedChain:
         # only the built-in factors: a job none of them slows down runs at 1 (`rate`)
         self._builtin_only = not extra and tuple(map(type, self.factors)) == (
             GpuTypeSpeed, LocalitySpeed, ElasticSpeed, ColocationSpeed)
+
+    def add(self, factor: Any) -> None:
+        """Append a factor during the run (the caller re-rates the jobs it slows)."""
+        self.factors = self.factors + (factor,)
+        self._builtin_only = False
 
     def rate(self, job: JobState) -> float:
         """The job's speed on its current GPUs (1 for a job that holds none)."""
