@@ -14,35 +14,23 @@ point to the next (`Simulation.start`, `Run.advance`, `Simulation.result`) witho
 thread and without a second copy of the loop. `Simulation.run` refuses a policy that
 awaits: it has nobody to answer.
 
-SimPy is the clock of a stepped run and of the extensions built on it, not of a whole
-run: `Simulation.start` registers the loop as one SimPy process that yields one timeout
-per instant (not per event: every event due at an instant is applied from the agenda's own
-heap), so a stepping driver (`Run.advance`) steps the environment as SimPy does.
-`Simulation.run` drives the same generator directly instead: nothing else is ever on
-SimPy's schedule, so the loop sets the clock from one instant to the next itself and
-yields only at an `Await` (which `run` refuses). That saves a timeout, a step and a
-resume per instant (fifo on philly-like 30k: 218.7 -> 194.7 Python calls a job); the
-instants, and so every output, are the same (`Clock.land` already put the clock exactly on
-each instant). An earlier trial of this measured `benchmarks/profile_run.py`, which then
-still ran the loop as a SimPy process.
+Two drives of the one loop: `Simulation.start` registers it as a SimPy process that yields
+one timeout per instant (every event due at an instant is applied from the agenda's own
+heap), so a stepping driver steps the environment; `Simulation.run` drives the same
+generator directly and sets the clock from instant to instant itself, since nothing else
+is on SimPy's schedule (fewer calls per instant, same instants and outputs). A run with a
+user's processes (`schedlab.sim.processes`) is always driven on SimPy's schedule.
 
 `events_processed` counts every engine event: each arrival, each live agenda entry
 applied (completion, failure, retry, timer, tick, node failure or repair, lifetime), each
 decision applied (start, preempt, suspend, resume, migrate, resize, reject: a policy's
 round of suspensions counts each one) and each rejection when the run settles.
 
-Compiled: this module and the other modules of the per-event path (`setup.py` lists them:
-the cluster state and its indexes, the queue, the agenda, progress, speed factors,
-co-location, recording, job states, the context and the base placer; and HiveD's cell
-algorithm) are compiled to C by mypyc when the package is installed, from this same typed
-source, and run with the same semantics and outputs (the test suite and the golden
-baselines run on either build). What
-it saves is the interpreter's own cost per bytecode, attribute read and call, which after
-the indexes is most of an event's cost: fifo on full Philly 3.5-3.8 -> 2.3-2.7 CPU s in
-the loop. Policies, readers and metrics stay interpreted, and so can subclass these
-classes (each allows interpreted subclasses; a class attribute a subclass overrides and
-the compiled code reads is a `ClassVar`, else the compiled read would miss the override).
-`SCHEDLAB_PURE=1` at install time keeps everything pure Python.
+Compiled builds: this module and the other per-event modules (`setup.py` lists them)
+can be compiled by mypyc from this typed source, with the same semantics and outputs;
+`SCHEDLAB_PURE=1` at install time keeps everything pure Python. Compiled classes allow
+interpreted subclasses; a class attribute a subclass overrides and the compiled code reads
+is a `ClassVar`, else the compiled read would miss the override.
 
 Garbage collector: a run builds millions of long-lived objects (job specs, job states,
 recorded rows) and frees almost everything it allocates per event by reference
