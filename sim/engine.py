@@ -136,7 +136,6 @@ class Run(RunState):
 
     def wake(self) -> None:
         """A user's process acted: hold a scheduling pass now."""
-        self.instant.t = self.env.now
         self.agenda.schedule(self.instant.t, Due.TIMER)
         if self.sleeping and self.loop is not None:
             self.sleeping = False
@@ -455,8 +454,7 @@ class Run(RunState):
         # a policy that only starts queued jobs decides nothing without one: no pass then
         skip_empty = policy.only_pending
         queued = queue.held  # the queued jobs (true when any)
-        instant = self.instant  # SimPy's clock as the run's own code reads it (sim.instant)
-        instant.t = env._now
+        instant = self.instant  # the run's clock; SimPy's time is a view of it (sim.lifecycle)
         stuck = False
         # the next arrival's submit time, read once per arrival (inf: none left)
         na = self.next_arrival
@@ -468,32 +466,30 @@ class Run(RunState):
             if stuck or t == math.inf:  # nothing can change any more
                 if not stuck and self.outside and self._outside_alive():
                     # but a user's process may act: wait for it (or for `until`)
-                    if self.until is not None and env._now >= self.until:
+                    if self.until is not None and instant.t >= self.until:
                         break
                     t = math.inf if self.until is None else self.until
                 elif not settle(self):
                     break
                 else:
-                    t = env.now  # some jobs were rejected: the rest may start now
+                    t = instant.t  # some jobs were rejected: the rest may start now
             elif self.until is not None and t > self.until:
                 break
-            if t > env._now:
+            if t > instant.t:
                 if direct:  # nothing else is on SimPy's schedule: set the clock
-                    env._now = t
+                    instant.t = t
                 else:
                     self.sleeping = True
                     try:
                         if t == math.inf:  # only a user's process can wake the loop
                             yield env.event()
                         else:
-                            yield env.timeout(t - env._now)
+                            yield env.timeout(t - instant.t)
                             env.land(t)  # now + (t - now) can miss t by an ulp
                     except simpy.Interrupt:  # a user's process acted (`wake`)
-                        instant.t = env._now
                         continue
                     finally:
                         self.sleeping = False
-                instant.t = env._now
             while next_sub <= t:
                 self.arrive(jobs[na])
                 na += 1
@@ -510,7 +506,6 @@ class Run(RunState):
                     if isinstance(d, Await):  # hand control to the driver (`advance`)
                         self.paused = env.event()
                         yield self.paused
-                        instant.t = env._now  # (the driver may have moved the clock)
                         continue
                     self.apply(d)
                 self.in_pass = False
@@ -527,12 +522,11 @@ class Run(RunState):
                 self._arm_tick(policy.period, before)
             recorder.sample(cluster, queue, len(running))
             if self.progress_cb is not None:
-                self.progress_cb(env.now, n - self.open_jobs, n)
+                self.progress_cb(instant.t, n - self.open_jobs, n)
         self.done = True
 
     def sample(self) -> None:
         """Add a timeline row if the cluster or the queue changed."""
-        self.instant.t = self.env._now  # (a stepped run's driver may have moved it)
         self.recorder.sample(self.cluster, self.queue, len(self.running))
 
     def advance(self) -> bool:
@@ -673,7 +667,8 @@ class Simulation:
         """The SimResult of a run that has ended (`Run.advance` returned False)."""
         from schedlab.sim.results import build_result
 
-        end = run.env._now if run.until is None else max(run.env._now, run.until)
+        now = run.instant.t
+        end = now if run.until is None else max(now, run.until)
         return build_result(self, run, end, wall_seconds)
 
     def run(self, until: float | None = None,

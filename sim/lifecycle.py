@@ -69,7 +69,11 @@ _FINISHED: Final = EventKind.FINISH
 
 @mypyc_attr(allow_interpreted_subclasses=True)
 class Clock(simpy.Environment):
-    """SimPy's environment that lands exactly on the instants the engine aims at.
+    """SimPy's environment whose time is the run's one clock, an `Instant` (`clock.t`).
+
+    SimPy keeps its time in `_now`, which its own code reads and writes (`step`,
+    `schedule`); here `_now` is a property over `clock.t`, so SimPy and the engine share
+    one field and the engine never touches SimPy's private state: it sets `clock.t`.
 
     SimPy advances by adding a delay to `now`, and `now + (t - now)` can miss `t` by an
     ulp (4.909 + (14.699 - 4.909) is 14.698999999999998, and no delay gives 14.699): a
@@ -77,12 +81,29 @@ class Clock(simpy.Environment):
     when it stopped within a few ulps of it, never past an event already scheduled.
     """
 
+    def __init__(self, clock: Instant) -> None:
+        self.clock = clock
+        super().__init__(clock.t)
+
+    @property
+    def _now(self) -> float:
+        return self.clock.t
+
+    @_now.setter
+    def _now(self, t: float) -> None:
+        self.clock.t = t
+
+    @property
+    def now(self) -> float:
+        """The current simulation time (the run's clock)."""
+        return self.clock.t
+
     def land(self, t: float) -> None:
         """Set the clock to `t` if it is within a few ulps of it."""
-        now = self._now
-        if now != t and abs(now - t) <= 4 * math.ulp(t) and (not self._queue
-                                                             or self._queue[0][0] >= t):
-            self._now = t
+        clock = self.clock
+        now = clock.t
+        if now != t and abs(now - t) <= 4 * math.ulp(t) and self.peek() >= t:
+            clock.t = t
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -99,10 +120,10 @@ class RunState:
         seeds = np.random.SeedSequence(sim.seed).spawn(3)
         self.policy_rng = np.random.default_rng(seeds[0])
         self.fail_rng = np.random.default_rng(seeds[1])
-        self.env = Clock()
-        # the time as the engine's per-event code reads it: SimPy's `env._now`, kept in
-        # a native field (`schedlab.sim.instant`; the engine moves both)
+        # the run's one clock: a native field the per-event code reads (`schedlab.sim.instant`);
+        # SimPy's time is a view of it (`Clock`)
         self.instant = clock = Instant()
+        self.env = Clock(clock)
         self.cluster = ClusterState(self.topo, fgd=FgdMetric(sim.jobs))
         self.placer: Any = PLACERS.get(sim.placer_name)()
         self.jobs = [JobState(i, spec) for i, spec in enumerate(sim.jobs)]
@@ -145,7 +166,7 @@ class RunState:
     @property
     def now(self) -> float:
         """Current simulated time (s)."""
-        return self.env._now  # SimPy's own field: its `now` is a Python property
+        return self.instant.t
 
     @property
     def topology(self) -> Any:
