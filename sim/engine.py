@@ -125,7 +125,6 @@ class Run(RunState):
         self.idle_passes = 0  # passes in a row with nothing running and nothing started
         self.paused: simpy.Event | None = None  # set while the policy awaits (`advance`)
         self.side_tried = -1  # cluster version of the last try at placing non-gang tasks
-        self.failure_rate = float(p["failure_rate"])  # read at every start
         self.done = False  # the loop has ended
         self.loop: simpy.Process | None = None  # the loop as a SimPy process (not direct)
         self.sleeping = False  # the loop waits for its next instant (a process may wake it)
@@ -318,7 +317,7 @@ class Run(RunState):
                 x for x in (note, f"restore={overhead:g}" if overhead else "") if x))
         job.suspended = False
         self.progress.schedule_finish(job)
-        self._schedule_failure(job)
+        self.schedule_failure(job)
 
     def _take_tasks(self, job: JobState, gpus: tuple[int, ...],
                     tasks: tuple[TaskPlacement, ...], what: str, share: str, node: int
@@ -340,19 +339,6 @@ class Run(RunState):
             return
         place_side(cluster, self.placer, self.side_jobs, self.agenda, self.instant.t)
         self.side_tried = cluster.version
-
-    def _schedule_failure(self, job: JobState) -> None:
-        rate = self.failure_rate
-        if rate <= 0 and plain_spec(job.spec):
-            return  # the common case: no failure to schedule
-        s = job.spec
-        if s.fail_at is None and rate <= 0:
-            return
-        t = s.fail_at if s.fail_at is not None else math.inf
-        if rate > 0:
-            t = min(t, float(self.fail_rng.exponential(3600.0 / rate)))
-        if t < math.inf:
-            self.agenda.schedule(job.attempt_start + t, Due.FAIL, job.idx, job.version)
 
     def _stop(self, job: JobState, keep_all: bool, kind: EventKind, detail: str) -> None:
         """Stop a running job; it keeps all work (checkpointed) or work to its checkpoint."""

@@ -20,6 +20,7 @@ from schedlab.sim.agenda import Agenda, Due, Entry
 from schedlab.sim.cluster import ClusterState
 from schedlab.sim.colocation import Colocation
 from schedlab.sim.containers import Containers
+from schedlab.sim.faces import SimInputs
 from schedlab.sim.instant import Instant
 from schedlab.sim.jobstate import (
     COMPLETED,
@@ -59,8 +60,7 @@ from schedlab.sim.speed import (
 )
 
 if TYPE_CHECKING:
-    from schedlab.sim.context import SchedContext
-    from schedlab.sim.engine import Simulation
+    from schedlab.sim.interfaces import PolicyContext
 
 _FINISH: Final = Due.FINISH
 _SUBMIT: Final = EventKind.SUBMIT
@@ -110,9 +110,9 @@ class Clock(simpy.Environment):
 class RunState:
     """All mutable state of one run, in parts, and the lifecycle of its jobs."""
 
-    ctx: SchedContext
+    ctx: PolicyContext
 
-    def __init__(self, sim: Simulation, until: float | None) -> None:
+    def __init__(self, sim: SimInputs, until: float | None) -> None:
         self.sim = sim
         self.topo = sim.topology
         self.engine_params = params = sim.engine_params
@@ -130,7 +130,7 @@ class RunState:
         # the jobs by trace id (the states themselves: no int object a job, 28 MB at 1M)
         self.by_id: dict[str, JobState] = {j.spec.job_id: j for j in self.jobs}
         self.num_trace = len(self.jobs)  # the trace's jobs; task runs follow (sim.containers)
-        self.containers = Containers(self) if any(  # type: ignore[arg-type]
+        self.containers = Containers(self) if any(
             not plain_spec(s) and s.completions is not None for s in sim.jobs) else None
         self.missing_deps = self._link_dependencies()
         self.agenda = Agenda(self.jobs)
@@ -147,6 +147,7 @@ class RunState:
         self.colocation.progress = self.progress
         self.health = NodeHealth(self.cluster, self.agenda, self.recorder, params,
                                  np.random.default_rng(seeds[2]), clock)
+        self.failure_rate = float(params["failure_rate"])  # read at every start
         self.decisions = 0
         self.tick_armed = False
         self.next_arrival = 0
@@ -177,6 +178,20 @@ class RunState:
     def params(self) -> Any:
         """The resolved engine parameters."""
         return self.engine_params
+
+    def schedule_failure(self, job: JobState) -> None:
+        """Put the attempt's failure on the agenda: its `fail_at`, or drawn at `failure_rate`."""
+        rate = self.failure_rate
+        if rate <= 0 and plain_spec(job.spec):
+            return  # the common case: no failure to schedule
+        s = job.spec
+        if s.fail_at is None and rate <= 0:
+            return
+        t = s.fail_at if s.fail_at is not None else math.inf
+        if rate > 0:
+            t = min(t, float(self.fail_rng.exponential(3600.0 / rate)))
+        if t < math.inf:
+            self.agenda.schedule(job.attempt_start + t, Due.FAIL, job.idx, job.version)
 
     def _link_dependencies(self) -> dict[int, list[str]]:
         """Count each job's dependencies; those cut off by max_jobs can never complete."""

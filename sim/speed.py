@@ -13,7 +13,7 @@ co-location changes and must be deterministic.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mypy_extensions import mypyc_attr
 
@@ -23,7 +23,6 @@ from schedlab.sim.model import JobSpec, Level
 from schedlab.sim.registry import SPEED_FACTORS
 
 if TYPE_CHECKING:
-    from schedlab.sim.colocation import Colocation
     from schedlab.sim.interfaces import RunView
     from schedlab.topologies.tree import Topology
     from schedlab.topologies.walk import CellWalk
@@ -157,13 +156,21 @@ class ElasticSpeed:
         return (f + (1 - f) / n) / (f + (1 - f) / k)
 
 
+class GroupSpeeds(Protocol):
+    """The speed of a job in its time-sharing or packing group (`schedlab.sim.colocation`)."""
+
+    def factor(self, job: JobState) -> float:
+        """The job's speed multiplier in its group."""
+        ...
+
+
 @mypyc_attr(allow_interpreted_subclasses=True)
 class ColocationSpeed:
     """A member of a time-sharing or packing group (1 when the job runs alone)."""
 
     name = "colocation"
 
-    def __init__(self, colocation: Colocation) -> None:
+    def __init__(self, colocation: GroupSpeeds) -> None:
         self._co = colocation
 
     def factor(self, job: JobState, gpus: tuple[int, ...], run: Any = None) -> float:
