@@ -5,6 +5,11 @@ the pending queue, progress and the speed chain, co-location groups, node health
 recorder; it also holds the job table and moves jobs along their state machine
 (`schedlab.sim.jobstate.TRANSITIONS`). The engine (`schedlab.sim.engine.Run`) adds the loop and the
 application of the policy's decisions on top.
+
+One clock: the run's `Instant` (`instant.t`), a native field the per-event code reads.
+SimPy's environment (`Clock`) keeps its time in that same field (its `_now` is a
+property over it), so SimPy's own stepping moves the run's clock and the engine never
+touches SimPy's private state: a subclass over copying SimPy's `step`.
 """
 
 from __future__ import annotations
