@@ -446,6 +446,7 @@ class Run(RunState):
         na = self.next_arrival
         next_sub = jobs[na].spec.submit_time if na < n else math.inf
         while self.open_jobs > 0:
+            wait_only = False  # waiting for a user's process, nothing of the run's own
             t = agenda.peek()  # the next instant: the next live entry or arrival
             if next_sub < t:
                 t = next_sub
@@ -455,6 +456,7 @@ class Run(RunState):
                     if self.until is not None and instant.t >= self.until:
                         break
                     t = math.inf if self.until is None else self.until
+                    wait_only = True
                 elif not settle(self):
                     break
                 else:
@@ -476,6 +478,8 @@ class Run(RunState):
                         continue
                     finally:
                         self.sleeping = False
+                    if wait_only:  # `until` came with nothing of the run's own due
+                        continue
             while next_sub <= t:
                 self.arrive(jobs[na])
                 na += 1
