@@ -26,6 +26,11 @@ by free CPUs, from a sorted index built on the first such question and then refr
 only for the nodes whose host resources or health changed since (so runs without CPU-only
 jobs never pay for it).
 
+A drained node (`drain_node`) looks full: whatever of it is free, GPUs (milli) and host
+resources, is held by the drain (holder `_DRAIN`), and whatever its jobs give back is
+taken by the drain at once, so no placement can land on it while its jobs run on; the
+drained share counts neither busy nor free; `undrain_node` gives it all back.
+
 Aggregates for metrics (busy milli-GPUs, free GPUs inside fully free nodes, the FGD sum)
 are updated from the nodes that changed, never recomputed over the whole cluster.
 """
@@ -49,6 +54,9 @@ __all__ = ["MILLI", "ClusterState", "job_milli"]
 
 
 _DOWN: Final = -2  # holder id of the GPUs of a failed node
+_DRAIN: Final = -3  # holder id of the free share of a drained node
+_DRAIN_OPS: Final = frozenset({"_take_drain", "_give_drain"})
+_NO_HOST: Final = (0.0, 0.0, 0.0)
 # an indexed cell, the cells whose free counts key it (itself, then its ancestors up to
 # its node) and the digit of its id in its key's code (`ClusterLayout.code_tail`)
 _Entry = tuple[int, tuple[int, ...], int]
@@ -68,7 +76,9 @@ def _cancelled(log: list[tuple[str, tuple[Any, ...]]]) -> set[int] | None:
     open_: dict[tuple[Any, ...], int] = {}
     skip: set[int] | None = None
     for i, (name, args) in enumerate(log):
-        if name == "allocate":
+        if name in _DRAIN_OPS:  # a drain took what was free then: no pair spans it
+            open_.clear()
+        elif name == "allocate":
             if not (args[3] or args[4] or args[5]):
                 open_[args[:3]] = i
         elif name == "release" and not (args[3] or args[4] or args[5]):
@@ -108,6 +118,10 @@ class ClusterState:
         self._host_dirty: set[int] | None = None
         self.node_up: list[bool] = [True] * len(topo.nodes)
         self.nodes_down = 0  # failed nodes (with or without GPUs)
+        self.drained: list[bool] = [False] * len(topo.nodes)  # see `drain_node`
+        self.nodes_drained = 0
+        self.drained_milli = 0  # milli-GPUs the drains hold
+        self._drain_host: list[tuple[float, float, float]] = [_NO_HOST] * len(topo.nodes)
         self.gpu_parent_levels = lay.gpu_parent_levels
         self.max_node_gpus = lay.max_node_gpus
         self._node_partial: list[int] = [0] * len(topo.nodes)
@@ -384,6 +398,11 @@ class ClusterState:
         else:
             self._changed("allocate", (job, gpus, milli, cpus, mem, disk),
                           ("release", (job, gpus, milli, cpus, mem, disk)))
+        if self.nodes_drained:  # what a drained node's job gave back stays drained
+            gnode = self.topo.gpu_node
+            for n in sorted({gnode[g] for g in gpus}):
+                if self.drained[n]:
+                    self.absorb_drain(n)
 
     def check_host(self, gpus: tuple[int, ...], cpus: float, mem: float, disk: float,
                    what: str = "job") -> None:
@@ -410,6 +429,8 @@ class ClusterState:
         name = self.topo.nodes[node].name
         if not self.node_up[node]:
             raise InvalidDecision(f"node {name} is failed")
+        if self.drained[node]:
+            raise InvalidDecision(f"node {name} is drained")
         if job in self.host_jobs[node]:
             raise InvalidDecision(f"job index {job} already holds host resources of {name}")
         why = self.host_shortfall(node, cpus, mem, disk)
@@ -429,6 +450,8 @@ class ClusterState:
         self._host_apply(node, cpus, mem, disk)
         args = (job, node, cpus, mem, disk)
         self._changed("allocate_host", args, ("release_host", args))
+        if self.drained[node]:
+            self.absorb_drain(node)
 
     def take_host(self, job: int, node: int, cpus: float, mem: float, disk: float) -> None:
         """Add to a job's host holding on one node (tasks of a job with roles, validated).
@@ -441,6 +464,8 @@ class ClusterState:
         name = self.topo.nodes[node].name
         if not self.node_up[node]:
             raise InvalidDecision(f"node {name} is failed")
+        if self.drained[node]:
+            raise InvalidDecision(f"node {name} is drained")
         why = self.host_shortfall(node, cpus, mem, disk)
         if why:
             raise InvalidDecision(f"node {name} {why}")
@@ -466,6 +491,8 @@ class ClusterState:
         self._host_apply(node, cpus, mem, disk)
         args = (job, node, cpus, mem, disk)
         self._changed("take_host", args, ("give_host", args))
+        if self.drained[node]:
+            self.absorb_drain(node)
 
     def _host_apply(self, node: int, cpus: float, mem: float, disk: float) -> None:
         self.node_cpu_free[node] += cpus
@@ -587,6 +614,75 @@ class ClusterState:
         self.healthy_gpus += len(gpus)
         self._changed("fail_node", (node,), ("repair_node", (node,)))
 
+    # --- drains: a node that takes no new placement while its jobs run on ---
+
+    def drain_node(self, node: int) -> None:
+        """Drain a node: its free share and all it gets back are held, until `undrain_node`."""
+        if self.drained[node]:
+            return
+        self._mark_drain(node, True)
+        self.absorb_drain(node)
+
+    def undrain_node(self, node: int) -> None:
+        """Give a drained node's held share back to the pool."""
+        if not self.drained[node]:
+            return
+        self.give_back_drain(node)
+        self._mark_drain(node, False)
+
+    def give_back_drain(self, node: int) -> None:
+        """Free what the drain of `node` holds (it stays drained; before a failure)."""
+        cell = self.topo.cells[self.topo.nodes[node].cell]
+        held = tuple((g, m) for g in range(cell.gpu_lo, cell.gpu_hi)
+                     if (m := self.gpu_holders[g].get(_DRAIN, 0)))
+        host = self._drain_host[node]
+        if held or host != _NO_HOST:
+            self._give_drain(node, held, host)
+
+    def absorb_drain(self, node: int) -> None:
+        """The drain of `node` takes what is free on it now (GPUs and host resources)."""
+        if not self.node_up[node]:
+            return  # a failed node holds nothing to give (its GPUs are down)
+        cell = self.topo.cells[self.topo.nodes[node].cell]
+        gf = self.gpu_free
+        held = tuple((g, gf[g]) for g in range(cell.gpu_lo, cell.gpu_hi) if gf[g] > 0)
+        host = (max(self.node_cpu_free[node], 0.0), max(self.node_mem_free[node], 0.0),
+                max(self.node_disk_free[node], 0.0))
+        if held or host != _NO_HOST:
+            self._take_drain(node, held, host)
+
+    def _mark_drain(self, node: int, on: bool) -> None:
+        self.drained[node] = on
+        self.nodes_drained += 1 if on else -1
+        if self._host_dirty is not None:
+            self._host_dirty.add(node)
+        self._changed("_mark_drain", (node, not on), ("_mark_drain", (node, on)))
+
+    def _take_drain(self, node: int, held: tuple[tuple[int, int], ...],
+                    host: tuple[float, float, float]) -> None:
+        for g, m in held:
+            self._apply(_DRAIN, (g,), -m, 0.0, 0.0)
+            self.busy_milli -= m  # drained is not busy, nor free
+            self.drained_milli += m
+        if host != _NO_HOST:
+            c, m_, d = self._drain_host[node]
+            self._drain_host[node] = (c + host[0], m_ + host[1], d + host[2])
+            self._host_apply(node, -host[0], -host[1], -host[2])
+        self._changed("_give_drain", (node, held, host), ("_take_drain", (node, held, host)))
+
+    def _give_drain(self, node: int, held: tuple[tuple[int, int], ...],
+                    host: tuple[float, float, float]) -> None:
+        for g, m in held:
+            self._apply(_DRAIN, (g,), m, 0.0, 0.0)
+            self.busy_milli += m
+            self.drained_milli -= m
+        if host != _NO_HOST:
+            c, m_, d = self._drain_host[node]
+            left = (c - host[0], m_ - host[1], d - host[2])
+            self._drain_host[node] = _NO_HOST if left == _NO_HOST else left
+            self._host_apply(node, host[0], host[1], host[2])
+        self._changed("_take_drain", (node, held, host), ("_give_drain", (node, held, host)))
+
     # --- what-ifs: a scratch twin, so that questions never change the live state ---
 
     @contextmanager
@@ -672,7 +768,7 @@ class ClusterState:
         holdings: dict[int, dict[int, list[int]]] = {}
         for g, holders in enumerate(self.gpu_holders):
             for job, milli in holders.items():
-                if job != _DOWN:
+                if job != _DOWN and job != _DRAIN:
                     holdings.setdefault(job, {}).setdefault(milli, []).append(g)
         for job in sorted(holdings):
             for milli, gpus in holdings[job].items():
@@ -681,6 +777,18 @@ class ClusterState:
         twin.node_mem_free = list(self.node_mem_free)
         twin.node_disk_free = list(self.node_disk_free)
         twin.host_jobs = [dict(h) for h in self.host_jobs]
+        if self.nodes_drained:
+            for n, on in enumerate(self.drained):
+                if on:
+                    twin._mark_drain(n, True)
+                    cell = self.topo.cells[self.topo.nodes[n].cell]
+                    held = tuple((g, m) for g in range(cell.gpu_lo, cell.gpu_hi)
+                                 if (m := self.gpu_holders[g].get(_DRAIN, 0)))
+                    for g, m in held:  # host resources: copied above
+                        twin._apply(_DRAIN, (g,), -m, 0.0, 0.0)
+                        twin.busy_milli -= m
+                        twin.drained_milli += m
+            twin._drain_host = list(self._drain_host)
         twin.version = 0
         return twin
 
@@ -691,6 +799,7 @@ class ClusterState:
         for g in range(cell.gpu_lo, cell.gpu_hi):
             held.update(self.gpu_holders[g])
         held.discard(_DOWN)
+        held.discard(_DRAIN)
         return sorted(held)
 
     # --- queries used by placers and metrics ---
@@ -788,7 +897,7 @@ class ClusterState:
             lst = index[1 if spec.num_gpus else 0]
             old = keys[n]
             new = None
-            if self.node_up[n]:
+            if self.node_up[n] and not self.drained[n]:
                 new = (self.node_cpu_free[n] if spec.num_cpus > 0 else math.inf, n)
             if new == old:
                 continue
@@ -816,7 +925,7 @@ class ClusterState:
     @property
     def fragmentation_fgd(self) -> float:
         """Expected fraction of free GPU capacity unusable by a typical job (FGD)."""
-        free = self.healthy_gpus * MILLI - self.busy_milli
+        free = self.healthy_gpus * MILLI - self.busy_milli - self.drained_milli
         if self._fgd is None or free <= 0:
             return 0.0
         return min(1.0, max(0.0, self.fgd_sum * MILLI / free))

@@ -34,9 +34,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from schedlab.sim.agenda import Due
+from schedlab.sim.faces import ContainerHost
 from schedlab.sim.jobstate import (
     COMPLETED,
     FAILED,
@@ -49,9 +50,6 @@ from schedlab.sim.jobstate import (
 )
 from schedlab.sim.model import EventKind, JobSpec, RestartPolicy, is_missing
 from schedlab.sim.registry import POLICIES
-
-if TYPE_CHECKING:
-    from schedlab.sim.engine import Run
 
 __all__ = ["FAILED_RUNS", "Containers", "failed_runs", "run_fail_at"]
 
@@ -102,7 +100,7 @@ class _Job:
 class Containers:
     """Runs the container jobs of one run as task runs (see the module docstring)."""
 
-    def __init__(self, run: Run) -> None:
+    def __init__(self, run: ContainerHost) -> None:
         self.run = run
         self.jobs: dict[int, _Job] = {}  # container job index -> its state
         self.owner: dict[int, tuple[_Job, int]] = {}  # task run index -> (job, run number)
@@ -271,7 +269,7 @@ class Containers:
                         f"{note}in place" + (f";restore={delay:g}" if delay else ""),
                         notify=False)
             run.progress.schedule_finish(child)
-            run._schedule_failure(child)
+            run.schedule_failure(child)
             return lost * gpus
         lost = child.work
         child.lost_work += lost

@@ -153,7 +153,7 @@ class SchedContext:
     @property
     def now(self) -> float:
         """Current simulated time (s)."""
-        return self._run.env._now  # SimPy's own field: its `now` is a Python property
+        return self._run.instant.t  # the run's clock (`schedlab.sim.instant`)
 
     @property
     def num_jobs(self) -> int:

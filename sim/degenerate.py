@@ -9,10 +9,10 @@ sentence naming what was seen and why it matters; the CLI prints them under the 
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Any
 
-if TYPE_CHECKING:
-    from schedlab.sim.engine import Run, Simulation
+from schedlab.sim.jobstate import JobState
 
 __all__ = ["result_warnings"]
 
@@ -20,19 +20,21 @@ MOSTLY = 0.5
 """A run that rejected more than this share of its jobs gets a warning."""
 
 
-def result_warnings(sim: Simulation, run: Run) -> list[str]:
-    """The run's warnings, in a fixed order (empty for a healthy run)."""
-    jobs = run.jobs[:run.num_trace]  # a container job's task runs are not jobs of their own
+def result_warnings(policy: Any, jobs: Sequence[JobState]) -> list[str]:
+    """The warnings of a run of `policy` over the trace's `jobs`, in a fixed order.
+
+    Empty for a healthy run. `jobs`: the trace's own (not a container job's task runs).
+    """
     out: list[str] = []
     if not jobs:
         return out
-    field = getattr(sim.policy, "tenant_field", None)
+    field = getattr(policy, "tenant_field", None)
     if field:
         tenants = {getattr(j.spec, field) for j in jobs}
         if len(tenants) <= 1:
             only = next(iter(tenants))
             out.append(
-                f"{sim.policy.name} shares the cluster between tenants by {field}, but every "
+                f"{policy.name} shares the cluster between tenants by {field}, but every "
                 f"job has the same {field} ({only!r}): the result equals a tenant-blind "
                 "policy's")
     rejected = [j for j in jobs if j.status == "rejected"]

@@ -14,35 +14,23 @@ point to the next (`Simulation.start`, `Run.advance`, `Simulation.result`) witho
 thread and without a second copy of the loop. `Simulation.run` refuses a policy that
 awaits: it has nobody to answer.
 
-SimPy is the clock of a stepped run and of the extensions built on it, not of a whole
-run: `Simulation.start` registers the loop as one SimPy process that yields one timeout
-per instant (not per event: every event due at an instant is applied from the agenda's own
-heap), so a stepping driver (`Run.advance`) steps the environment as SimPy does.
-`Simulation.run` drives the same generator directly instead: nothing else is ever on
-SimPy's schedule, so the loop sets the clock from one instant to the next itself and
-yields only at an `Await` (which `run` refuses). That saves a timeout, a step and a
-resume per instant (fifo on philly-like 30k: 218.7 -> 194.7 Python calls a job); the
-instants, and so every output, are the same (`Clock.land` already put the clock exactly on
-each instant). An earlier trial of this measured `benchmarks/profile_run.py`, which then
-still ran the loop as a SimPy process.
+Two drives of the one loop: `Simulation.start` registers it as a SimPy process that yields
+one timeout per instant (every event due at an instant is applied from the agenda's own
+heap), so a stepping driver steps the environment; `Simulation.run` drives the same
+generator directly and sets the clock from instant to instant itself, since nothing else
+is on SimPy's schedule (fewer calls per instant, same instants and outputs). A run with a
+user's processes (`schedlab.sim.processes`) is always driven on SimPy's schedule.
 
 `events_processed` counts every engine event: each arrival, each live agenda entry
 applied (completion, failure, retry, timer, tick, node failure or repair, lifetime), each
 decision applied (start, preempt, suspend, resume, migrate, resize, reject: a policy's
 round of suspensions counts each one) and each rejection when the run settles.
 
-Compiled: this module and the other modules of the per-event path (`setup.py` lists them:
-the cluster state and its indexes, the queue, the agenda, progress, speed factors,
-co-location, recording, job states, the context and the base placer; and HiveD's cell
-algorithm) are compiled to C by mypyc when the package is installed, from this same typed
-source, and run with the same semantics and outputs (the test suite and the golden
-baselines run on either build). What
-it saves is the interpreter's own cost per bytecode, attribute read and call, which after
-the indexes is most of an event's cost: fifo on full Philly 3.5-3.8 -> 2.3-2.7 CPU s in
-the loop. Policies, readers and metrics stay interpreted, and so can subclass these
-classes (each allows interpreted subclasses; a class attribute a subclass overrides and
-the compiled code reads is a `ClassVar`, else the compiled read would miss the override).
-`SCHEDLAB_PURE=1` at install time keeps everything pure Python.
+Compiled builds: this module and the other per-event modules (`setup.py` lists them)
+can be compiled by mypyc from this typed source, with the same semantics and outputs;
+`SCHEDLAB_PURE=1` at install time keeps everything pure Python. Compiled classes allow
+interpreted subclasses; a class attribute a subclass overrides and the compiled code reads
+is a `ClassVar`, else the compiled read would miss the override.
 
 Garbage collector: a run builds millions of long-lived objects (job specs, job states,
 recorded rows) and frees almost everything it allocates per event by reference
@@ -59,7 +47,7 @@ from __future__ import annotations
 import gc
 import math
 import time as _time
-from collections.abc import Callable, Generator, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
@@ -94,6 +82,7 @@ from schedlab.sim.model import (
     job_milli,
 )
 from schedlab.sim.params import resolve
+from schedlab.sim.processes import Process, RunHandle
 from schedlab.sim.recorder import TIMELINE_COLUMNS
 from schedlab.sim.registry import POLICIES
 from schedlab.sim.role_tasks import end_side, place_side, take_tasks
@@ -136,7 +125,24 @@ class Run(RunState):
         self.idle_passes = 0  # passes in a row with nothing running and nothing started
         self.paused: simpy.Event | None = None  # set while the policy awaits (`advance`)
         self.side_tried = -1  # cluster version of the last try at placing non-gang tasks
-        self.failure_rate = float(p["failure_rate"])  # read at every start
+        self.done = False  # the loop has ended
+        self.loop: simpy.Process | None = None  # the loop as a SimPy process (not direct)
+        self.sleeping = False  # the loop waits for its next instant (a process may wake it)
+        self.outside: list[simpy.Process] = []  # the user's processes (sim.processes)
+        self.outside_gone = False  # set when they can never act again
+
+    # --- the user's processes (schedlab.sim.processes) ---
+
+    def wake(self) -> None:
+        """A user's process acted: hold a scheduling pass now."""
+        self.agenda.schedule(self.instant.t, Due.TIMER)
+        if self.sleeping and self.loop is not None:
+            self.sleeping = False
+            self.loop.interrupt()
+
+    def _outside_alive(self) -> bool:
+        """Whether a user's process may still act (the loop then waits for it)."""
+        return not self.outside_gone and any(p.is_alive for p in self.outside)
 
     # --- decisions ---
 
@@ -311,7 +317,7 @@ class Run(RunState):
                 x for x in (note, f"restore={overhead:g}" if overhead else "") if x))
         job.suspended = False
         self.progress.schedule_finish(job)
-        self._schedule_failure(job)
+        self.schedule_failure(job)
 
     def _take_tasks(self, job: JobState, gpus: tuple[int, ...],
                     tasks: tuple[TaskPlacement, ...], what: str, share: str, node: int
@@ -333,19 +339,6 @@ class Run(RunState):
             return
         place_side(cluster, self.placer, self.side_jobs, self.agenda, self.instant.t)
         self.side_tried = cluster.version
-
-    def _schedule_failure(self, job: JobState) -> None:
-        rate = self.failure_rate
-        if rate <= 0 and plain_spec(job.spec):
-            return  # the common case: no failure to schedule
-        s = job.spec
-        if s.fail_at is None and rate <= 0:
-            return
-        t = s.fail_at if s.fail_at is not None else math.inf
-        if rate > 0:
-            t = min(t, float(self.fail_rng.exponential(3600.0 / rate)))
-        if t < math.inf:
-            self.agenda.schedule(job.attempt_start + t, Due.FAIL, job.idx, job.version)
 
     def _stop(self, job: JobState, keep_all: bool, kind: EventKind, detail: str) -> None:
         """Stop a running job; it keeps all work (checkpointed) or work to its checkpoint."""
@@ -401,6 +394,7 @@ class Run(RunState):
         return (not self.running and self.decisions == before
                 and self.next_arrival >= self.num_trace
                 and not self.cluster.nodes_down
+                and not (self.outside and self._outside_alive())
                 and not self.agenda.any_live(
                     lambda k: k not in (Due.NODE_FAIL, Due.NODE_REPAIR, Due.TICK)))
 
@@ -446,29 +440,46 @@ class Run(RunState):
         # a policy that only starts queued jobs decides nothing without one: no pass then
         skip_empty = policy.only_pending
         queued = queue.held  # the queued jobs (true when any)
-        instant = self.instant  # SimPy's clock as the run's own code reads it (sim.instant)
-        instant.t = env._now
+        instant = self.instant  # the run's clock; SimPy's time is a view of it (sim.lifecycle)
         stuck = False
         # the next arrival's submit time, read once per arrival (inf: none left)
         na = self.next_arrival
         next_sub = jobs[na].spec.submit_time if na < n else math.inf
         while self.open_jobs > 0:
+            wait_only = False  # waiting for a user's process, nothing of the run's own
             t = agenda.peek()  # the next instant: the next live entry or arrival
             if next_sub < t:
                 t = next_sub
             if stuck or t == math.inf:  # nothing can change any more
-                if not settle(self):
+                if not stuck and self.outside and self._outside_alive():
+                    # but a user's process may act: wait for it (or for `until`)
+                    if self.until is not None and instant.t >= self.until:
+                        break
+                    t = math.inf if self.until is None else self.until
+                    wait_only = True
+                elif not settle(self):
                     break
-                t = env.now  # some jobs were rejected: the rest may start now
+                else:
+                    t = instant.t  # some jobs were rejected: the rest may start now
             elif self.until is not None and t > self.until:
                 break
-            if t > env._now:
+            if t > instant.t:
                 if direct:  # nothing else is on SimPy's schedule: set the clock
-                    env._now = t
+                    instant.t = t
                 else:
-                    yield env.timeout(t - env._now)
-                    env.land(t)  # now + (t - now) can miss t by an ulp
-                instant.t = env._now
+                    self.sleeping = True
+                    try:
+                        if t == math.inf:  # only a user's process can wake the loop
+                            yield env.event()
+                        else:
+                            yield env.timeout(t - instant.t)
+                            env.land(t)  # now + (t - now) can miss t by an ulp
+                    except simpy.Interrupt:  # a user's process acted (`wake`)
+                        continue
+                    finally:
+                        self.sleeping = False
+                    if wait_only:  # `until` came with nothing of the run's own due
+                        continue
             while next_sub <= t:
                 self.arrive(jobs[na])
                 na += 1
@@ -485,7 +496,6 @@ class Run(RunState):
                     if isinstance(d, Await):  # hand control to the driver (`advance`)
                         self.paused = env.event()
                         yield self.paused
-                        instant.t = env._now  # (the driver may have moved the clock)
                         continue
                     self.apply(d)
                 self.in_pass = False
@@ -502,11 +512,11 @@ class Run(RunState):
                 self._arm_tick(policy.period, before)
             recorder.sample(cluster, queue, len(running))
             if self.progress_cb is not None:
-                self.progress_cb(env.now, n - self.open_jobs, n)
+                self.progress_cb(instant.t, n - self.open_jobs, n)
+        self.done = True
 
     def sample(self) -> None:
         """Add a timeline row if the cluster or the queue changed."""
-        self.instant.t = self.env._now  # (a stepped run's driver may have moved it)
         self.recorder.sample(self.cluster, self.queue, len(self.running))
 
     def advance(self) -> bool:
@@ -522,10 +532,16 @@ class Run(RunState):
             ev, self.paused = self.paused, None
             ev.succeed()
         while not self._awaiting():
+            if self.done:
+                return False
             try:
                 env.step()
             except simpy.core.EmptySchedule:
-                return False
+                if self.loop is None or not self.sleeping:
+                    return False
+                # the user's processes wait for what never comes: the loop goes on alone
+                self.outside_gone = True
+                self.wake()
         return True
 
     def _awaiting(self) -> bool:
@@ -566,6 +582,7 @@ class Simulation:
         params: Mapping[str, Any] | None = None,
         *,
         max_jobs: int | None = None,
+        processes: Sequence[Process] = (),
     ) -> None:
         if not isinstance(trace, Trace):
             from schedlab.traces import load_trace
@@ -603,6 +620,11 @@ class Simulation:
             jobs = jobs[:max_jobs]
         self.jobs: tuple[JobSpec, ...] = jobs
         self.max_jobs = max_jobs
+        for fn in processes:
+            if not callable(fn):
+                raise InvalidParameter(f"process {fn!r}: expected a function (env, run) "
+                                       "returning a SimPy generator")
+        self.processes: tuple[Process, ...] = tuple(processes)
 
     def start(self, until: float | None = None,
               progress: Callable[[float, int, int], None] | None = None) -> Run:
@@ -612,8 +634,15 @@ class Simulation:
         until it returns False, then `result(run, wall_seconds)`.
         """
         run = self._prepare(until, progress)
-        run.env.process(run.process())
+        run.loop = run.env.process(run.process())
+        self._add_processes(run)
         return run
+
+    def _add_processes(self, run: Run) -> None:
+        """Start the user's processes beside the loop, in the order given."""
+        if self.processes:
+            handle = RunHandle(run)
+            run.outside = [run.env.process(fn(run.env, handle)) for fn in self.processes]
 
     def _prepare(self, until: float | None,
                  progress: Callable[[float, int, int], None] | None) -> Run:
@@ -628,7 +657,8 @@ class Simulation:
         """The SimResult of a run that has ended (`Run.advance` returned False)."""
         from schedlab.sim.results import build_result
 
-        end = run.env._now if run.until is None else max(run.env._now, run.until)
+        now = run.instant.t
+        end = now if run.until is None else max(now, run.until)
         return build_result(self, run, end, wall_seconds)
 
     def run(self, until: float | None = None,
@@ -639,11 +669,16 @@ class Simulation:
         """
         wall0 = _time.perf_counter()
         with quiet_collector():
-            run = self._prepare(until, progress)
-            gc.freeze()  # the set-up's objects (job states, indexes) live for the run
-            # driven directly: the loop sets the clock from instant to instant itself (no
-            # SimPy timeout, step and resume per instant); it yields only at an Await
-            next(run.process(direct=True), None)
+            if self.processes:  # the loop runs on SimPy's schedule beside them
+                run = self.start(until, progress)
+                gc.freeze()
+                run.advance()
+            else:
+                run = self._prepare(until, progress)
+                gc.freeze()  # the set-up's objects (job states, indexes) live for the run
+                # driven directly: the loop sets the clock from instant to instant itself
+                # (no SimPy timeout, step and resume per instant); it yields only at an Await
+                next(run.process(direct=True), None)
             if run.paused is not None:
                 raise InvalidDecision(
                     f"policy {self.policy.name!r} yielded Await (it waits for an answer "

@@ -5,6 +5,11 @@ the pending queue, progress and the speed chain, co-location groups, node health
 recorder; it also holds the job table and moves jobs along their state machine
 (`schedlab.sim.jobstate.TRANSITIONS`). The engine (`schedlab.sim.engine.Run`) adds the loop and the
 application of the policy's decisions on top.
+
+One clock: the run's `Instant` (`instant.t`), a native field the per-event code reads.
+SimPy's environment (`Clock`) keeps its time in that same field (its `_now` is a
+property over it), so SimPy's own stepping moves the run's clock and the engine never
+touches SimPy's private state: a subclass over copying SimPy's `step`.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from schedlab.sim.agenda import Agenda, Due, Entry
 from schedlab.sim.cluster import ClusterState
 from schedlab.sim.colocation import Colocation
 from schedlab.sim.containers import Containers
+from schedlab.sim.faces import SimInputs
 from schedlab.sim.instant import Instant
 from schedlab.sim.jobstate import (
     COMPLETED,
@@ -59,8 +65,7 @@ from schedlab.sim.speed import (
 )
 
 if TYPE_CHECKING:
-    from schedlab.sim.context import SchedContext
-    from schedlab.sim.engine import Simulation
+    from schedlab.sim.interfaces import PolicyContext
 
 _FINISH: Final = Due.FINISH
 _SUBMIT: Final = EventKind.SUBMIT
@@ -69,7 +74,11 @@ _FINISHED: Final = EventKind.FINISH
 
 @mypyc_attr(allow_interpreted_subclasses=True)
 class Clock(simpy.Environment):
-    """SimPy's environment that lands exactly on the instants the engine aims at.
+    """SimPy's environment whose time is the run's one clock, an `Instant` (`clock.t`).
+
+    SimPy keeps its time in `_now`, which its own code reads and writes (`step`,
+    `schedule`); here `_now` is a property over `clock.t`, so SimPy and the engine share
+    one field and the engine never touches SimPy's private state: it sets `clock.t`.
 
     SimPy advances by adding a delay to `now`, and `now + (t - now)` can miss `t` by an
     ulp (4.909 + (14.699 - 4.909) is 14.698999999999998, and no delay gives 14.699): a
@@ -77,21 +86,38 @@ class Clock(simpy.Environment):
     when it stopped within a few ulps of it, never past an event already scheduled.
     """
 
+    def __init__(self, clock: Instant) -> None:
+        self.clock = clock
+        super().__init__(clock.t)
+
+    @property
+    def _now(self) -> float:
+        return self.clock.t
+
+    @_now.setter
+    def _now(self, t: float) -> None:
+        self.clock.t = t
+
+    @property
+    def now(self) -> float:
+        """The current simulation time (the run's clock)."""
+        return self.clock.t
+
     def land(self, t: float) -> None:
         """Set the clock to `t` if it is within a few ulps of it."""
-        now = self._now
-        if now != t and abs(now - t) <= 4 * math.ulp(t) and (not self._queue
-                                                             or self._queue[0][0] >= t):
-            self._now = t
+        clock = self.clock
+        now = clock.t
+        if now != t and abs(now - t) <= 4 * math.ulp(t) and self.peek() >= t:
+            clock.t = t
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
 class RunState:
     """All mutable state of one run, in parts, and the lifecycle of its jobs."""
 
-    ctx: SchedContext
+    ctx: PolicyContext
 
-    def __init__(self, sim: Simulation, until: float | None) -> None:
+    def __init__(self, sim: SimInputs, until: float | None) -> None:
         self.sim = sim
         self.topo = sim.topology
         self.engine_params = params = sim.engine_params
@@ -99,17 +125,17 @@ class RunState:
         seeds = np.random.SeedSequence(sim.seed).spawn(3)
         self.policy_rng = np.random.default_rng(seeds[0])
         self.fail_rng = np.random.default_rng(seeds[1])
-        self.env = Clock()
-        # the time as the engine's per-event code reads it: SimPy's `env._now`, kept in
-        # a native field (`schedlab.sim.instant`; the engine moves both)
+        # the run's one clock: a native field the per-event code reads (`schedlab.sim.instant`);
+        # SimPy's time is a view of it (`Clock`)
         self.instant = clock = Instant()
+        self.env = Clock(clock)
         self.cluster = ClusterState(self.topo, fgd=FgdMetric(sim.jobs))
         self.placer: Any = PLACERS.get(sim.placer_name)()
         self.jobs = [JobState(i, spec) for i, spec in enumerate(sim.jobs)]
         # the jobs by trace id (the states themselves: no int object a job, 28 MB at 1M)
         self.by_id: dict[str, JobState] = {j.spec.job_id: j for j in self.jobs}
         self.num_trace = len(self.jobs)  # the trace's jobs; task runs follow (sim.containers)
-        self.containers = Containers(self) if any(  # type: ignore[arg-type]
+        self.containers = Containers(self) if any(
             not plain_spec(s) and s.completions is not None for s in sim.jobs) else None
         self.missing_deps = self._link_dependencies()
         self.agenda = Agenda(self.jobs)
@@ -126,6 +152,7 @@ class RunState:
         self.colocation.progress = self.progress
         self.health = NodeHealth(self.cluster, self.agenda, self.recorder, params,
                                  np.random.default_rng(seeds[2]), clock)
+        self.failure_rate = float(params["failure_rate"])  # read at every start
         self.decisions = 0
         self.tick_armed = False
         self.next_arrival = 0
@@ -145,7 +172,7 @@ class RunState:
     @property
     def now(self) -> float:
         """Current simulated time (s)."""
-        return self.env._now  # SimPy's own field: its `now` is a Python property
+        return self.instant.t
 
     @property
     def topology(self) -> Any:
@@ -156,6 +183,20 @@ class RunState:
     def params(self) -> Any:
         """The resolved engine parameters."""
         return self.engine_params
+
+    def schedule_failure(self, job: JobState) -> None:
+        """Put the attempt's failure on the agenda: its `fail_at`, or drawn at `failure_rate`."""
+        rate = self.failure_rate
+        if rate <= 0 and plain_spec(job.spec):
+            return  # the common case: no failure to schedule
+        s = job.spec
+        if s.fail_at is None and rate <= 0:
+            return
+        t = s.fail_at if s.fail_at is not None else math.inf
+        if rate > 0:
+            t = min(t, float(self.fail_rng.exponential(3600.0 / rate)))
+        if t < math.inf:
+            self.agenda.schedule(job.attempt_start + t, Due.FAIL, job.idx, job.version)
 
     def _link_dependencies(self) -> dict[int, list[str]]:
         """Count each job's dependencies; those cut off by max_jobs can never complete."""

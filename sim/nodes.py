@@ -2,7 +2,8 @@
 
 A failing node's jobs lose the work since their checkpoint and are retried without using
 up their `max_retries` (the job did nothing wrong); its GPUs leave the healthy pool until
-the repair. Random failures of a node are drawn one after the other from its repairs.
+the repair. A drained node that fails and is repaired comes back drained. Random
+failures of a node are drawn one after the other from its repairs.
 """
 
 from __future__ import annotations
@@ -58,6 +59,8 @@ class NodeHealth:
                 if jobs[idx].status != RUNNING:
                     continue  # ended by an earlier interrupt (a container job's sibling run)
                 self.lost_gpu_s += interrupt(jobs[idx], f"node {name} failed")
+            if self.cluster.drained[node]:  # the drain's share goes down with the rest
+                self.cluster.give_back_drain(node)
             self.cluster.fail_node(node)
             self.failures += 1
             self.down_since[node] = now
@@ -71,6 +74,8 @@ class NodeHealth:
         now = self._clock()
         if not self.cluster.node_up[node]:
             self.cluster.repair_node(node)
+            if self.cluster.drained[node]:  # back, but still drained
+                self.cluster.absorb_drain(node)
             self.down_since.pop(node, None)
             self.recorder.node(self.cluster.topo.nodes[node].name, "repair")
         if generated:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from schedlab.sim.degenerate import result_warnings
+from schedlab.sim.faces import ResultRun, SimInputs
 from schedlab.sim.jobstate import PENDING, RETRYING, RUNNING, WAITING, plain_spec
 from schedlab.sim.metrics import sla_violated, summarize
 from schedlab.sim.model import JobSpec, JobStatus
@@ -37,9 +38,6 @@ from schedlab.sim.tenants import TENANT_COLUMNS, tenants_frame
 from schedlab.sim.writing import atomic_text as atomic_text  # re-exported: the former home
 from schedlab.sim.writing import atomic_write as atomic_write
 from schedlab.sim.writing import text_writer, write_folder
-
-if TYPE_CHECKING:
-    from schedlab.sim.engine import Run, Simulation
 
 JOB_COLUMNS = (
     "job_id", "user", "vc", "num_gpus", "submit_time", "start_time", "end_time",
@@ -113,7 +111,7 @@ def _json(o: Any) -> Any:
     return str(o)
 
 
-def _jobs_frame(run: Run, end: float) -> pd.DataFrame:
+def _jobs_frame(run: ResultRun, end: float) -> pd.DataFrame:
     """One row per submitted job (docs/contract.md#sec-5 columns, then ours and pass-through).
 
     A job the run ended before (`unfinished`, `censored`) is accounted up to `end`: a
@@ -416,7 +414,7 @@ def _policy_metrics(policy: Any) -> dict[str, Any]:
         if callable(m) else {}
 
 
-def _trace_label(sim: Simulation) -> str:
+def _trace_label(sim: SimInputs) -> str:
     """How to load the trace again: a bundled name, or an absolute file path."""
     from schedlab.traces import bundled_traces
 
@@ -428,7 +426,7 @@ def _trace_label(sim: Simulation) -> str:
     return t.source or t.name
 
 
-def _topology_label(sim: Simulation) -> str:
+def _topology_label(sim: SimInputs) -> str:
     """How to load the topology again: a preset name, or an absolute file path."""
     src = sim.topology.source or sim.topology.name
     p = Path(src)
@@ -449,7 +447,7 @@ def _trace_digest(jobs: tuple[JobSpec, ...]) -> str:
     return h.hexdigest()[:16]
 
 
-def build_result(sim: Simulation, run: Run, end: float, wall: float) -> SimResult:
+def build_result(sim: SimInputs, run: ResultRun, end: float, wall: float) -> SimResult:
     """Assemble DataFrames and the summary once the run has stopped at `end`."""
     from schedlab import __version__
 
@@ -487,7 +485,8 @@ def build_result(sim: Simulation, run: Run, end: float, wall: float) -> SimResul
     for k, v in _policy_metrics(sim.policy).items():
         if isinstance(v, bool | int | float | str):
             summary[f"policy_{k}"] = v
-    summary["warnings"] = result_warnings(sim, run)
+    # a container job's task runs are not jobs of their own
+    summary["warnings"] = result_warnings(sim.policy, run.jobs[:run.num_trace])
     digest = _trace_digest(sim.jobs)
     config = {
         "trace": _trace_label(sim),

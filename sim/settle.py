@@ -11,13 +11,11 @@ rejected, naming the policy. Held jobs follow their dependencies (killed with th
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
+from schedlab.sim.faces import SettleRun
 from schedlab.sim.jobstate import PENDING, REJECTED, JobState
 from schedlab.sim.model import EventKind, Unschedulable
-
-if TYPE_CHECKING:
-    from schedlab.sim.engine import Run
 
 __all__ = ["IDLE_PASS_LIMIT", "settle", "why_waiting"]
 
@@ -25,7 +23,7 @@ IDLE_PASS_LIMIT: Final = 1000
 """Passes in a row with nothing running in which the policy started nothing: stuck."""
 
 
-def why_waiting(run: Run, job: JobState) -> str:
+def why_waiting(run: SettleRun, job: JobState) -> str:
     """Why a pending job cannot start now: the policy's own reason, else the placer's."""
     why = run.sim.policy.explain(run.ctx, job)
     if why:
@@ -38,7 +36,7 @@ def why_waiting(run: Run, job: JobState) -> str:
     return got.reason + (f" ({down} GPUs on failed nodes)" if down else "")
 
 
-def settle(run: Run) -> bool:
+def settle(run: SettleRun) -> bool:
     """Reject the waiting jobs that can never start; True when a pass should follow."""
     pending = [run.jobs[i] for i in run.queue.iter_jobs()]
     if not pending:

@@ -13,7 +13,7 @@ co-location changes and must be deterministic.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mypy_extensions import mypyc_attr
 
@@ -23,7 +23,6 @@ from schedlab.sim.model import JobSpec, Level
 from schedlab.sim.registry import SPEED_FACTORS
 
 if TYPE_CHECKING:
-    from schedlab.sim.colocation import Colocation
     from schedlab.sim.interfaces import RunView
     from schedlab.topologies.tree import Topology
     from schedlab.topologies.walk import CellWalk
@@ -157,18 +156,45 @@ class ElasticSpeed:
         return (f + (1 - f) / n) / (f + (1 - f) / k)
 
 
+class GroupSpeeds(Protocol):
+    """The speed of a job in its time-sharing or packing group (`schedlab.sim.colocation`)."""
+
+    def factor(self, job: JobState) -> float:
+        """The job's speed multiplier in its group."""
+        ...
+
+
 @mypyc_attr(allow_interpreted_subclasses=True)
 class ColocationSpeed:
     """A member of a time-sharing or packing group (1 when the job runs alone)."""
 
     name = "colocation"
 
-    def __init__(self, colocation: Colocation) -> None:
+    def __init__(self, colocation: GroupSpeeds) -> None:
         self._co = colocation
 
     def factor(self, job: JobState, gpus: tuple[int, ...], run: Any = None) -> float:
         """Multiplier of the job's speed on `gpus`."""
         return 1.0 if job.group is None else self._co.factor(job)
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)
+class NodeSpeed:
+    """Speed multipliers of nodes set during the run (`RunHandle.set_speed`).
+
+    A gang runs at the pace of its slowest node, so a job's factor is the least of its
+    GPUs' nodes'. Put on the chain only once a multiplier is set.
+    """
+
+    def __init__(self, topo: Topology) -> None:
+        self._gpu_node = topo.gpu_node
+        self.speed: list[float] = [1.0] * len(topo.nodes)
+
+    def factor(self, job: JobState | JobSpec, gpus: tuple[int, ...], run: Any = None
+               ) -> float:
+        """The least multiplier of the nodes of `gpus` (1 with none)."""
+        speed, node = self.speed, self._gpu_node
+        return min((speed[node[g]] for g in gpus), default=1.0)
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -183,6 +209,11 @@ class SpeedChain:
         # only the built-in factors: a job none of them slows down runs at 1 (`rate`)
         self._builtin_only = not extra and tuple(map(type, self.factors)) == (
             GpuTypeSpeed, LocalitySpeed, ElasticSpeed, ColocationSpeed)
+
+    def add(self, factor: Any) -> None:
+        """Append a factor during the run (the caller re-rates the jobs it slows)."""
+        self.factors = self.factors + (factor,)
+        self._builtin_only = False
 
     def rate(self, job: JobState) -> float:
         """The job's speed on its current GPUs (1 for a job that holds none)."""
