@@ -3,6 +3,7 @@
 The public API, loaded on first use so that `import schedlab` stays cheap:
 
 - `Simulation`, `SimResult`: run a policy on a trace and a topology, read its results;
+- `RunHandle`: what a user's SimPy process (`Simulation(processes=...)`) acts through;
 - `load_trace`, `load_topology`, `Trace`, `JobSpec`, `Topology`: the inputs;
 - `register`, `registered_policies`, `make_policy`, `Policy`, `check_policy`: policies;
 - `POLICIES`, `PLACERS`, `SPEED_FACTORS`: the registries of extension points;
@@ -25,6 +26,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "Simulation": "schedlab.sim.engine",
     "SimResult": "schedlab.sim.results",
+    "RunHandle": "schedlab.sim.processes",
     "JobSpec": "schedlab.sim.model",
     "load_trace": "schedlab.traces",
     "Trace": "schedlab.traces.base",
