@@ -114,3 +114,16 @@ def test_an_unchanged_compiled_build_is_used(tmp_path: Path) -> None:
                          "import schedlab.sim.hot")
     assert run.stdout.split("\n")[0] == "['schedlab.sim.hot']"
     assert run.returncode != 0  # ImportError from the bogus extension file
+
+
+def test_every_compiled_module_and_its_classes_keep_their_docstrings() -> None:
+    # mypyc drops docstrings; schedlab._native gives them back (help(), the docs site)
+    import importlib
+
+    for name in _listed():
+        module = importlib.import_module(name)
+        assert module.__doc__, name
+        for attr, value in vars(module).items():
+            if isinstance(value, type) and value.__module__ == name \
+                    and not attr.startswith("_"):
+                assert value.__doc__, f"{name}.{attr}"
