@@ -468,6 +468,7 @@ class Run(RunState):
                     instant.t = t
                 else:
                     self.sleeping = True
+                    woken = False
                     try:
                         if t == math.inf:  # only a user's process can wake the loop
                             yield env.event()
@@ -475,10 +476,13 @@ class Run(RunState):
                             yield env.timeout(t - instant.t)
                             env.land(t)  # now + (t - now) can miss t by an ulp
                     except simpy.Interrupt:  # a user's process acted (`wake`)
-                        continue
+                        woken = True
                     finally:
                         self.sleeping = False
-                    if wait_only:  # `until` came with nothing of the run's own due
+                    # woken: look again from the new instant; wait_only: `until` came
+                    # with nothing of the run's own due (mypyc takes no `continue` in
+                    # a try/finally, hence the flag)
+                    if woken or wait_only:
                         continue
             while next_sub <= t:
                 self.arrive(jobs[na])
