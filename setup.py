@@ -5,7 +5,8 @@ edit is in the next run. The compiled build is for long sweeps and benchmarks: t
 typed source compiled to C, the same results (CI runs the golden baselines and the engine
 tests on both). It compiles one extension per module, on every core, and reuses the
 objects of modules whose generated C did not change (`build/native-cache`), so a rebuild
-after an edit compiles only what the edit changed. It records the SHA-256 of every file
+after an edit compiles only what the edit changed (mypy's analysis of the whole build,
+about half a minute, runs every time). It records the SHA-256 of every file
 it was built from (`schedlab/_native_build.json`): at import, a compiled build whose
 sources changed is skipped for the source, with a warning (`schedlab/_native.py`). Which
 modules pay for compiling, and by how much, is in docs/performance.md.
@@ -235,7 +236,13 @@ def _ext_modules() -> list:
                          f"compiler ({cc})")
     from mypyc.build import mypycify
 
-    extensions = mypycify(COMPILED, opt_level="3", separate=True,
+    # mypy's analysis starts afresh each build, in a cache of its own: its incremental
+    # cache (which separate compilation turns on) crashed mypyc after an edit, and a
+    # `mypy` type-check's cache has other options. Unchanged modules still compile
+    # nothing: their generated C is the same, and `CachedBuildExt` reuses their objects.
+    cache = os.path.join("build", "mypyc-cache")
+    shutil.rmtree(cache, ignore_errors=True)
+    extensions = mypycify([f"--cache-dir={cache}", *COMPILED], opt_level="3", separate=True,
                           target_dir=os.path.join("build", "mypyc"))
     modules = [p.removesuffix(".py").replace("/", ".") for p in COMPILED]
     CachedBuildExt.manifest = {"modules": modules, "sources": built_from(COMPILED),

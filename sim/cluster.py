@@ -56,7 +56,9 @@ __all__ = ["MILLI", "ClusterState", "job_milli"]
 _DOWN: Final = -2  # holder id of the GPUs of a failed node
 _DRAIN: Final = -3  # holder id of the free share of a drained node
 _DRAIN_OPS: Final = frozenset({"_take_drain", "_give_drain"})
-_NO_HOST: Final = (0.0, 0.0, 0.0)
+# no host share held (CPUs, memory, disk); not Final: compiled in its own extension,
+# a Final tuple of the same name and value as the engine's was read back unset
+_NO_HOST = (0.0, 0.0, 0.0)
 # an indexed cell, the cells whose free counts key it (itself, then its ancestors up to
 # its node) and the digit of its id in its key's code (`ClusterLayout.code_tail`)
 _Entry = tuple[int, tuple[int, ...], int]
