@@ -90,43 +90,42 @@ class _Documented(importlib.abc.MetaPathFinder, importlib.abc.Loader):
                     pass
 
 
-def _check() -> tuple[list[str], str | None]:
-    """(compiled modules in use, why the compiled build is not used or None)."""
+def _check() -> tuple[list[str], str | None, bool, dict[str, dict[str, str]]]:
+    """(compiled modules here, why they are not used or None, whether stale, docstrings)."""
     if not MANIFEST.is_file():
-        return [], None
+        return [], None, False, {}
     try:
         build = json.loads(MANIFEST.read_text(encoding="utf-8"))
         modules = sorted(build["modules"])
         sources: dict[str, str] = build["sources"]
+        docs: dict[str, dict[str, str]] = build.get("docs", {})
     except (OSError, ValueError, KeyError, TypeError):
-        return [], f"{MANIFEST} is unreadable"
-    built = [m for m in modules if any(_source(m).with_suffix(suffix).is_file()
-                                       for suffix in importlib.machinery.EXTENSION_SUFFIXES)]
-    if not built:
-        return [], None  # a manifest without its modules: nothing compiled is here
-    modules = built
+        return [], f"{MANIFEST} is unreadable", False, {}
+    modules = [m for m in modules if any(_source(m).with_suffix(suffix).is_file()
+                                         for suffix in importlib.machinery.EXTENSION_SUFFIXES)]
+    if not modules:
+        return [], None, False, {}  # a manifest without its modules: nothing compiled here
     if os.environ.get("SCHEDLAB_PURE"):
-        return modules, "SCHEDLAB_PURE is set"
+        return modules, "SCHEDLAB_PURE is set", False, docs
     for rel, digest in sorted(sources.items()):
         if _digest(_ROOT / rel) != digest:
-            return modules, f"stale: {rel} changed since the compiled build"
-    return modules, None
+            return modules, f"stale: {rel} changed since the compiled build", True, docs
+    return modules, None, False, docs
 
 
 def _install() -> tuple[list[str], str | None]:
-    modules, why = _check()
+    modules, why, stale, docs = _check()
+    if not modules:
+        return [], why
     if why is None:
-        if modules:
-            docs = json.loads(MANIFEST.read_text(encoding="utf-8")).get("docs", {})
-            sys.meta_path.insert(0, _Documented({m: docs.get(m, {}) for m in modules}))
+        sys.meta_path.insert(0, _Documented({m: docs.get(m, {}) for m in modules}))
         return modules, None
-    if modules:
-        sys.meta_path.insert(0, _SourceFirst(set(modules)))
-        if why.startswith("stale"):
-            warnings.warn(
-                f"schedlab's compiled build is {why}; running pure Python (rebuild with "
-                "`SCHEDLAB_COMPILE=1 pip install -e .`, or install without it)",
-                RuntimeWarning, stacklevel=2)
+    sys.meta_path.insert(0, _SourceFirst(set(modules)))
+    if stale:
+        warnings.warn(
+            f"schedlab's compiled build is {why}; running pure Python (rebuild with "
+            "`SCHEDLAB_COMPILE=1 pip install -e .`, or install without it)",
+            RuntimeWarning, stacklevel=2)
     return [], why
 
 

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
+import pandas as pd
 import pytest
 from hypothesis import settings
 
@@ -35,6 +38,37 @@ def shared_or_sample(relative: str, sample: str) -> tuple[Path, bool]:
     if full.is_file():
         return full, True
     return SAMPLES / sample, False
+
+
+def assert_same_run(a: Any, b: Any) -> None:
+    """Two results are the same run: every table exactly, the summary but its wall time."""
+    for name in ("jobs", "events", "timeline", "nodes"):
+        pd.testing.assert_frame_equal(getattr(a, name), getattr(b, name), check_exact=True)
+    sa = {k: v for k, v in a.summary.items() if k != "wall_seconds"}
+    sb = {k: v for k, v in b.summary.items() if k != "wall_seconds"}
+    assert sa == sb
+
+
+def import_cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:
+    """The cycles a depth-first walk of an import graph (module -> imports) meets."""
+    color: dict[str, int] = {}
+    found: list[list[str]] = []
+
+    def dfs(m: str, stack: list[str]) -> None:
+        color[m] = 1
+        stack.append(m)
+        for d in sorted(graph.get(m, ())):
+            if color.get(d, 0) == 0:
+                dfs(d, stack)
+            elif color[d] == 1:
+                found.append(stack[stack.index(d):] + [d])
+        stack.pop()
+        color[m] = 2
+
+    for m in sorted(graph):
+        if color.get(m, 0) == 0:
+            dfs(m, [])
+    return found
 
 
 def make_trace(*jobs: JobSpec | tuple, name: str = "inline") -> Trace:

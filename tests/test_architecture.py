@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from conftest import import_cycles
+
 ROOT = Path(__file__).resolve().parent.parent
 FOLDERS = ("sim", "policies", "topologies", "traces", "app")
 """The subpackages' top-level folders (each linked from schedlab/)."""
@@ -34,6 +36,11 @@ def layer(module: str) -> int:
     if module.startswith("schedlab.app") or module == "schedlab.__main__":
         return 4
     return 2
+
+
+def subpackage(module: str) -> str:
+    """`schedlab.traces.base` -> "traces" ("" for the root package itself)."""
+    return module.split(".")[1] if "." in module else ""
 
 
 def modules() -> dict[str, Path]:
@@ -112,30 +119,12 @@ def test_imports_point_down_the_layers():
 
 def test_topologies_and_traces_do_not_import_each_other():
     bad = [f"{m} imports {d}" for m, deps in graph().items() for d in sorted(deps)
-           if {m.split(".")[1:2][0] if "." in m else "", d.split(".")[1:2][0] if "." in d else ""}
-           == {"topologies", "traces"}]
+           if {subpackage(m), subpackage(d)} == {"topologies", "traces"}]
     assert not bad, "\n".join(bad)
 
 
 def test_no_import_cycle():
-    g = graph()
-    color: dict[str, int] = {}
-    cycles: list[list[str]] = []
-
-    def dfs(m: str, stack: list[str]) -> None:
-        color[m] = 1
-        stack.append(m)
-        for d in sorted(g.get(m, ())):
-            if color.get(d, 0) == 0:
-                dfs(d, stack)
-            elif color[d] == 1:
-                cycles.append(stack[stack.index(d):] + [d])
-        stack.pop()
-        color[m] = 2
-
-    for m in sorted(g):
-        if color.get(m, 0) == 0:
-            dfs(m, [])
+    cycles = import_cycles(graph())
     assert not cycles, "\n".join(" -> ".join(c) for c in cycles[:10])
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import pandas as pd
 import pytest
+from conftest import assert_same_run
 
 from schedlab.policies.fifo import FifoPolicy
 from schedlab.sim.engine import Simulation
@@ -15,14 +15,6 @@ from schedlab.topologies.build import uniform_topology
 from schedlab.traces import load_trace
 
 TOPO = uniform_topology(4, sockets=2, switches_per_socket=2, gpus_per_switch=2, name="four")
-
-
-def _same(a: Any, b: Any) -> None:
-    for name in ("jobs", "events", "timeline", "nodes"):
-        pd.testing.assert_frame_equal(getattr(a, name), getattr(b, name), check_exact=True)
-    sa = {k: v for k, v in a.summary.items() if k != "wall_seconds"}
-    sb = {k: v for k, v in b.summary.items() if k != "wall_seconds"}
-    assert sa == sb
 
 
 @pytest.mark.parametrize(("policy", "params", "until"), [
@@ -44,7 +36,7 @@ def test_direct_and_stepped_runs_are_the_same(policy: str, params: dict[str, Any
     sim = Simulation(trace, TOPO, policy, seed=3, params=params)
     run = sim.start(until=until)
     assert run.advance() is False  # no Await: SimPy steps it to the end
-    _same(direct, sim.result(run, 0.0))
+    assert_same_run(direct, sim.result(run, 0.0))
 
 
 class _Counting(FifoPolicy):
@@ -74,4 +66,4 @@ def test_only_pending_policies_are_not_asked_with_an_empty_queue() -> None:
     b = Simulation(trace, TOPO, eager).run()
     assert lazy.empty == 0 and lazy.passes > 0
     assert eager.empty > 0 and eager.passes == lazy.passes + eager.empty
-    _same(a, b)
+    assert_same_run(a, b)

@@ -7,36 +7,22 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
-import pandas as pd
 import pytest
+from conftest import assert_same_run, make_trace
 
 from schedlab.sim.cluster import ClusterState
 from schedlab.sim.engine import Simulation
-from schedlab.sim.model import JobSpec
 from schedlab.sim.processes import RunHandle
 from schedlab.topologies.build import uniform_topology
 from schedlab.traces import load_trace
-from schedlab.traces.base import Trace
 
 TWO = uniform_topology(2, gpus_per_switch=4, nodes_per_rack=1, name="two")  # node0, node1
 FOUR = uniform_topology(4, sockets=2, switches_per_socket=2, gpus_per_switch=2,
                         nodes_per_rack=2, name="four")  # rack0: node0-1, rack1: node2-3
 
 
-def _trace(*jobs: tuple[str, float, int, float]) -> Trace:
-    return Trace("inline", tuple(JobSpec(*j) for j in jobs))
-
-
 def _times(result: Any) -> dict[str, tuple[float, float]]:
     return {r.job_id: (r.start_time, r.end_time) for r in result.jobs.itertuples()}
-
-
-def _same(a: Any, b: Any) -> None:
-    for name in ("jobs", "events", "timeline", "nodes"):
-        pd.testing.assert_frame_equal(getattr(a, name), getattr(b, name), check_exact=True)
-    sa = {k: v for k, v in a.summary.items() if k != "wall_seconds"}
-    sb = {k: v for k, v in b.summary.items() if k != "wall_seconds"}
-    assert sa == sb
 
 
 def _stepped(sim: Simulation, until: float | None = None) -> Any:
@@ -58,7 +44,7 @@ def maintenance(start: float, hours: float, where: str) -> Any:
     return process
 
 
-TRACE = _trace(("a", 0.0, 4, 10800.0), ("b", 0.0, 4, 1800.0), ("c", 4000.0, 4, 3600.0),
+TRACE = make_trace(("a", 0.0, 4, 10800.0), ("b", 0.0, 4, 1800.0), ("c", 4000.0, 4, 3600.0),
                ("d", 5000.0, 4, 600.0))
 
 
@@ -154,10 +140,10 @@ def test_batch_and_stepped_runs_are_the_same(policy: str) -> None:
     procs = [maintenance(2000.0, 2.0, "rack1"), chaos]
     batch = Simulation(trace, FOUR, policy, seed=1, processes=procs).run()
     stepped = _stepped(Simulation(trace, FOUR, policy, seed=1, processes=procs))
-    _same(batch, stepped)
+    assert_same_run(batch, stepped)
     plain = Simulation(trace, FOUR, policy, seed=1).run()
     assert not plain.jobs.equals(batch.jobs)  # the processes changed the run
-    _same(batch, Simulation(trace, FOUR, policy, seed=1, processes=procs).run())  # again
+    assert_same_run(batch, Simulation(trace, FOUR, policy, seed=1, processes=procs).run())  # again
 
 
 def _idle(env: Any, run: RunHandle) -> Generator[Any, Any, None]:
@@ -175,9 +161,9 @@ def _returns(env: Any, run: RunHandle) -> Generator[Any, Any, None]:
 def test_a_process_that_does_nothing_changes_nothing(process: Any, until: Any) -> None:
     trace = load_trace("philly-like:300")
     plain = Simulation(trace, FOUR, "tiresias-las", seed=2).run(until=until)
-    _same(plain, Simulation(trace, FOUR, "tiresias-las", seed=2, processes=[process]
+    assert_same_run(plain, Simulation(trace, FOUR, "tiresias-las", seed=2, processes=[process]
                             ).run(until=until))
-    _same(plain, _stepped(Simulation(trace, FOUR, "tiresias-las", seed=2,
+    assert_same_run(plain, _stepped(Simulation(trace, FOUR, "tiresias-las", seed=2,
                                      processes=[process]), until=until))
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from conftest import import_cycles
+
 SIM = Path(__file__).resolve().parents[2] / "sim"
 
 
@@ -32,32 +34,11 @@ def sim_imports() -> dict[str, set[str]]:
     return out
 
 
-def cycles(g: dict[str, set[str]]) -> list[list[str]]:
-    color: dict[str, int] = {}
-    found: list[list[str]] = []
-
-    def dfs(m: str, stack: list[str]) -> None:
-        color[m] = 1
-        stack.append(m)
-        for d in sorted(g.get(m, ())):
-            if color.get(d, 0) == 0:
-                dfs(d, stack)
-            elif color[d] == 1:
-                found.append(stack[stack.index(d):] + [d])
-        stack.pop()
-        color[m] = 2
-
-    for m in sorted(g):
-        if color.get(m, 0) == 0:
-            dfs(m, [])
-    return found
-
-
 def test_the_graph_is_read() -> None:
     g = sim_imports()
     assert "engine" in g and "lifecycle" in g["engine"]
 
 
 def test_no_import_cycle_in_sim_type_checking_imports_included() -> None:
-    found = cycles(sim_imports())
+    found = import_cycles(sim_imports())
     assert not found, "\n".join(" -> ".join(c) for c in found)
