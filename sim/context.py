@@ -144,6 +144,7 @@ class SchedContext:
         self.params: Mapping[str, Any] = run.engine_params
         self._failed: dict[Any, Unschedulable] = {}  # by request class, or GPUs asked
         self._failed_at = -1  # cluster version the failures were seen at
+        self._perf_view: Any = None
 
     @property
     def cluster(self) -> ClusterView:
@@ -289,6 +290,22 @@ class SchedContext:
         """
         spec = job.spec if isinstance(job, JobState) else job
         return self._run.progress.chain.placement_speed(spec, tuple(gpus))
+
+    @property
+    def perf(self) -> Any:
+        """The run's performance models (`schedlab.sim.perf.speed.PerfView`).
+
+        None when no job of the run names a `model`.
+        """
+        model = self._run.progress.chain.model
+        if model is None:
+            return None
+        view = self._perf_view
+        if view is None:
+            from schedlab.sim.perf.speed import PerfView
+
+            view = self._perf_view = PerfView(model, model.perf.per_node)
+        return view
 
     def run_time(self, job: JobState) -> float:
         """Seconds the job has held GPUs so far (all attempts), up to now."""

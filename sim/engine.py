@@ -82,6 +82,7 @@ from schedlab.sim.model import (
     job_milli,
 )
 from schedlab.sim.params import resolve
+from schedlab.sim.perf.run import resolve_jobs
 from schedlab.sim.processes import Process, RunHandle
 from schedlab.sim.recorder import TIMELINE_COLUMNS
 from schedlab.sim.registry import POLICIES
@@ -294,7 +295,9 @@ class Run(RunState):
             names = self.topo.nodes
             note = "tasks=" + ",".join(f"{t.role}[{t.index}]@{names[t.node].name}"
                                        for t in job.tasks)
-        overhead = self.engine_params["restore_overhead"] if resumed and job.work > 0 else 0.0
+        # a model's own (re)start cost applies at every start (Pollux: each allocation)
+        overhead = self.progress.chain.restart_cost(
+            s, self.engine_params["restore_overhead"] if resumed and job.work > 0 else 0.0)
         job.attempt_start = now
         # `now` itself when there is no pause: one float object shared by the job's start
         # fields, not a new one (24 bytes a job at a million jobs)
@@ -382,7 +385,8 @@ class Run(RunState):
         if kind is EventKind.MIGRATE:
             job.migrations += 1
         job.ckpt_work = job.work
-        wait = self.engine_params["restore_overhead"] if pause is None else pause
+        wait = self.progress.chain.restart_cost(
+            job.spec, self.engine_params["restore_overhead"]) if pause is None else pause
         self.progress.set_rate(job, resume_at=self.instant.t + wait, reschedule=False)
         self.record(job, kind)
         self.progress.schedule_finish(job)
@@ -622,6 +626,8 @@ class Simulation:
             if max_jobs < 0:
                 raise InvalidParameter(f"max_jobs {max_jobs}: expected an integer >= 0")
             jobs = jobs[:max_jobs]
+        # jobs naming a model take their duration from the run's performance models
+        jobs, self.perf = resolve_jobs(jobs, self.engine_params, self.topology)
         self.jobs: tuple[JobSpec, ...] = jobs
         self.max_jobs = max_jobs
         for fn in processes:

@@ -24,6 +24,7 @@ from schedlab.sim.params import (
     as_path,
     resolve,
 )
+from schedlab.sim.perf.run import parse_perf_model
 from schedlab.sim.registry import PLACERS, POLICIES, SPEED_FACTORS, Registry
 
 
@@ -166,6 +167,12 @@ ENGINE_PARAMS: dict[str, Param] = {
     "events": Param(True, as_bool,
                     "write events.parquet rows (off: none, for sweeps; the summary does not "
                     "depend on it)"),
+    "perf_model": Param(
+        (), parse_perf_model,
+        "performance models of jobs that name a `model`: NAME=PATH entries (gavel=FILE.json, "
+        "table=FILE.csv, pollux=FOLDER, a registered backend or module:Class) or bare paths, "
+        "comma-separated; asked in order",
+    ),
     "speed_factors": Param(
         (), as_name_list(SPEED_FACTORS),
         "extra speed factors after the built-in chain (gpu_type, locality, elastic, "

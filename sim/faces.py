@@ -56,6 +56,10 @@ class SimInputs(Protocol):
         """The resolved engine parameters."""
         ...
     @property
+    def perf(self) -> Any:
+        """The run's performance models (`schedlab.sim.perf.run.PerfSet`; None: unused)."""
+        ...
+    @property
     def params_given(self) -> Mapping[str, Any]:
         """The parameters as given."""
         ...

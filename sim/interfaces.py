@@ -291,6 +291,11 @@ class PolicyContext(Protocol):
         """Speed of `job` on `gpus` alone (type x locality)."""
         ...
 
+    @property
+    def perf(self) -> Any:
+        """The run's performance models (`schedlab.sim.perf.speed.PerfView`; None: none)."""
+        ...
+
     def run_time(self, job: JobState) -> float:
         """Seconds the job has held GPUs so far."""
         ...

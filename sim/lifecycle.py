@@ -144,10 +144,20 @@ class RunState:
         self.side_jobs: dict[int, JobState] = {}  # running jobs with non-gang tasks (roles)
         self.recorder = Recorder(self.topo, clock)
         self.colocation = Colocation(self.cluster, self.jobs)
-        chain = SpeedChain(
-            [GpuTypeSpeed(self.topo), LocalitySpeed(self.topo, params["locality_factors"]),
-             ElasticSpeed(params["elastic_scaling"], params["serial_fraction"]),
-             ColocationSpeed(self.colocation)], params["speed_factors"], self)
+        builtin: list[Any] = [
+            GpuTypeSpeed(self.topo), LocalitySpeed(self.topo, params["locality_factors"]),
+            ElasticSpeed(params["elastic_scaling"], params["serial_fraction"]),
+            ColocationSpeed(self.colocation)]
+        if sim.perf is None:
+            chain = SpeedChain(builtin, params["speed_factors"], self)
+        else:  # jobs naming a model: their speed from the performance model
+            from schedlab.sim.perf.speed import ModelColocation, ModelSpeed, SkipModelJobs
+
+            model = ModelSpeed(sim.perf, self.topo, self.jobs, self.colocation)
+            chain = SpeedChain(
+                [model, *(SkipModelJobs(f) for f in builtin[:3]),
+                 ModelColocation(self.colocation, model)], params["speed_factors"], self,
+                placement=3, model=model)
         self.progress = Progress(self.agenda, chain, clock)
         self.colocation.progress = self.progress
         self.health = NodeHealth(self.cluster, self.agenda, self.recorder, params,
@@ -408,6 +418,10 @@ class RunState:
     def _job_event(self, job: JobState, kind: Due) -> None:
         if kind is _FINISH:
             self.progress.advance(job)
+            if (self.progress.chain.model is not None
+                    and job.work < job.spec.duration * (1.0 - 1e-9)):
+                self.progress.set_rate(job)  # a horizon of its model: asked again
+                return
             job.work = job.spec.duration
             self.release(job)
             self.finalize(job, COMPLETED, _FINISHED)

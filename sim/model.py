@@ -78,7 +78,10 @@ class TaskRole:
 class JobSpec:
     """One job of a trace, in the canonical schema of docs/contract.md#sec-2.
 
-    `duration` is the run time at ideal placement on dedicated GPUs of speed 1.
+    `duration` is the run time at ideal placement on dedicated GPUs of speed 1. A job
+    naming a `model` has it computed at run start when the trace gives work instead
+    (`num_steps` or `samples`): its run time alone on `num_gpus` consolidated GPUs of its
+    type at its initial batch size (`schedlab.sim.perf`).
     Optional columns carry their SPEC defaults; `extra` holds pass-through columns.
     Only the fields every trace gives are the spec's own slots; the rest are shared
     with the specs that leave them alike (`schedlab.sim.compact`: 88 bytes a spec, not 320).
@@ -121,6 +124,12 @@ class JobSpec:
     active_deadline: float | None = None  # s from first start, then the job is killed
     restart_policy: RestartPolicy = RestartPolicy.NEVER
     backoff_limit: int = 6
+    # a job whose speed comes from the run's performance model (docs/contract.md#sec-2)
+    model: str = ""  # key into the run's `perf_model`; "" = speed from the factors above
+    num_steps: float | None = None  # work in training steps (with `model`; or `samples`)
+    samples: float | None = None  # work in samples
+    batch_size: int | None = None  # global batch size (all GPUs), initial for `adaptive`
+    adaptive: bool = False  # the job re-tunes its batch size for goodput (Pollux)
     extra: tuple[tuple[str, Any], ...] = field(default=(), compare=False)
 
     @property

@@ -82,6 +82,10 @@ class Progress:
         if job.rate <= 0:
             return
         t = job.seg_start + job.remaining_work / job.rate
+        if self.chain.model is not None:  # its rate may change before it finishes
+            h = self.chain.horizon(job)
+            if h < job.spec.duration:
+                t = min(t, job.seg_start + max(0.0, h - job.work) / job.rate)
         self.agenda.schedule(t, Due.FINISH, job.idx, job.version)
 
     def stop(self, job: JobState) -> None:

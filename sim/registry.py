@@ -166,3 +166,11 @@ PLACERS = Registry("placer", "schedlab.placers", {
 SPEED_FACTORS = Registry("speed factor", "schedlab.speed_factors", {})
 """Extra speed factors (`schedlab.sim.interfaces.SpeedFactor`), enabled per run by the
 `speed_factors` engine parameter; the built-in chain is in `schedlab.sim.progress`."""
+
+PERF_MODELS = Registry("performance model", "schedlab.perf_models", {
+    "table": "schedlab.sim.perf.table:CsvTable",
+    "gavel": "schedlab.sim.perf.gavel:GavelTable",
+})
+"""Job performance-model backends (`schedlab.sim.perf.base.PerfModel`), each built from
+one file or folder (`perf_model` engine parameter); asked for the throughput of jobs that
+name a `model`."""

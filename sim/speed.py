@@ -12,6 +12,7 @@ co-location changes and must be deterministic.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -201,11 +202,18 @@ class NodeSpeed:
 class SpeedChain:
     """The ordered factors of one run; `rate` is their product for a job where it runs."""
 
-    def __init__(self, builtin: Sequence[Any], extra: Sequence[str], run: RunView) -> None:
-        self.placement = tuple(builtin[:2])  # type and locality: a placement's own speed
+    def __init__(self, builtin: Sequence[Any], extra: Sequence[str], run: RunView,
+                 placement: int = 2, model: Any = None) -> None:
+        # the first `placement` factors are a placement's own speed (type and locality;
+        # with a performance model, the model first)
+        self.placement = tuple(builtin[:placement])
         self.factors: tuple[Any, ...] = tuple(builtin) + tuple(
             make_factor(name) for name in extra)
         self._run = run
+        # the run's performance-model factor (`schedlab.sim.perf.speed.ModelSpeed`): its
+        # jobs' speed may change with their progress (`horizon`), their restart cost is
+        # the model's (`restart_cost`); None for a run whose jobs name no model
+        self.model = model
         # only the built-in factors: a job none of them slows down runs at 1 (`rate`)
         self._builtin_only = not extra and tuple(map(type, self.factors)) == (
             GpuTypeSpeed, LocalitySpeed, ElasticSpeed, ColocationSpeed)
@@ -232,6 +240,22 @@ class SpeedChain:
         for f in self.factors:
             speed *= f.factor(job, gpus, run)
         return speed
+
+    def horizon(self, job: JobState) -> float:
+        """Work (ideal s) at which the job's rate must be asked again (inf: never)."""
+        model = self.model
+        return math.inf if model is None else float(model.horizon(job))
+
+    def restart_cost(self, spec: JobSpec, default: float) -> float:
+        """Seconds of no progress when the job (re)starts or moves.
+
+        Its model's restart cost when the model gives one (at every start), else `default`.
+        """
+        model = self.model
+        if model is None or not spec.model:
+            return default
+        cost = model.restart_cost(spec)
+        return default if cost is None else float(cost)
 
     def placement_speed(self, spec: JobSpec, gpus: tuple[int, ...]) -> float:
         """Speed on these GPUs alone: type x locality (no sharing, no resizing)."""

@@ -31,6 +31,7 @@ from schedlab.traces.schema import (
     OPTIONAL_COLUMNS,
     REQUIRED_COLUMNS,
     missing_columns_error,
+    missing_required,
 )
 from schedlab.traces.validate import frame_to_trace
 
@@ -128,7 +129,7 @@ def read_canonical(
                               skip_bad_rows=skip_bad_rows)
 
     df, lines, bad_lines = _read_csv(p, label, skip_bad_rows)
-    if any(c not in df.columns for c in REQUIRED_COLUMNS):
+    if missing_required(list(df.columns)):
         raise missing_columns_error(label, list(df.columns))
     record_lines = np.sort(np.concatenate([lines, np.array([b[0] for b in bad_lines],
                                                            dtype=np.int64)]))

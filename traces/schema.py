@@ -10,7 +10,7 @@ cell with its rule, e.g. "is not a number of seconds > 0 and <= 1e12 (~31,700 ye
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,6 +22,7 @@ __all__ = [
     "BOOL_RULE", "CANONICAL_COLUMNS", "CHECKED_PASS_THROUGH", "CONTAINER_COLUMNS", "MAX_COUNT",
     "MAX_GB", "MAX_HOURS", "MAX_PRIORITY", "MAX_SECONDS", "NUM_COLS", "OPTIONAL_COLUMNS",
     "REQUIRED_COLUMNS", "RESTART_POLICIES", "TEXT_DEFAULTS", "NumCol", "missing_columns_error",
+    "missing_required",
     "parse_bool",
     "parse_deps", "parse_speeds",
 ]
@@ -35,10 +36,12 @@ OPTIONAL_COLUMNS: tuple[str, ...] = (
     "max_gpus", "depends_on", "locality_sensitivity", "gpu_speeds", "gpu_share",
     "gpu_util", "gpu_mem_gb", "max_wait_hours", "deadline", "lazy_preemption", "disk_gb",
     "tasks", "completions", "parallelism", "active_deadline", "restart_policy",
-    "backoff_limit", "target_util", "scale_interval",
+    "backoff_limit", "target_util", "scale_interval", "model", "num_steps", "samples",
+    "batch_size", "adaptive",
 )
 """Optional columns of docs/contract.md#sec-2, in their documented order, then the project's own
-(`target_util`, `scale_interval`: utilization-driven elastic jobs)."""
+(`target_util`, `scale_interval`: utilization-driven elastic jobs; `model`, `num_steps`,
+`samples`, `batch_size`, `adaptive`: jobs whose speed comes from a performance model)."""
 
 CANONICAL_COLUMNS: tuple[str, ...] = REQUIRED_COLUMNS + OPTIONAL_COLUMNS
 """Every column with a meaning; any other column is passed through as `JobSpec.extra`."""
@@ -61,10 +64,13 @@ completions, parallelism, backoff_limit."""
 MAX_GB = 1e9
 """Largest memory or disk size in GB (an exabyte): mem_gb, gpu_mem_gb, disk_gb."""
 
+MAX_WORK = 1e15
+"""Largest work of a job in steps or samples (`num_steps`, `samples`)."""
+
 MAX_PRIORITY = 1e9
 """Largest priority magnitude: a priority is an integer in [-MAX_PRIORITY, MAX_PRIORITY]."""
 
-TEXT_DEFAULTS = {"user": "", "vc": "default", "gpu_type": ""}
+TEXT_DEFAULTS = {"user": "", "vc": "default", "gpu_type": "", "model": ""}
 """Text columns and the value of an empty cell."""
 
 
@@ -154,6 +160,11 @@ NUM_COLS: dict[str, NumCol] = {
                hi=1.0),
         NumCol("scale_interval", False, 60.0, _SECONDS_GT0, lo=0.0, lo_open=True,
                hi=MAX_SECONDS),
+        NumCol("num_steps", False, None, f"a number > 0 and <= {_e(MAX_WORK)}", lo=0.0,
+               lo_open=True, hi=MAX_WORK),
+        NumCol("samples", False, None, f"a number > 0 and <= {_e(MAX_WORK)}", lo=0.0,
+               lo_open=True, hi=MAX_WORK),
+        _count("batch_size", None, 1),
     )
 }
 """Every numeric column of the schema the simulator reads, with its rule."""
@@ -217,9 +228,19 @@ def parse_deps(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(t.strip() for t in text.split(";") if t.strip()))
 
 
+def missing_required(columns: Collection[str]) -> list[str]:
+    """Required columns a table lacks.
+
+    Not `duration` when it has `model`: a job of a performance model may give its work as
+    `num_steps` or `samples`, or take its model's.
+    """
+    return [c for c in REQUIRED_COLUMNS
+            if c not in columns and not (c == "duration" and "model" in columns)]
+
+
 def missing_columns_error(label: str, columns: Sequence[str]) -> InvalidTrace:
     """The error of a table without every required column, naming what it has."""
-    missing = [c for c in REQUIRED_COLUMNS if c not in columns]
+    missing = missing_required(columns)
     found = ", ".join(repr(c) for c in columns) or "(none)"
     return InvalidTrace(
         f"{label}: missing required column{'s' if len(missing) > 1 else ''} "

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gc
 import json
+import math
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
@@ -34,11 +35,11 @@ from schedlab.traces.schema import (
     CHECKED_PASS_THROUGH,
     CONTAINER_COLUMNS,
     NUM_COLS,
-    REQUIRED_COLUMNS,
     RESTART_POLICIES,
     TEXT_DEFAULTS,
     NumCol,
     missing_columns_error,
+    missing_required,
     parse_bool,
     parse_deps,
     parse_speeds,
@@ -101,13 +102,18 @@ def frame_to_trace(
     """
     df = df.rename(columns=lambda c: str(c).strip())
     columns = list(df.columns)
-    if any(c not in columns for c in REQUIRED_COLUMNS):
+    if missing_required(columns):
         raise missing_columns_error(label, columns)
     if check is None:
         check = FrameErrors(label, len(df), skip_bad_rows, rows, lines)
     if len(df) == 0 and not check.n_errors:
         raise InvalidTrace(f"{label}: no job rows (only the header)")
     parsed = _parse_columns(df, check)
+    if "duration" not in parsed.out:  # a trace of model jobs (`missing_required`)
+        n = len(df)
+        parsed.out["duration"] = [math.nan] * n
+        parsed.numbers["duration"] = np.full(n, math.nan)
+        parsed.given["duration"] = parsed.colbad["duration"] = np.zeros(n, dtype=bool)
     _cross_checks(df, check, parsed.numbers, parsed.given, parsed.colbad)
     _role_checks(df, check, parsed)
     check.raise_if_any()
@@ -148,6 +154,10 @@ def _parse_columns(df: pd.DataFrame, check: FrameErrors) -> _Parsed:
             if default:
                 text = text.mask(text == "", default)
             parsed.out[col] = _shared_texts(text)
+        elif col == "duration" and "model" in present:
+            # a job of a performance model may leave it empty: its work makes it (NaN here)
+            modelled = (as_text(df["model"]) != "").to_numpy(dtype=bool)
+            _parse_number(raw, NUM_COLS[col], check, parsed, optional=modelled)
         elif col in NUM_COLS:
             _parse_number(raw, NUM_COLS[col], check, parsed)
         elif col == "depends_on":
@@ -156,6 +166,8 @@ def _parse_columns(df: pd.DataFrame, check: FrameErrors) -> _Parsed:
             parsed.out[col] = _parse_gpu_speeds(raw, check)
         elif col == "lazy_preemption":
             parsed.out[col] = _parse_bools(raw, col, check)
+        elif col == "adaptive":
+            parsed.out[col] = [bool(b) for b in _parse_bools(raw, col, check)]
         elif col == "tasks":
             parsed.out[col] = _parse_tasks(raw, check)
         elif col == "restart_policy":
@@ -178,22 +190,31 @@ def _shared_texts(text: pd.Series) -> list[str]:
     return list(np.asarray(uniques.tolist(), dtype=object)[codes].tolist())
 
 
-def _parse_number(raw: pd.Series, spec: NumCol, check: FrameErrors, parsed: _Parsed) -> None:
-    """A numeric column: values, default in unusable cells, bad and missing cells."""
+def _parse_number(raw: pd.Series, spec: NumCol, check: FrameErrors, parsed: _Parsed,
+                  optional: np.ndarray | None = None) -> None:
+    """A numeric column: values, default in unusable cells, bad and missing cells.
+
+    `optional`: rows where a required column may be empty (NaN in the output).
+    """
     col = spec.name
     if col == "priority" and not _is_numeric(raw):
         # HAI level names (NORMAL, HIGH, AUTO, ...) stand for their numbers
         raw = as_text(raw).map(lambda t: str(PRIORITY_NAMES.get(t.upper(), t)))
     values, missing = as_number(raw)
     bad = ~spec.ok(values) & ~missing
+    needed = missing if optional is None else missing & ~optional
     if spec.required:
-        check.cells(missing, col, raw, f"is missing; {col} is required")
+        hint = "" if optional is None else " (or a model, with num_steps or samples)"
+        check.cells(needed, col, raw, f"is missing; {col} is required{hint}")
     check.cells(bad, col, raw, f"is not {spec.rule}")
     unusable = bad | missing
-    parsed.colbad[col] = bad | (missing if spec.required else False)
+    parsed.colbad[col] = bad | (needed if spec.required else False)
     parsed.given[col] = ~unusable
     parsed.numbers[col] = values
-    parsed.out[col] = _fill(values, unusable, spec)
+    out = _fill(values, unusable, spec)
+    if optional is not None:  # left to the run's performance model
+        out = [math.nan if v is None else v for v in out]
+    parsed.out[col] = out
 
 
 def _is_numeric(raw: pd.Series) -> bool:

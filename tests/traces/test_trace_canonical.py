@@ -126,11 +126,11 @@ def test_all_optional_values_parsed(tmp_path: Path) -> None:
 
 
 def test_pass_through_columns_kept(tmp_path: Path) -> None:
-    p = write(tmp_path, f"{HEADER},model,lr\nj1,0,1,10,resnet,0.1\nj2,1,1,10,,\n")
+    p = write(tmp_path, f"{HEADER},framework,lr\nj1,0,1,10,torch,0.1\nj2,1,1,10,,\n")
     t = read_canonical(p)
-    assert t.extra_columns == ("model", "lr")
-    assert t.jobs[0].extra == (("model", "resnet"), ("lr", "0.1"))
-    assert t.jobs[1].extra == (("model", ""), ("lr", ""))
+    assert t.extra_columns == ("framework", "lr")
+    assert t.jobs[0].extra == (("framework", "torch"), ("lr", "0.1"))
+    assert t.jobs[1].extra == (("framework", ""), ("lr", ""))
 
 
 def test_sorted_by_submit_time_then_row_order(tmp_path: Path) -> None:

@@ -34,7 +34,7 @@ from schedlab.traces.readers.philly import (
 )
 from schedlab.traces.readers.swf import read_swf
 from schedlab.traces.readers.tiresias import TIRESIAS_REQUIRED, read_tiresias
-from schedlab.traces.schema import missing_columns_error
+from schedlab.traces.schema import missing_columns_error, missing_required
 
 __all__ = [
     "TRACE_FORMATS",
@@ -167,7 +167,7 @@ def detect_format(path: str | os.PathLike[str]) -> str:
     if gavel_layout(p) is not None:
         return "gavel"
     names = set(cols)
-    if all(c in names for c in REQUIRED_COLUMNS):
+    if not missing_required(names):
         return "canonical"
     if tuple(cols[: len(POLLUX_COLUMNS)]) == POLLUX_COLUMNS or set(POLLUX_REQUIRED) <= names:
         return "philly"

@@ -12,7 +12,10 @@ Mapping: `job_id` = `gavel-{i}` (i: 0-based job line), `submit_time` = arrival_t
 (steps/s, the `"null"` entry of `(job_type, scale_factor)`) on the reference type
 (`v100`), `gpu_speeds` = throughput on each type / reference throughput, for the
 consolidated types (`v100`, `p100`, `k80`, named `V100`, `P100`, `K80`; the
-`*_unconsolidated` entries are locality data, not types). `job_type`,
+`*_unconsolidated` entries are locality data, not types), `model` = job_type and
+`num_steps` = total_steps, so a run given the same file as its performance model
+(`perf_model=gavel=simulation_throughputs.json`) reads every entry of it (unconsolidated
+and packed pairs too; `duration` still wins and is the same work). `job_type`,
 `priority_weight` and `SLO` (-1 = none) are pass-through. A job whose (job_type,
 scale_factor) has no throughput is excluded, as Gavel itself drops it.
 """
@@ -183,6 +186,8 @@ def read_gavel(
             "num_gpus": sf[keep].astype(np.int64),
             "duration": steps[keep] / ref[keep],
             "gpu_speeds": np.array(speeds, dtype=object)[keep],
+            "model": np.array(jt, dtype=object)[keep],
+            "num_steps": steps[keep],
             "job_type": np.array(jt, dtype=object)[keep],
             "priority_weight": prio[keep],
             "SLO": [None if v < 0 else v for v in slo[keep].tolist()],

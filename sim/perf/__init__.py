@@ -1,0 +1,1 @@
+"""Job performance models: throughput and goodput of a job for where and how it runs."""
