@@ -17,8 +17,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from schedlab.sim.compact import record
 from schedlab.sim.errors import InvalidParameter, InvalidTrace
-from schedlab.sim.model import JobSpec
+from schedlab.sim.model import PLAIN_REST, JobSpec
 from schedlab.sim.perf.base import SAMPLES, STEPS, PerfModel, Shape
 from schedlab.sim.registry import PERF_MODELS
 
@@ -156,9 +157,12 @@ def resolve_jobs(jobs: Sequence[JobSpec], params: Mapping[str, Any], topo: Any
     `duration` run on it and the speed factors, as jobs without one do.
     """
     entries = params.get("perf_model") or ()
-    if not entries or not any(j.model for j in jobs):
-        for j in jobs:
-            if j.model and not math.isfinite(j.duration):
+    # a plain spec (every rare field at its default, `model` one of them) is skipped by an
+    # identity test: a trace of a million plain jobs pays one pass of them, no property
+    named = [j for j in jobs if record(j) is not PLAIN_REST and j.model]
+    if not entries or not named:
+        for j in named:
+            if not math.isfinite(j.duration):
                 PerfSet((), 1).backend(j)  # raises: names the job, asks for perf_model
         return tuple(jobs), None
     per_node = max((n.num_gpus for n in topo.nodes), default=1)
