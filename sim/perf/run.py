@@ -89,9 +89,11 @@ class JobModel:
 class PerfSet:
     """The run's backends and, per job that names a model, its `JobModel`."""
 
-    def __init__(self, models: Sequence[PerfModel], per_node: int) -> None:
+    def __init__(self, models: Sequence[PerfModel], per_node: int,
+                 types: Sequence[str] = ()) -> None:
         self.models = tuple(models)
         self.per_node = max(1, per_node)
+        self.types = tuple(types)
         self.jobs: dict[str, JobModel] = {}
 
     def backend(self, spec: JobSpec) -> PerfModel:
@@ -126,6 +128,13 @@ class PerfSet:
         else:
             work = _work(spec, b, unit, bsz)
             out = replace(spec, duration=work / ref)
+        if not spec.gpu_speeds and len(self.types) > 1:
+            # what placers and type-aware policies read: the model's speed on each type
+            # (a type it cannot run on: 1e-9, so it goes there last)
+            n = max(1, spec.num_gpus)
+            out = replace(out, gpu_speeds=tuple(
+                (t, max(1e-9, b.goodput(spec.model, Shape.packed(t, n, self.per_node), bsz,
+                                        0.0) / ref)) for t in self.types))
         self.jobs[spec.job_id] = JobModel(b, spec.model, bsz, spec.adaptive, ref_type, ref,
                                           work)
         return out
@@ -167,6 +176,6 @@ def resolve_jobs(jobs: Sequence[JobSpec], params: Mapping[str, Any], topo: Any
         return tuple(jobs), None
     per_node = max((n.num_gpus for n in topo.nodes), default=1)
     types = sorted({n.gpu_type for n in topo.nodes if n.num_gpus})
-    perf = PerfSet(build_models(entries), per_node)
+    perf = PerfSet(build_models(entries), per_node, types)
     default_type = types[0] if types else ""
     return tuple(perf.resolve(j, default_type) if j.model else j for j in jobs), perf

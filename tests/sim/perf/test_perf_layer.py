@@ -148,3 +148,22 @@ def test_gavel_type_from_table(tmp_path: Path) -> None:
 def test_model_with_duration_and_no_perf_model_runs_on_duration() -> None:
     job = JobSpec("j", 0.0, 1, 50.0, model="m", num_steps=10)
     assert run(make_trace(job), {"j": (0,)}, {})["j"] == 50.0
+
+
+def _v100_and_k80():  # type: ignore[no-untyped-def]
+    from schedlab.sim.model import Level
+    from schedlab.topologies.native import node_cell
+    from schedlab.topologies.tree import CellSpec, Topology
+    nodes = [node_cell("k0", {"gpu_type": "K80"}, 1, 1, 1),
+             node_cell("v0", {"gpu_type": "V100"}, 1, 1, 1)]
+    return Topology("het", CellSpec(Level.CLUSTER, "het", nodes))
+
+
+def test_placers_see_the_models_type_speeds(tmp_path: Path) -> None:
+    # A runs 4x faster on the V100: the placer puts it there (not on the first node, a
+    # K80), through the gpu_speeds the run derives from the model; 100 steps at 4/s
+    p = _gavel_file(tmp_path)
+    job = JobSpec("a", 0.0, 1, math.nan, model="A", num_steps=100)
+    res = Simulation(make_trace(job), _v100_and_k80(), "fifo",
+                     params={"perf_model": f"gavel={p}"}).run()
+    assert res.jobs.end_time.iloc[0] == pytest.approx(25.0)
