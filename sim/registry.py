@@ -149,6 +149,7 @@ POLICIES = Registry("policy", "schedlab.policies", {
     "gavel-mmf": "schedlab.policies.gavel:GavelPolicy",
     "gavel-mmf-agnostic": "schedlab.policies.gavel:GavelAgnosticPolicy",
     "learned": "schedlab.policies.learned:LearnedPolicy",
+    "optimus": "schedlab.policies.optimus:OptimusPolicy",
 }, UnknownPolicy)
 """Scheduling policies (`Policy` subclasses)."""
 
