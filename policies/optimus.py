@@ -67,16 +67,29 @@ class OptimusPolicy(Policy):
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
         self.clock = RoundClock(self.p["interval"])
+        self._static = False  # no job's count can change between events (set by attach)
+        self._seen: tuple[int, int, int] | None = None
+
+    def attach(self, ctx: Ctx) -> None:
+        """Whether rounds without events can be skipped: no model, no elastic range."""
+        self._static = ctx.perf is None and not any(
+            ctx.job_at(i).spec.min_gpus is not None or ctx.job_at(i).spec.max_gpus is not None
+            for i in range(ctx.num_jobs))
 
     def schedule(self, ctx: Ctx) -> Iterator[Decision]:
         """A reallocation at each round boundary; nothing between them."""
         if not self.clock.due(ctx):
+            return
+        # rigid jobs of no model: a round after no arrival, end or failure decides the same
+        seen = (ctx.cluster.version, ctx.pending_count, len(ctx.running()))
+        if self._static and seen == self._seen:
             return
         active = sorted([*ctx.running().values(), *ctx.pending()],
                         key=lambda j: (j.spec.submit_time, j.idx))
         active = [j for j in active if j.spec.num_gpus > 0]
         counts = self.counts(ctx, active)
         yield from apply_allocation(ctx, self.place(ctx, active, counts), "optimus")
+        self._seen = (ctx.cluster.version, ctx.pending_count, len(ctx.running()))
 
     def counts(self, ctx: Ctx, jobs: list[JobState]) -> dict[int, int]:
         """GPUs per job: minimums in order, then the largest marginal gain first."""
