@@ -150,6 +150,7 @@ POLICIES = Registry("policy", "schedlab.policies", {
     "gavel-mmf-agnostic": "schedlab.policies.gavel:GavelAgnosticPolicy",
     "learned": "schedlab.policies.learned:LearnedPolicy",
     "optimus": "schedlab.policies.optimus:OptimusPolicy",
+    "pollux": "schedlab.policies.pollux:PolluxPolicy",
 }, UnknownPolicy)
 """Scheduling policies (`Policy` subclasses)."""
 
