@@ -1,0 +1,1 @@
+"""Job performance models: how fast a job trains on a placement."""
