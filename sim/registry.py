@@ -172,6 +172,7 @@ SPEED_FACTORS = Registry("speed factor", "schedlab.speed_factors", {})
 PERF_MODELS = Registry("performance model", "schedlab.perf_models", {
     "table": "schedlab.sim.perf.table:CsvTable",
     "gavel": "schedlab.sim.perf.gavel:GavelTable",
+    "pollux": "schedlab.sim.perf.pollux:PolluxModels",
 })
 """Job performance-model backends (`schedlab.sim.perf.base.PerfModel`), each built from
 one file or folder (`perf_model` engine parameter); asked for the throughput of jobs that

@@ -117,7 +117,9 @@ class PerfSet:
         bsz = spec.batch_size if spec.batch_size is not None else b.default_batch(spec.model)
         ref_type = spec.gpu_type or b.reference_type(spec.model) or default_type
         shape = Shape.packed(ref_type, max(1, spec.num_gpus), self.per_node)
-        ref = b.goodput(spec.model, shape, bsz, 0.0)
+        # an adaptive job's reference runs the batch it would pick there
+        at = b.best_batch(spec.model, shape, bsz, 0.0) if spec.adaptive else bsz
+        ref = b.goodput(spec.model, shape, at, 0.0)
         if not (ref > 0 and math.isfinite(ref)):
             raise InvalidParameter(
                 f"job {spec.job_id!r}: model {spec.model!r} has no throughput on "

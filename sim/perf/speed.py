@@ -62,7 +62,7 @@ class ModelSpeed:
         if not isinstance(job, JobState):  # a what-if: alone, at its start
             return min(b.goodput(model, s, jm.batch_size, 0.0)
                        for s in self.shapes(gpus)) / jm.ref
-        progress = job.work * jm.ref
+        progress = self._progress(job, jm)
         best = math.inf
         bsz = jm.batch_size
         for shape in self.shapes(gpus):
@@ -73,6 +73,16 @@ class ModelSpeed:
             best = min(best, g)
         self.batch[job.idx] = bsz
         return best / jm.ref
+
+    def _progress(self, job: JobState, jm: JobModel) -> float:
+        """Work done in the backend's units, a boundary reached up to rounding passed.
+
+        So the rate asked at a `horizon` is the next segment's.
+        """
+        progress = job.work * jm.ref
+        tol = 1e-9 * max(1.0, job.spec.duration) * jm.ref
+        h = jm.backend.horizon(jm.model, self.batch.get(job.idx, jm.batch_size), progress)
+        return h + tol if math.isfinite(h) and h - progress <= tol else progress
 
     def _partner(self, job: JobState) -> JobState | None:
         """The other member of a packed pair (None: not packed, or not a pair)."""
@@ -102,7 +112,8 @@ class ModelSpeed:
         if jm is None:
             return math.inf
         bsz = self.batch.get(job.idx, jm.batch_size)
-        h = jm.backend.horizon(jm.model, bsz, job.work * jm.ref)
+        # strictly ahead: a boundary reached up to rounding is passed (no zero-length step)
+        h = jm.backend.horizon(jm.model, bsz, self._progress(job, jm))
         return h / jm.ref if math.isfinite(h) else math.inf
 
     def restart_cost(self, spec: JobSpec) -> float | None:
