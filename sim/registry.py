@@ -166,3 +166,12 @@ PLACERS = Registry("placer", "schedlab.placers", {
 SPEED_FACTORS = Registry("speed factor", "schedlab.speed_factors", {})
 """Extra speed factors (`schedlab.sim.interfaces.SpeedFactor`), enabled per run by the
 `speed_factors` engine parameter; the built-in chain is in `schedlab.sim.progress`."""
+
+FAILURE_MODELS = Registry("failure model", "schedlab.failure_models", {
+    "llama3": "schedlab.sim.failure_models:llama3",
+    "meta-rsc1": "schedlab.sim.failure_models:meta_rsc1",
+    "meta-rsc2": "schedlab.sim.failure_models:meta_rsc2",
+})
+"""Failure model presets (callables of no arguments returning a
+`schedlab.sim.failure_models.FailureModel`), chosen by the `failure_model` engine parameter
+(which also takes a YAML/JSON rates file); docs/failures.md."""
