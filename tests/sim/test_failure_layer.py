@@ -255,3 +255,29 @@ def test_software_failures_restart_without_using_up_retries():
     j = res.jobs.iloc[0]
     assert j.status == "completed" and j.interruptions > 0
     assert j.restarts == j.interruptions
+
+
+# --- LLM-era workload and topology ---
+
+def test_llm_like_mix_is_seeded_and_pretraining_takes_most_gpu_time():
+    from schedlab.traces.llm_like import llm_like
+
+    a = llm_like(2000, span_days=54, seed=3)
+    assert [(s.job_id, s.num_gpus, s.duration) for s in a.jobs] == \
+        [(s.job_id, s.num_gpus, s.duration) for s in llm_like(2000, span_days=54, seed=3).jobs]
+    kinds = Counter(s.vc for s in a.jobs)
+    assert kinds["eval"] > kinds["debug"] > kinds["finetune"] > kinds["pretrain"] > 0
+    gpu_time = Counter()
+    for s in a.jobs:
+        gpu_time[s.vc] += s.num_gpus * s.duration
+    assert gpu_time["pretrain"] > 0.5 * sum(gpu_time.values())
+    assert max(s.num_gpus for s in llm_like(500, seed=1, max_gpus=64).jobs) <= 64
+
+
+def test_h100_2048_preset():
+    from schedlab.sim.model import Level
+    from schedlab.topologies import load_topology
+
+    t = load_topology("h100-2048")
+    assert t.num_gpus == 16384 and len(t.nodes) == 2048
+    assert sum(c.level == Level.RACK for c in t.cells) == 128
