@@ -34,6 +34,7 @@ MODEL: Final = 3  # agenda version of a model's node failure
 REPAIR_BASE: Final = 10  # a model's repair: REPAIR_BASE + a token (a later one supersedes)
 PULL: Final = 2  # agenda version of "draw the next day of failures" (node -1)
 SWAP: Final = 4  # agenda version of "this spare enters service"
+DRAIN: Final = 5  # agenda version of "drain this node for a maintenance window"
 CHUNK: Final = DAY
 """Simulated seconds of failures drawn at a time."""
 
@@ -117,6 +118,7 @@ class ComponentHealth(NodeHealth):
         self.pool: set[int] = set(range(n_nodes - n_spares, n_nodes))  # idle spares
         self.replaced: set[int] = set()  # failed nodes a spare took the place of
         self.swaps = 0
+        self.maint_drained: set[int] = set()  # drained ahead of a maintenance window
 
     def _target(self, name: str) -> tuple[int, ...]:
         topo = self.cluster.topo
@@ -148,13 +150,18 @@ class ComponentHealth(NodeHealth):
                                -1.0))
                 s.step()
         for m, nodes in zip(self.model.maintenance, self._maint_targets, strict=True):
+            # windows whose drain (or start, without one) falls in [t0, until)
+            first = m.start_s - m.drain_s
             starts = [m.start_s] if m.every_s <= 0 else [
                 m.start_s + k * m.every_s for k in range(
-                    max(0, math.ceil((t0 - m.start_s) / m.every_s)),
-                    max(0, math.ceil((until - m.start_s) / m.every_s)))]
+                    max(0, math.ceil((t0 - first) / m.every_s)),
+                    max(0, math.ceil((until - first) / m.every_s)))]
             for st in starts:
-                if t0 <= st < until:
+                if t0 <= st - m.drain_s < until:
                     events.append((st, len(events), "maintenance", nodes, 0.0, m.duration_s))
+                    if m.drain_s > 0:
+                        for n in nodes:
+                            self.agenda.schedule(st - m.drain_s, Due.NODE_REPAIR, n, DRAIN)
         events.sort()
         comps = {c.name: c for c in self.model.components}
         for t, _, cause, nodes, detect, fixed in events:
@@ -256,11 +263,23 @@ class ComponentHealth(NodeHealth):
             else:  # the spare failed meanwhile: back to the pool, still drained
                 self.pool.add(node)
             return
+        if generated == DRAIN:
+            c = self.cluster
+            if c.node_up[node] and not c.drained[node]:
+                c.drain_node(node)
+                self.maint_drained.add(node)
+                self.recorder.node(c.topo.nodes[node].name, "drain")
+            return
         if generated >= REPAIR_BASE:
             if generated not in self.valid_repairs:
                 return  # a later outage keeps it down: its own repair is due later
             self.valid_repairs.discard(generated)
         super().repair(node, 0)
+        if node in self.maint_drained:  # the window is over: back in service
+            self.maint_drained.discard(node)
+            if node not in self.pool:
+                self.cluster.undrain_node(node)
+                self.recorder.node(self.cluster.topo.nodes[node].name, "restore")
         if node in self.replaced:  # its place was taken by a spare: it is one now
             self.replaced.discard(node)
             self.cluster.drain_node(node)

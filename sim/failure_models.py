@@ -70,12 +70,15 @@ class Maintenance:
     """A planned window: the nodes under `target` go down at `start_s` for `duration_s`.
 
     `target`: a node, rack or other cell name, or `all`. `every_s` > 0 repeats it.
+    `drain_s` > 0 drains the nodes that long before (no new placement; running jobs
+    run on until the window or their end).
     """
 
     start_s: float
     duration_s: float
     target: str = "all"
     every_s: float = 0.0
+    drain_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,7 +169,8 @@ def model_from_dict(data: Mapping[str, Any], where: str) -> FailureModel:
         maint.append(Maintenance(_num(w, "start_s", r.get("start_s", 0.0)),
                                  _num(w, "duration_s", r.get("duration_s"), lo_open=True),
                                  str(r.get("target", "all")),
-                                 _num(w, "every_s", r.get("every_s", 0.0))))
+                                 _num(w, "every_s", r.get("every_s", 0.0)),
+                                 _num(w, "drain_s", r.get("drain_s", 0.0))))
     pod = int(_num(where, "pod_racks", top.get("pod_racks", 8), lo=1))
     return FailureModel(str(top.get("name") or Path(where).stem), tuple(comps), tuple(soft),
                         tuple(maint), pod, str(top.get("source", "")))
@@ -267,8 +271,3 @@ def meta_rsc2() -> FailureModel:
     """Meta RSC-2 (8k A100): 2.34 failures per 1000 node-days (same paper)."""
     return _meta("meta-rsc2", 2.34, "RSC-2")
 
-
-def node_exponential(mtbf_s: float, mttr_s: float) -> FailureModel:
-    """The engine's `mtbf`/`mttr` as a model: one exponential node process (no delay)."""
-    return FailureModel("mtbf", (Component("node", "node", DAY / mtbf_s, repair_s=mttr_s),),
-                        source="engine parameters mtbf/mttr")

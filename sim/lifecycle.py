@@ -199,6 +199,13 @@ class RunState:
         """The resolved engine parameters."""
         return self.engine_params
 
+    def nodes_coming_back(self) -> bool:
+        """Whether a node is down, or drained for a maintenance window, to come back."""
+        if self.cluster.nodes_down:
+            return True
+        health = self.health
+        return isinstance(health, ComponentHealth) and bool(health.maint_drained)
+
     def schedule_failure(self, job: JobState) -> None:
         """Put the attempt's failure on the agenda: its `fail_at`, or drawn at `failure_rate`."""
         rate = self.failure_rate

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from schedlab.sim.engine import Simulation
+from schedlab.sim.engine import Run, Simulation
 from schedlab.sim.failure_models import Component, FailureModel, Maintenance, Software
 from schedlab.sim.model import JobSpec
 from schedlab.sim.registry import FAILURE_MODELS
@@ -34,7 +34,8 @@ def cases(draw):
         Component("psu", "node", per_day=draw(st.floats(0, 10)), repair_s=200.0,
                   correlated=draw(st.floats(0, 1)), domain="rack"),
     ), (Software("bug", per_job_hour=draw(st.floats(0, 5))),),
-        (Maintenance(draw(st.floats(0, 500)), 100.0, "node0"),))
+        (Maintenance(draw(st.floats(0, 500)), 100.0, "node0",
+                     drain_s=draw(st.sampled_from((0.0, 200.0)))),))
     params = {"checkpoint_interval": draw(st.sampled_from((None, 40.0, 100.0))),
               "checkpoint_cost": draw(st.sampled_from((0.0, 5.0))),
               "spare_nodes": draw(st.integers(0, 1)),
@@ -45,6 +46,46 @@ def cases(draw):
     return nodes, jobs, model, params, draw(st.integers(0, 3))
 
 
+class CheckedRun(Run):
+    """A run that checks the invariants after every event and decision."""
+
+    def __init__(self, *a, **k) -> None:
+        super().__init__(*a, **k)
+        self.ckpt_seen: dict[int, float] = {}
+
+    def interrupt(self, job, why, counts_retry):
+        out = super().interrupt(job, why, counts_retry)
+        # restarts from its last checkpoint, which never moves back
+        assert job.work == job.ckpt_work
+        assert job.ckpt_work >= self.ckpt_seen.get(job.idx, 0.0)
+        self.ckpt_seen[job.idx] = job.ckpt_work
+        return out
+
+    def check(self) -> None:
+        """No GPU held twice, none on a failed node."""
+        held: set[int] = set()
+        for j in self.running.values():
+            g = set(j.gpus)
+            assert not g & held
+            held |= g
+            assert all(self.cluster.node_up[self.topo.gpu_node[x]] for x in g)
+
+    def apply(self, d):
+        super().apply(d)
+        self.check()
+
+    def on_entry(self, entry):
+        super().on_entry(entry)
+        self.check()
+
+
+class CheckedSimulation(Simulation):
+    def _prepare(self, until, progress):
+        run = CheckedRun(self, until, progress)
+        self.policy.attach(run.ctx)
+        return run
+
+
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases())
 def test_failure_layer_invariants(case):
@@ -52,37 +93,8 @@ def test_failure_layer_invariants(case):
     FAILURE_MODELS.register("test-inv", lambda: model, replace=True)
     try:
         topo = uniform_topology(nodes, gpus_per_switch=4, nodes_per_rack=2, name="inv")
-        sim = Simulation(Trace("t", jobs), topo, "fifo", seed=seed,
-                         params={"failure_model": "test-inv", **params})
-        run = sim.start(until=8_000.0)
-        ckpt: dict[int, float] = {}
-        inner = run.interrupt
-
-        def interrupt(job, why, counts_retry):
-            out = inner(job, why, counts_retry)
-            # restarts from its last checkpoint, which never moves back
-            assert job.work == job.ckpt_work
-            assert job.ckpt_work >= ckpt.get(job.idx, 0.0)
-            ckpt[job.idx] = job.ckpt_work
-            return out
-
-        run.interrupt = interrupt
-        cluster = run.cluster
-        inner_sample = run.recorder.sample
-
-        def sample(*a):  # after every pass: no GPU twice, none on a failed node
-            held: set[int] = set()
-            for j in run.running.values():
-                g = set(j.gpus)
-                assert not g & held
-                held |= g
-                assert all(cluster.node_up[topo.gpu_node[x]] for x in g)
-            return inner_sample(*a)
-
-        run.recorder.sample = sample
-        while run.advance():
-            pass
-        res = sim.result(run, 0.0)
+        res = CheckedSimulation(Trace("t", jobs), topo, "fifo", seed=seed,
+                                params={"failure_model": "test-inv", **params}).run(8000.0)
     finally:
         FAILURE_MODELS.unregister("test-inv")
     df = res.jobs

@@ -281,3 +281,19 @@ def test_h100_2048_preset():
     t = load_topology("h100-2048")
     assert t.num_gpus == 16384 and len(t.nodes) == 2048
     assert sum(c.level == Level.RACK for c in t.cells) == 128
+
+
+def test_a_drain_before_maintenance_keeps_new_jobs_off_the_node(tmp_path):
+    # node0 drained at 500 for a window 1000..1100: b (submitted at 600) waits for the
+    # window's end instead of starting at 600 and being interrupted at 1000
+    rates = _rates(tmp_path, maintenance=[{"start_s": 1000, "duration_s": 100,
+                                           "target": "node0", "drain_s": 500}])
+    topo = uniform_topology(1, gpus_per_switch=8, name="one")
+    jobs = [JobSpec("a", 0.0, 4, 300.0), JobSpec("b", 600.0, 4, 1000.0)]
+    res = _run(jobs, topo, failure_model=rates)
+    j = res.jobs.set_index("job_id")
+    assert j.loc["b", "start_time"] == pytest.approx(1100.0)
+    assert j.interruptions.sum() == 0
+    rows = [(r.time, r.kind) for r in res.nodes.itertuples()]
+    assert rows == [(500.0, "drain"), (1000.0, "fail"), (1100.0, "repair"),
+                    (1100.0, "restore")]
