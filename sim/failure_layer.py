@@ -91,6 +91,11 @@ def build_layer(params: Mapping[str, Any], topo: Topology) -> FailureLayer | Non
     name = params["failure_model"]
     interval, cost = params["checkpoint_interval"], float(params["checkpoint_cost"])
     ckpt = cost > 0 or interval is not None
+    if name is None:
+        for key in ("spare_nodes", "technicians"):
+            if params[key]:
+                raise InvalidParameter(f"{key}={params[key]} needs a failure_model (spares "
+                                       "and technicians serve its failures)")
     if name is None and not ckpt:
         return None
     if name is not None and (params["mtbf"] or params["failures"]):

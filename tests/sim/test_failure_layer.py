@@ -275,12 +275,15 @@ def test_llm_like_mix_is_seeded_and_pretraining_takes_most_gpu_time():
 
 
 def test_h100_2048_preset():
-    from schedlab.sim.model import Level
-    from schedlab.topologies import load_topology
+    # the file, not the 16,384-GPU tree (building it takes seconds; the benchmark does)
+    from schedlab.topologies.presets import DATA_DIR, PRESETS
 
-    t = load_topology("h100-2048")
-    assert t.num_gpus == 16384 and len(t.nodes) == 2048
-    assert sum(c.level == Level.RACK for c in t.cells) == 128
+    assert "h100-2048" in PRESETS
+    data = yaml.safe_load((DATA_DIR / "h100-2048.yaml").read_text())
+    (group,) = data["nodes"]
+    per_node = group["sockets"] * group["switches_per_socket"] * group["gpus_per_switch"]
+    assert group["count"] == 2048 and per_node == 8 and group["gpu_type"] == "H100"
+    assert data["nodes_per_rack"] == 16
 
 
 def test_a_drain_before_maintenance_keeps_new_jobs_off_the_node(tmp_path):
@@ -297,3 +300,23 @@ def test_a_drain_before_maintenance_keeps_new_jobs_off_the_node(tmp_path):
     rows = [(r.time, r.kind) for r in res.nodes.itertuples()]
     assert rows == [(500.0, "drain"), (1000.0, "fail"), (1100.0, "repair"),
                     (1100.0, "restore")]
+
+
+def test_an_elastic_job_shrinks_on_a_failure_and_grows_back_after_the_repair(tmp_path):
+    rates = _rates(tmp_path, maintenance=[{"start_s": 100, "duration_s": 1000,
+                                           "target": "node0"}])
+    topo = uniform_topology(2, gpus_per_switch=8, name="two")
+    job = JobSpec("a", 0.0, 16, 3000.0, min_gpus=8, max_gpus=16, checkpoint_interval=50.0)
+    res = Simulation(Trace("t", (job,)), topo, "fifo-elastic", params={
+        "failure_model": rates, "restore_overhead": 0}).run()
+    ev = [(r.time, r.kind, r.cells) for r in res.events.itertuples()
+          if r.kind in ("fail", "resume", "resize", "finish")]
+    # on node1 alone at half speed 100..1100 (500 s of work), both nodes from then on
+    assert ev == [(100.0, "fail", "node0:8;node1:8"), (100.0, "resume", "node1:8"),
+                  (1100.0, "resize", "node0:8;node1:8"), (3500.0, "finish", "")]
+
+
+def test_spares_need_a_failure_model():
+    topo = uniform_topology(2, gpus_per_switch=1, name="two")
+    with pytest.raises(InvalidParameter, match="spare_nodes=1 needs a failure_model"):
+        _run([JobSpec("a", 0.0, 1, 10.0)], topo, spare_nodes=1)
