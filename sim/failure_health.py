@@ -28,6 +28,7 @@ from schedlab.sim.failure_models import DAY, Component, FailureModel
 from schedlab.sim.jobstate import RUNNING, JobState
 from schedlab.sim.model import Level
 from schedlab.sim.nodes import NodeHealth
+from schedlab.sim.progress import Progress
 from schedlab.sim.recorder import Recorder
 
 MODEL: Final = 3  # agenda version of a model's node failure
@@ -102,7 +103,8 @@ class ComponentHealth(NodeHealth):
         self.last_repair: dict[int, int] = {}  # node -> version of its last drawn repair
         self.valid_repairs: set[int] = set()  # versions of repairs not superseded
         self._tokens = REPAIR_BASE
-        self.cause_at: dict[tuple[int, float], str] = {}
+        self.cause_at: dict[tuple[int, float], tuple[str, float]] = {}  # -> cause, when
+        self.progress: Progress | None = None  # set by the run: hangs before detection
         self.outages: Counter[str] = Counter()  # outages that downed a node, by cause
         self.interruptions: Counter[str] = Counter()  # job interruptions, by cause
         self.job_interruptions: Counter[int] = Counter()  # by job index
@@ -181,7 +183,7 @@ class ComponentHealth(NodeHealth):
                 up = self.planned_up[n] <= td
                 if up:  # up then: it fails
                     self.agenda.schedule(td, Due.NODE_FAIL, n, MODEL)
-                    self.cause_at[(n, td)] = cause
+                    self.cause_at[(n, td)] = (cause, t)
                     hit = True
                 if end > self.planned_up[n]:
                     if not up:  # down already: its repair moves later
@@ -226,13 +228,16 @@ class ComponentHealth(NodeHealth):
              interrupt: Callable[[JobState, str], float]) -> None:
         """A node fails (a model outage, or by hand): interrupt its jobs, count the cause."""
         now = self._clock()
-        cause = self.cause_at.pop((node, now), "by hand") if generated == MODEL else "by hand"
+        cause, since = self.cause_at.pop((node, now), ("by hand", now)) \
+            if generated == MODEL else ("by hand", now)
         if not self.cluster.node_up[node]:
             return
         name = self.cluster.topo.nodes[node].name
         for idx in self.cluster.jobs_on_node(node):
             if jobs[idx].status != RUNNING:
                 continue
+            if since < now and self.progress is not None:  # hung since the failure
+                self.progress.hang_since(jobs[idx], since)
             self.interruptions[cause] += 1
             self.job_interruptions[idx] += 1
             self.lost_gpu_s += interrupt(jobs[idx], f"node {name} failed ({cause})")

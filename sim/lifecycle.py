@@ -164,6 +164,8 @@ class RunState:
         else:
             self.health = NodeHealth(self.cluster, self.agenda, self.recorder, params,
                                      np.random.default_rng(seeds[2]), clock)
+        if isinstance(self.health, ComponentHealth):
+            self.health.progress = self.progress
         if layer is not None:
             self.progress.plan = layer.plan
             self.progress.stats = layer.stats

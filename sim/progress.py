@@ -47,7 +47,20 @@ class Progress:
 
     def advance(self, job: JobState) -> None:
         """Bring `work` and the last checkpoint up to now."""
+        self.advance_to(job, self._now())
+
+    def hang_since(self, job: JobState, t: float) -> None:
+        """The job made no progress since `t` (a failure not yet detected).
+
+        Its work and checkpoint are brought up to `t` only and held there until now.
+        """
+        self.advance_to(job, t)
         now = self._now()
+        if job.seg_start < now:
+            job.seg_start = now
+
+    def advance_to(self, job: JobState, now: float) -> None:
+        """Bring `work` and the last checkpoint up to `now` (not past the clock)."""
         if job.status != RUNNING or now <= job.seg_start:
             return
         if self.plan is not None:

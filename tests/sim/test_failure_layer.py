@@ -320,3 +320,22 @@ def test_spares_need_a_failure_model():
     topo = uniform_topology(2, gpus_per_switch=1, name="two")
     with pytest.raises(InvalidParameter, match="spare_nodes=1 needs a failure_model"):
         _run([JobSpec("a", 0.0, 1, 10.0)], topo, spare_nodes=1)
+
+
+def test_a_job_hangs_from_the_failure_to_its_detection():
+    # detection 500 s after the failure: the job makes no progress from the failure on,
+    # and a checkpoint due in between is not written; it restarts from the checkpoint
+    # before the failure (every 300 s of progress, free)
+    model = FailureModel("d", (Component("gpu", "gpu", per_day=4.0, detect_s=500.0,
+                                         repair_s=60.0, repair_fixed=True),))
+    FAILURE_MODELS.register("test-detect", lambda: model, replace=True)
+    try:
+        topo = uniform_topology(1, gpus_per_switch=8, name="one")
+        res = _run([JobSpec("a", 0.0, 8, 50_000.0)], topo, failure_model="test-detect",
+                   checkpoint_interval=300, restore_overhead=0)
+    finally:
+        FAILURE_MODELS.unregister("test-detect")
+    fail = res.events[res.events.kind == "fail"].iloc[0]
+    occurred = fail.time - 500.0
+    lost = float(fail.detail.rpartition("lost_work=")[2])
+    assert lost == pytest.approx(occurred - 300 * math.floor(occurred / 300), abs=1e-3)
