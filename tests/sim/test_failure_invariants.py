@@ -86,7 +86,7 @@ class CheckedSimulation(Simulation):
         return run
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases())
 def test_failure_layer_invariants(case):
     nodes, jobs, model, params, seed = case
