@@ -394,10 +394,13 @@ class Run(RunState):
     # --- the loop ---
 
     def _only_churn_left(self, before: int) -> bool:
-        """Nothing runs or can arrive, every node is up and the pass started nothing."""
+        """Nothing runs or can arrive, every node is up and the pass started nothing.
+
+        A node drained ahead of a maintenance window counts as down: it comes back.
+        """
         return (not self.running and self.decisions == before
                 and self.next_arrival >= self.num_trace
-                and not self.cluster.nodes_down
+                and not self.nodes_coming_back()
                 and not (self.outside and self._outside_alive())
                 and not self.agenda.any_live(
                     lambda k: k not in (Due.NODE_FAIL, Due.NODE_REPAIR, Due.TICK)))

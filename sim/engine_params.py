@@ -25,7 +25,7 @@ from schedlab.sim.params import (
     resolve,
 )
 from schedlab.sim.perf.run import parse_perf_model
-from schedlab.sim.registry import PLACERS, POLICIES, SPEED_FACTORS, Registry
+from schedlab.sim.registry import FAILURE_MODELS, PLACERS, POLICIES, SPEED_FACTORS, Registry
 
 
 def as_registered(registry: Registry) -> Callable[[Any], str]:
@@ -89,6 +89,28 @@ def _locality(v: Any) -> dict[Level | str, float]:
     return out
 
 
+def _failure_model(v: Any) -> str:
+    """A registered failure model or the path of a YAML/JSON rates file (made absolute)."""
+    t = str(v).strip()
+    if t in FAILURE_MODELS or ":" in t and not t.lower().endswith((".yaml", ".yml", ".json")):
+        return t
+    if t.lower().endswith((".yaml", ".yml", ".json")):
+        return as_path(t)
+    known = FAILURE_MODELS.names()
+    raise ValueError(f"expected one of {', '.join(known)}{did_you_mean(t, known)}, a "
+                     "module:function or a .yaml/.json rates file")
+
+
+def _interval(v: Any) -> float | str:
+    """auto, or seconds > 0."""
+    if str(v).strip().lower() == "auto":
+        return "auto"
+    x = as_float(0.0, lo_open=True)(v)
+    if not math.isfinite(x):
+        raise ValueError("expected auto or a finite number of seconds > 0")
+    return x
+
+
 def _timeline(v: Any) -> str:
     """full, off, coarse or coarse:N (N seconds > 0)."""
     t = str(v).strip().lower()
@@ -150,6 +172,24 @@ ENGINE_PARAMS: dict[str, Param] = {
     "mtbf": Param(None, as_optional(as_float(0.0, lo_open=True)),
                   "mean time between failures per node (s, exponential, seeded)"),
     "mttr": Param(3600.0, as_float(0.0, lo_open=True), "mean time to repair a node (s)"),
+    "failure_model": Param(
+        None, as_optional(_failure_model),
+        "component failure model (docs/failures.md): llama3, meta-rsc1, meta-rsc2, a "
+        "registered plugin or a YAML/JSON rates file; replaces mtbf/mttr",
+    ),
+    "checkpoint_cost": Param(0.0, as_float(0.0),
+                             "seconds a job spends writing each checkpoint (no progress)"),
+    "checkpoint_interval": Param(
+        None, as_optional(_interval),
+        "checkpoint every N s of progress for every job, or auto (Daly's optimum for the "
+        "job's expected failure rate; needs checkpoint_cost > 0); none: the trace's",
+    ),
+    "spare_nodes": Param(0, as_int(0), "hot-spare nodes held out of service (the last "
+                         "nodes of the topology; with failure_model)"),
+    "spare_swap_time": Param(600.0, as_float(0.0),
+                             "seconds for a hot spare to replace a failed node"),
+    "technicians": Param(0, as_int(0), "repairs mended at once (0: unlimited; with "
+                         "failure_model); the others wait in order of detection"),
     "elastic_scaling": Param(
         "linear", as_choice("linear", "amdahl"),
         "speed of an elastic job on k GPUs relative to num_gpus: linear k/n, or Amdahl",

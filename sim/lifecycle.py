@@ -26,6 +26,8 @@ from schedlab.sim.cluster import ClusterState
 from schedlab.sim.colocation import Colocation
 from schedlab.sim.containers import Containers
 from schedlab.sim.faces import SimInputs
+from schedlab.sim.failure_health import ComponentHealth
+from schedlab.sim.failure_layer import FailureLayer, build_layer
 from schedlab.sim.instant import Instant
 from schedlab.sim.jobstate import (
     COMPLETED,
@@ -160,8 +162,23 @@ class RunState:
                 placement=3, model=model)
         self.progress = Progress(self.agenda, chain, clock)
         self.colocation.progress = self.progress
-        self.health = NodeHealth(self.cluster, self.agenda, self.recorder, params,
-                                 np.random.default_rng(seeds[2]), clock)
+        # the failure layer (schedlab.sim.failure_layer): None unless a failure model or
+        # checkpoint costs are asked for
+        self.layer: FailureLayer | None = build_layer(params, self.topo)
+        self.soft_fail: dict[int, tuple[int, str]] = {}  # idx -> version, cause
+        layer = self.layer
+        if layer is not None and layer.model is not None:
+            self.health: NodeHealth = ComponentHealth(
+                self.cluster, self.agenda, self.recorder, params,
+                np.random.default_rng(seeds[2]), clock, layer.model)
+        else:
+            self.health = NodeHealth(self.cluster, self.agenda, self.recorder, params,
+                                     np.random.default_rng(seeds[2]), clock)
+        if isinstance(self.health, ComponentHealth):
+            self.health.progress = self.progress
+        if layer is not None:
+            self.progress.plan = layer.plan
+            self.progress.stats = layer.stats
         self.failure_rate = float(params["failure_rate"])  # read at every start
         self.decisions = 0
         self.tick_armed = False
@@ -194,17 +211,33 @@ class RunState:
         """The resolved engine parameters."""
         return self.engine_params
 
+    def nodes_coming_back(self) -> bool:
+        """Whether a node is down, or drained for a maintenance window, to come back."""
+        if self.cluster.nodes_down:
+            return True
+        health = self.health
+        return isinstance(health, ComponentHealth) and bool(health.maint_drained)
+
     def schedule_failure(self, job: JobState) -> None:
         """Put the attempt's failure on the agenda: its `fail_at`, or drawn at `failure_rate`."""
         rate = self.failure_rate
-        if rate <= 0 and plain_spec(job.spec):
+        layer = self.layer
+        if rate <= 0 and plain_spec(job.spec) and layer is None:
             return  # the common case: no failure to schedule
         s = job.spec
-        if s.fail_at is None and rate <= 0:
+        soft = layer is not None and layer.software
+        if s.fail_at is None and rate <= 0 and not soft:
             return
         t = s.fail_at if s.fail_at is not None else math.inf
         if rate > 0:
             t = min(t, float(self.fail_rng.exponential(3600.0 / rate)))
+        if soft:  # the failure model's software failures (restart, no retry used up)
+            assert layer is not None
+            self.soft_fail.pop(job.idx, None)
+            ts, cause = layer.software_failure(job, self.fail_rng)
+            if ts < t:
+                t = ts
+                self.soft_fail[job.idx] = (job.version, cause)
         if t < math.inf:
             self.agenda.schedule(job.attempt_start + t, Due.FAIL, job.idx, job.version)
 
@@ -426,7 +459,13 @@ class RunState:
             self.release(job)
             self.finalize(job, COMPLETED, _FINISHED)
         elif kind is Due.FAIL:
-            self.interrupt(job, "attempt failed", counts_retry=True)
+            soft = self.soft_fail.pop(job.idx, None) if self.soft_fail else None
+            if soft is not None and soft[0] == job.version:
+                assert isinstance(self.health, ComponentHealth)
+                self.health.count_software(job, soft[1])
+                self.interrupt(job, f"software failure ({soft[1]})", counts_retry=False)
+            else:
+                self.interrupt(job, "attempt failed", counts_retry=True)
         elif kind is Due.RETRY:
             waited = self.instant.t - job.queued_since
             self.record(job, EventKind.RETRY)

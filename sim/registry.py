@@ -177,3 +177,12 @@ PERF_MODELS = Registry("performance model", "schedlab.perf_models", {
 """Job performance-model backends (`schedlab.sim.perf.base.PerfModel`), each built from
 one file or folder (`perf_model` engine parameter); asked for the throughput of jobs that
 name a `model`."""
+
+FAILURE_MODELS = Registry("failure model", "schedlab.failure_models", {
+    "llama3": "schedlab.sim.failure_models:llama3",
+    "meta-rsc1": "schedlab.sim.failure_models:meta_rsc1",
+    "meta-rsc2": "schedlab.sim.failure_models:meta_rsc2",
+})
+"""Failure model presets (callables of no arguments returning a
+`schedlab.sim.failure_models.FailureModel`), chosen by the `failure_model` engine parameter
+(which also takes a YAML/JSON rates file); docs/failures.md."""

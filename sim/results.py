@@ -453,6 +453,13 @@ def build_result(sim: SimInputs, run: ResultRun, end: float, wall: float) -> Sim
 
     run.sample()
     jobs = _jobs_frame(run, end)
+    failure_summary: dict[str, Any] = {}
+    if getattr(run, "layer", None) is not None:  # the failure layer's columns (contract sec. 5)
+        from schedlab.sim.failure_stats import failure_results
+
+        failure_cols, failure_summary = failure_results(run, end)
+        for k, v in failure_cols.items():
+            jobs[k] = v
     # before the events are built: its transient memory then meets the recorder's
     # compact columns, not the events frame (the peak of a million-job run)
     tenants = tenants_frame(jobs)
@@ -481,6 +488,7 @@ def build_result(sim: SimInputs, run: ResultRun, end: float, wall: float) -> Sim
         node_failures=run.health.failures,
         failure_lost_gpu_hours=run.health.lost_gpu_s / 3600.0,
     )
+    summary.update(failure_summary)
     # a policy's own counters, flattened (scalars only) so sweeps can tabulate them
     for k, v in _policy_metrics(sim.policy).items():
         if isinstance(v, bool | int | float | str):

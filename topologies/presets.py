@@ -31,6 +31,7 @@ PRESETS: dict[str, Callable[[], Topology]] = {
     "dgx1-v100": _native("dgx1-v100.yaml", "dgx1-v100"),
     "dgx-a100": _native("dgx-a100.yaml", "dgx-a100"),
     "philly": _philly,
+    "h100-2048": _native("h100-2048.yaml", "h100-2048"),
 }
 
 
