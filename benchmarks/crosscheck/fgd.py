@@ -32,6 +32,9 @@ def _bench() -> Any:
     name = "bench_fgd"
     if name in sys.modules:
         return sys.modules[name]
+    bench_dir = str(ROOT / "benchmarks")
+    if bench_dir not in sys.path:  # bench_fgd imports its sibling bench_common
+        sys.path.insert(0, bench_dir)
     spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)

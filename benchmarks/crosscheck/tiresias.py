@@ -15,7 +15,12 @@ trace, so two derived traces (durations x10 with GPUs capped at 2; durations x10
 exercise the demotions and preemptions. With `demotion_timer=simulator` (demotions
 when the simulator makes them) and `requeue=front` (a preempted job waits ahead of its
 queue's waiting jobs, as the simulator's queues keep it) both agree job by job too;
-README.md says what the defaults differ by, and why.
+README.md says what the defaults differ by, and why. `dlas-gpu-gittins` (the
+simulator's Gittins, with its own sample file `yarn-gput1000.csv`) agrees job by job in
+start and end with `tiresias-gittins` in the authors' mode (`AUTHORS_GITTINS`: the
+simulator's rank table, running and waiting jobs of a queue ordered together); its
+preemption count is higher by the jobs schedlab stops and restarts at the same instant
+on other GPUs (the simulator only counts GPUs, so never moves a job).
 
 Run: `python benchmarks/crosscheck/tiresias.py`.
 """
@@ -27,7 +32,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from _common import NO_LOCALITY, main, need, row, shared_dir
+from _common import NO_LOCALITY, ROOT, main, need, row, shared_dir
 
 SOURCE = "Tiresias simulator @959f9b0 run on the same input"
 # check -> {metric: Tiresias' number}; exact: sums of its job.csv over the 60 jobs
@@ -44,10 +49,26 @@ PEER: dict[str, dict[str, float]] = {
                                 "preemptions": 33.0},
     "dlas-gpu, x10, schedlab defaults": {"jct_mean": 402015 / 60, "makespan": 26665.0,
                                      "preemptions": 33.0},
+    # dlas-gpu-gittins (its sample file yarn-gput1000.csv): sums of its job.csv
+    "dlas-gpu-gittins, authors' mode": {"jct_mean": 13143 / 60, "makespan": 3271.0,
+                                        "preemptions": 35.0},
+    "dlas-gpu-gittins, x10, authors' mode": {"jct_mean": 561969 / 60, "makespan": 26989.0,
+                                             "preemptions": 259.0},
+    "dlas-gpu-gittins, x10, GPUs<=2, authors' mode": {
+        "jct_mean": 374735 / 60, "makespan": 23321.0, "preemptions": 249.0},
+    "dlas-gpu-gittins, x10, schedlab defaults": {"jct_mean": 561969 / 60,
+                                                 "makespan": 26989.0, "preemptions": 259.0},
 }
+GITTINS_SAMPLES = ROOT / "tests" / "crosscheck" / "data" / "tiresias_yarn-gput1000.csv"
+"""The simulator's Gittins sample file (`yarn-gput1000.csv`, which it reads from its
+working folder for every dlas-gpu-gittins run), bundled with the tests."""
 # demote when the simulator does, and requeue a preempted job ahead of its queue's
 # waiting jobs as the simulator's queues do
 SIM_TIMER = {"demotion_timer": "simulator", "requeue": "front"}
+# Tiresias' Gittins as its simulator runs it: its rank table from its sample file, and
+# a queue's running and waiting jobs ordered together by rank (README.md)
+AUTHORS_GITTINS = {**SIM_TIMER, "gittins_samples": str(GITTINS_SAMPLES),
+                   "gittins_index": "simulator", "order": "all"}
 RUNS: dict[str, tuple[str, dict[str, Any], float, int]] = {
     # check -> (policy, params, duration factor, GPU cap)
     "fifo first-fit": ("fifo", {"placer": "first-fit"}, 1.0, 0),
@@ -56,6 +77,14 @@ RUNS: dict[str, tuple[str, dict[str, Any], float, int]] = {
     "dlas-gpu, x10, GPUs<=2, defaults": ("tiresias-las", {"placer": "first-fit"}, 10.0, 2),
     "dlas-gpu, durations x10": ("tiresias-las", {"placer": "first-fit", **SIM_TIMER}, 10.0, 0),
     "dlas-gpu, x10, schedlab defaults": ("tiresias-las", {"placer": "first-fit"}, 10.0, 0),
+    "dlas-gpu-gittins, authors' mode": ("tiresias-gittins", {"placer": "first-fit",
+                                                            **AUTHORS_GITTINS}, 1.0, 0),
+    "dlas-gpu-gittins, x10, authors' mode": ("tiresias-gittins", {
+        "placer": "first-fit", **AUTHORS_GITTINS}, 10.0, 0),
+    "dlas-gpu-gittins, x10, GPUs<=2, authors' mode": ("tiresias-gittins", {
+        "placer": "first-fit", **AUTHORS_GITTINS}, 10.0, 2),
+    "dlas-gpu-gittins, x10, schedlab defaults": ("tiresias-gittins", {
+        "placer": "first-fit", "gittins_samples": str(GITTINS_SAMPLES)}, 10.0, 0),
 }
 ENGINE = {"locality_factors": NO_LOCALITY, "restore_overhead": 0.0}
 
