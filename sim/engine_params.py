@@ -166,6 +166,12 @@ ENGINE_PARAMS: dict[str, Param] = {
     "events": Param(True, as_bool,
                     "write events.parquet rows (off: none, for sweeps; the summary does not "
                     "depend on it)"),
+    "decision_round": Param(
+        0.0, as_float(0.0),
+        "seconds of a decision round: the policy decides only at multiples of it and "
+        "arrivals are held to the next multiple, as round-based schedulers run (Blox: "
+        "300); 0 (default): at every event",
+    ),
     "speed_factors": Param(
         (), as_name_list(SPEED_FACTORS),
         "extra speed factors after the built-in chain (gpu_type, locality, elastic, "
