@@ -113,7 +113,8 @@ def _cell(text: Any) -> str:
 
 
 def markdown(rows: Iterable[Mapping[str, Any]]) -> str:
-    """The ledger as Markdown: a table per peer, then its sources and causes."""
+    """The ledger as Markdown: a table per peer, then its causes (numbered, each once)
+    and how the peer's values were obtained."""
     by_peer: dict[str, list[Mapping[str, Any]]] = {}
     for e in rows:
         by_peer.setdefault(e["peer"], []).append(e)
@@ -125,9 +126,18 @@ def markdown(rows: Iterable[Mapping[str, Any]]) -> str:
                   f"`benchmarks/crosscheck/{group[0]['module']}.py`).", "",
                   "| check | metric | peer | schedlab | diff | cause |",
                   "|---|---|---:|---:|---:|---|"]
+        causes: dict[str, int] = {}  # each cause written once, below the table
         for e in group:
+            cause = str(e["cause"])
+            if e["agrees"]:
+                cell = "agrees"
+            else:
+                cell = f"({causes.setdefault(cause, len(causes) + 1)})"
             lines.append(f"| {_cell(e['check'])} | `{e['metric']}` | {_num(e['peer_value'])} "
-                         f"| {_num(e['schedlab'])} | {e['diff']} | {_cell(e['cause'])} |")
+                         f"| {_num(e['schedlab'])} | {e['diff']} | {cell} |")
+        if causes:
+            lines += ["", "Causes of the differences:", ""]
+            lines += [f"{i}. {_cell(c)}" for c, i in causes.items()]
         sources = sorted({e["source"] for e in group})
         lines += ["", "How the peer's values were obtained:", ""]
         lines += [f"- {_cell(s)}" for s in sources]
