@@ -59,7 +59,16 @@ PEER: dict[str, dict[str, float]] = {
         "jct_mean": 374735 / 60, "makespan": 23321.0, "preemptions": 249.0},
     "dlas-gpu-gittins, x10, schedlab defaults": {"jct_mean": 561969 / 60,
                                                  "makespan": 26989.0, "preemptions": 259.0},
+    # the simulator on the 480-job trace of SCALED with --cluster_spec=n32g4.csv
+    "dlas-gpu, 480 jobs x10, 128 GPUs": {"jct_mean": 2644241 / 480, "makespan": 26367.0,
+                                         "preemptions": 313.0},
+    "dlas-gpu-gittins, 480 jobs x10, 128 GPUs": {
+        "jct_mean": 2995855 / 480, "makespan": 25765.0, "preemptions": 5644.0},
 }
+SCALED = ("dlas-gpu, 480 jobs x10, 128 GPUs", "dlas-gpu-gittins, 480 jobs x10, 128 GPUs")
+"""Checks on a larger trace: the 60 jobs 8 times (copy c: ids + 60c, submit + 600c s),
+durations x10, sorted by (submit, id), on 32 nodes of 4 GPUs (the simulator's
+n32g4.csv), both in the authors' mode."""
 GITTINS_SAMPLES = ROOT / "tests" / "crosscheck" / "data" / "tiresias_yarn-gput1000.csv"
 """The simulator's Gittins sample file (`yarn-gput1000.csv`, which it reads from its
 working folder for every dlas-gpu-gittins run), bundled with the tests."""
@@ -86,6 +95,10 @@ RUNS: dict[str, tuple[str, dict[str, Any], float, int]] = {
         "placer": "first-fit", **AUTHORS_GITTINS}, 10.0, 2),
     "dlas-gpu-gittins, x10, schedlab defaults": ("tiresias-gittins", {
         "placer": "first-fit", "gittins_samples": str(GITTINS_SAMPLES)}, 10.0, 0),
+    "dlas-gpu, 480 jobs x10, 128 GPUs": ("tiresias-las", {"placer": "first-fit",
+                                                         **SIM_TIMER}, 10.0, 0),
+    "dlas-gpu-gittins, 480 jobs x10, 128 GPUs": ("tiresias-gittins", {
+        "placer": "first-fit", **AUTHORS_GITTINS}, 10.0, 0),
 }
 ENGINE = {"locality_factors": NO_LOCALITY, "restore_overhead": 0.0}
 
@@ -104,6 +117,14 @@ def run(check: str, path: Path | None = None) -> Any:
 
     trace = load_trace(path or trace_path())
     policy, params, factor, cap = RUNS[check]
+    if check in SCALED:  # 8 copies, 600 s apart, on 128 GPUs (SCALED)
+        jobs = sorted((dataclasses.replace(
+            j, job_id=str(c * 60 + int(j.job_id)), submit_time=j.submit_time + c * 600,
+            duration=j.duration * factor) for c in range(8) for j in trace.jobs),
+            key=lambda j: (j.submit_time, int(j.job_id)))
+        topo = uniform_topology(32, gpus_per_switch=4, name="tiresias128")
+        return Simulation(Trace(f"{trace.name}-480-x{factor:g}", tuple(jobs)), topo, policy,
+                          seed=0, params={**ENGINE, **params}).run()
     if factor != 1.0 or cap:
         jobs = tuple(dataclasses.replace(
             j, duration=j.duration * factor,
@@ -131,6 +152,13 @@ CAUSES: dict[Any, str] = {
     ("dlas-gpu-gittins, authors' mode", "preemptions"): _GITTINS_MOVES,
     ("dlas-gpu-gittins, x10, authors' mode", "preemptions"): _GITTINS_MOVES,
     ("dlas-gpu-gittins, x10, GPUs<=2, authors' mode", "preemptions"): _GITTINS_MOVES,
+    ("dlas-gpu-gittins, 480 jobs x10, 128 GPUs", "preemptions"): _GITTINS_MOVES,
+    "dlas-gpu, 480 jobs x10, 128 GPUs": (
+        "not yet explained: in the authors' mode (demotion_timer=simulator requeue=front) "
+        "150 of the 480 jobs start or end otherwise (mean JCT -0.57%), where Gittins in "
+        "its authors' mode agrees on every job of the same trace; the first to differ "
+        "(job 1, 8 GPUs, preempted at 963 s) resumes 120 s later in schedlab. The 60-job "
+        "traces agree job by job"),
     "dlas-gpu-gittins, x10, schedlab defaults": (
         "schedlab's Gittins defaults: only a queue's waiting jobs are ordered by index "
         "(running jobs stay ahead, so preemption happens at queue changes, as LAS; "
