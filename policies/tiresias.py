@@ -143,7 +143,8 @@ LAS_PARAMS: dict[str, Param] = {
         "entry", as_choice("entry", "front"),
         "where a preempted job waits in its queue: entry (by the time it entered the "
         "queue) or front (ahead of the jobs already waiting there, as in Tiresias' "
-        "simulator, whose queues keep running jobs ahead of waiting ones)",
+        "simulator, whose queues keep running jobs ahead of waiting ones; a resumed "
+        "job then runs behind the jobs that ran while it waited)",
     ),
     "demotion_timer": Param(
         "crossing", as_choice("crossing", "simulator"),
@@ -158,7 +159,8 @@ LAS_PARAMS: dict[str, Param] = {
 class _State:
     """Tiresias' per-job bookkeeping (kept while the job is in the system)."""
 
-    __slots__ = ("queue", "entered", "base", "exec_base", "waited", "pend_since", "seg")
+    __slots__ = ("queue", "entered", "base", "exec_base", "waited", "pend_since", "seg",
+                 "run_since")
 
     def __init__(self, now: float) -> None:
         self.queue = 0
@@ -168,6 +170,7 @@ class _State:
         self.waited = 0.0  # waiting time since the last promotion, after having run
         self.pend_since: float | None = None  # stopped running at (None: not counting)
         self.seg = 0  # run/wait segment counter, invalidates old timers
+        self.run_since = now  # running, unmoved in its queue since (requeue=front)
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -209,6 +212,7 @@ class TiresiasLasPolicy(PriorityPolicy):
         # parameters read at every pass and start, looked up once
         self.sim_timer: bool = self.p["demotion_timer"] == "simulator"
         self.knob = float(self.p["promote_knob"])
+        self.front_requeue: bool = self.p["requeue"] == "front"
 
     def metrics(self) -> dict[str, float]:
         """Counters of this run: queue demotions and starvation promotions."""
@@ -229,8 +233,16 @@ class TiresiasLasPolicy(PriorityPolicy):
         return (s.queue, 1, s.entered)
 
     def running_key(self, ctx: Ctx, job: JobState) -> Key:
-        """(queue, 0, entry time); (queue, 1, entry time) in the pass of its demotion."""
+        """(queue, 0, entry time); (queue, 1, entry time) in the pass of its demotion.
+
+        With `requeue=front`, (queue, 0 or 1, running since, entry): the simulator's
+        queue keeps its running jobs in the order they stopped moving (each pass moves
+        the waiting jobs behind the running ones), so a job that resumed runs behind
+        every job that was running while it waited.
+        """
         s = self.st[job.idx]
+        if self.front_requeue:
+            return (s.queue, 1 if job.idx in self.demoted_now else 0, s.run_since, s.entered)
         return (s.queue, 1 if job.idx in self.demoted_now else 0, s.entered)
 
     def after_walk(self, ctx: Ctx) -> None:
@@ -261,6 +273,7 @@ class TiresiasLasPolicy(PriorityPolicy):
             s = self.st[job.idx] = _State(now)
         if new == RUNNING:
             s.seg += 1
+            s.run_since = now
             if s.pend_since is not None:
                 s.waited += now - s.pend_since
                 s.pend_since = None
@@ -316,6 +329,7 @@ class TiresiasLasPolicy(PriorityPolicy):
     def _demote(self, ctx: PolicyContext, job: JobState, s: _State, q: int) -> None:
         s.queue = q
         s.entered = ctx.now
+        s.run_since = ctx.now
         self.counts["demotions"] += 1
         if self.p["demoted"] == "behind":
             self.demoted_now.add(job.idx)
