@@ -59,16 +59,19 @@ PEER: dict[str, dict[str, float]] = {
         "jct_mean": 374735 / 60, "makespan": 23321.0, "preemptions": 249.0},
     "dlas-gpu-gittins, x10, schedlab defaults": {"jct_mean": 561969 / 60,
                                                  "makespan": 26989.0, "preemptions": 259.0},
-    # the simulator on the 480-job trace of SCALED with --cluster_spec=n32g4.csv
+    # the simulator on the traces of SCALED (--cluster_spec: 1 switch, 4k nodes of 4)
+    "dlas-gpu, 180 jobs x10, 48 GPUs": {"jct_mean": 1155893 / 180, "makespan": 24588.0,
+                                        "preemptions": 124.0},
     "dlas-gpu, 480 jobs x10, 128 GPUs": {"jct_mean": 2644241 / 480, "makespan": 26367.0,
                                          "preemptions": 313.0},
     "dlas-gpu-gittins, 480 jobs x10, 128 GPUs": {
         "jct_mean": 2995855 / 480, "makespan": 25765.0, "preemptions": 5644.0},
 }
-SCALED = ("dlas-gpu, 480 jobs x10, 128 GPUs", "dlas-gpu-gittins, 480 jobs x10, 128 GPUs")
-"""Checks on a larger trace: the 60 jobs 8 times (copy c: ids + 60c, submit + 600c s),
-durations x10, sorted by (submit, id), on 32 nodes of 4 GPUs (the simulator's
-n32g4.csv), both in the authors' mode."""
+SCALED = {"dlas-gpu, 180 jobs x10, 48 GPUs": 3, "dlas-gpu, 480 jobs x10, 128 GPUs": 8,
+          "dlas-gpu-gittins, 480 jobs x10, 128 GPUs": 8}
+"""Checks on larger traces, by the copies they take: the 60 jobs k times (copy c: ids +
+60c, submit + 600c s), durations x10, sorted by (submit, id), on 4k nodes of 4 GPUs
+(1 switch; the simulator's n32g4.csv for k = 8), in the authors' mode."""
 GITTINS_SAMPLES = ROOT / "tests" / "crosscheck" / "data" / "tiresias_yarn-gput1000.csv"
 """The simulator's Gittins sample file (`yarn-gput1000.csv`, which it reads from its
 working folder for every dlas-gpu-gittins run), bundled with the tests."""
@@ -95,6 +98,8 @@ RUNS: dict[str, tuple[str, dict[str, Any], float, int]] = {
         "placer": "first-fit", **AUTHORS_GITTINS}, 10.0, 2),
     "dlas-gpu-gittins, x10, schedlab defaults": ("tiresias-gittins", {
         "placer": "first-fit", "gittins_samples": str(GITTINS_SAMPLES)}, 10.0, 0),
+    "dlas-gpu, 180 jobs x10, 48 GPUs": ("tiresias-las", {"placer": "first-fit",
+                                                        **SIM_TIMER}, 10.0, 0),
     "dlas-gpu, 480 jobs x10, 128 GPUs": ("tiresias-las", {"placer": "first-fit",
                                                          **SIM_TIMER}, 10.0, 0),
     "dlas-gpu-gittins, 480 jobs x10, 128 GPUs": ("tiresias-gittins", {
@@ -117,14 +122,15 @@ def run(check: str, path: Path | None = None) -> Any:
 
     trace = load_trace(path or trace_path())
     policy, params, factor, cap = RUNS[check]
-    if check in SCALED:  # 8 copies, 600 s apart, on 128 GPUs (SCALED)
+    if check in SCALED:  # copies 600 s apart, on 4 nodes of 4 GPUs a copy (SCALED)
+        copies = SCALED[check]
         jobs = sorted((dataclasses.replace(
             j, job_id=str(c * 60 + int(j.job_id)), submit_time=j.submit_time + c * 600,
-            duration=j.duration * factor) for c in range(8) for j in trace.jobs),
+            duration=j.duration * factor) for c in range(copies) for j in trace.jobs),
             key=lambda j: (j.submit_time, int(j.job_id)))
-        topo = uniform_topology(32, gpus_per_switch=4, name="tiresias128")
-        return Simulation(Trace(f"{trace.name}-480-x{factor:g}", tuple(jobs)), topo, policy,
-                          seed=0, params={**ENGINE, **params}).run()
+        topo = uniform_topology(4 * copies, gpus_per_switch=4, name="tiresias-scaled")
+        return Simulation(Trace(f"{trace.name}-{60 * copies}-x{factor:g}", tuple(jobs)),
+                          topo, policy, seed=0, params={**ENGINE, **params}).run()
     if factor != 1.0 or cap:
         jobs = tuple(dataclasses.replace(
             j, duration=j.duration * factor,
