@@ -408,6 +408,20 @@ def comparison_table(runs: Sequence[RunData]) -> pd.DataFrame:
     return frame.groupby("label", sort=False).agg(["mean", "std", "count"])
 
 
+def seed_note(stds: Sequence[float] | np.ndarray, seeds: int) -> str:
+    """What a figure may say of its seeds: a mean with error bars only when they vary.
+
+    A deterministic policy on a fixed trace gives the same numbers for every seed; a
+    "mean over N seeds" with a zero spread would claim a replication there is none of.
+    """
+    if seeds <= 1:
+        return ""
+    spread = np.nan_to_num(np.asarray(stds, dtype=float))
+    if not np.any(spread > 0):
+        return f"{seeds} seeds, identical results: these runs do not depend on the seed"
+    return f"mean over {seeds} seeds, error bars: std"
+
+
 def comparison_figure(runs: Sequence[RunData]) -> Figure:
     """Bar chart of the main summary metrics per policy (mean, error bar = std over seeds)."""
     table = comparison_table(runs)
@@ -416,6 +430,8 @@ def comparison_figure(runs: Sequence[RunData]) -> Figure:
     axes = fig.subplots(2, 3).ravel()
     ypos = np.arange(n)
     seeds = int(table[(COMPARED[0][0], "count")].max()) if n else 0
+    note = seed_note(np.concatenate([table[(k, "std")].to_numpy() for k, *_ in COMPARED])
+                     if n else [], seeds)
     for ax, (key, title, unit, scale) in zip(axes, COMPARED, strict=True):
         mean = table[(key, "mean")].to_numpy() * scale
         std = np.nan_to_num(table[(key, "std")].to_numpy() * scale)
@@ -427,8 +443,7 @@ def comparison_figure(runs: Sequence[RunData]) -> Figure:
         ax.set_title(title, fontsize="medium")
         ax.set_xlabel(unit)
         ax.grid(True, axis="x", alpha=0.3)
-    spread = f"; error bars: std over {seeds} seeds" if seeds > 1 else ""
-    fig.suptitle(f"Policy comparison{spread}")
+    fig.suptitle(f"Policy comparison{'; ' + note if note else ''}")
     return fig
 
 
@@ -442,6 +457,7 @@ def sweep_figure(sweep: pd.DataFrame, x: str, metric: str = "jct_mean") -> Figur
     """A metric against a numeric sweep axis, one line per policy (and other varied axes).
 
     Points are the mean over seeds; error bars are one standard deviation over seeds.
+    When the seeds change nothing the title says so instead (`seed_note`).
     """
     if metric not in sweep:
         raise SimError(f"metric {metric!r} not in the sweep summary; known: "
@@ -452,10 +468,12 @@ def sweep_figure(sweep: pd.DataFrame, x: str, metric: str = "jct_mean") -> Figur
     ax = fig.add_subplot()
     data = sweep.assign(_y=sweep[metric].astype(float) * scale)
     seeds = 1
+    stds: list[float] = []
     for key, part in data.groupby(group_by, sort=True, dropna=False):
         key = key if isinstance(key, tuple) else (key,)
         stats = part.groupby(x)["_y"].agg(["mean", "std", "count"]).sort_index()
         seeds = max(seeds, int(stats["count"].max()))
+        stds += stats["std"].tolist()
         label = ", ".join(f"{c.removeprefix('params.')}={short(v)}" if c != "policy"
                           else str(v) for c, v in zip(group_by, key, strict=True))
         ax.errorbar(stats.index.to_numpy(dtype=float), stats["mean"],
@@ -463,7 +481,8 @@ def sweep_figure(sweep: pd.DataFrame, x: str, metric: str = "jct_mean") -> Figur
                     label=label)
     ax.set_xlabel(AXIS_LABELS.get(x, x.removeprefix("params.")))
     ax.set_ylabel(f"{title} ({unit})" if unit else title)
-    spread = f" (mean over {seeds} seeds, error bars: std)" if seeds > 1 else ""
+    note = seed_note(stds, seeds)
+    spread = f" ({note})" if note else ""
     ax.set_title(f"{title} vs {x.removeprefix('params.').replace('_', ' ')}{spread}")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize="small")

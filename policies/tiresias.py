@@ -30,7 +30,21 @@ Rules, as the Tiresias simulator (SymbioticLab/Tiresias, `dlas-gpu` and
    simulator re-sorts running and waiting jobs of a queue together at every event for
    Gittins; with the engine's checkpoint and restore costs that made jobs of one queue
    preempt each other at every event (38,623 preemptions on the bundled default trace),
-   so both variants keep Tiresias' rule that preemption happens at queue changes.
+   so both variants keep Tiresias' rule that preemption happens at queue changes
+   (`order=waiting`, the default); `order=all` is the simulator's order (running and
+   waiting jobs together, highest rank first, then earliest submission).
+
+Whose behaviour each default follows (issue 49). The paper: `num_queues`, `thresholds`
+(as the simulator ships them too), `demotion_timer=crossing`, `requeue=entry`,
+`order=waiting`, `gittins_index=exact` (P/E at the attained service). The authors'
+simulator: `demoted=behind`, `promote_knob=0` (its `dlas-gpu`), `gittins_delta=3250`.
+schedlab's choice: `stop=suspend`, `gittins_samples=history` (the simulator reads a fixed
+file, `yarn-gput1000.csv`, for every trace). The authors' mode, which reproduces their
+simulator job by job (benchmarks/crosscheck/tiresias.py): `demotion_timer=simulator
+requeue=front` and, for Gittins, `gittins_samples=<their file> gittins_index=simulator
+order=all`. On the 60-job trace and its x10 variants schedlab's defaults give Gittins
+mean JCTs 13-30% below the simulator's (its in-queue preemptions, 259 on the x10
+trace against 37, cost it); the authors' mode agrees in every start and end.
 4. A waiting job that cannot be placed takes the GPUs of running jobs of lower priority
    (lowest first, only as many as the placer needs): preemption happens when queues
    change, paying the engine's checkpoint and restore costs (see `stop`). Jobs that do not
@@ -63,6 +77,7 @@ from __future__ import annotations
 
 import csv
 import math
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any, Final
 
@@ -128,7 +143,8 @@ LAS_PARAMS: dict[str, Param] = {
         "entry", as_choice("entry", "front"),
         "where a preempted job waits in its queue: entry (by the time it entered the "
         "queue) or front (ahead of the jobs already waiting there, as in Tiresias' "
-        "simulator, whose queues keep running jobs ahead of waiting ones)",
+        "simulator, whose queues keep running jobs ahead of waiting ones; a resumed "
+        "job then runs behind the jobs that ran while it waited)",
     ),
     "demotion_timer": Param(
         "crossing", as_choice("crossing", "simulator"),
@@ -143,7 +159,8 @@ LAS_PARAMS: dict[str, Param] = {
 class _State:
     """Tiresias' per-job bookkeeping (kept while the job is in the system)."""
 
-    __slots__ = ("queue", "entered", "base", "exec_base", "waited", "pend_since", "seg")
+    __slots__ = ("queue", "entered", "base", "exec_base", "waited", "pend_since", "seg",
+                 "run_since")
 
     def __init__(self, now: float) -> None:
         self.queue = 0
@@ -153,6 +170,7 @@ class _State:
         self.waited = 0.0  # waiting time since the last promotion, after having run
         self.pend_since: float | None = None  # stopped running at (None: not counting)
         self.seg = 0  # run/wait segment counter, invalidates old timers
+        self.run_since = now  # running, unmoved in its queue since (requeue=front)
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -194,6 +212,7 @@ class TiresiasLasPolicy(PriorityPolicy):
         # parameters read at every pass and start, looked up once
         self.sim_timer: bool = self.p["demotion_timer"] == "simulator"
         self.knob = float(self.p["promote_knob"])
+        self.front_requeue: bool = self.p["requeue"] == "front"
 
     def metrics(self) -> dict[str, float]:
         """Counters of this run: queue demotions and starvation promotions."""
@@ -214,8 +233,16 @@ class TiresiasLasPolicy(PriorityPolicy):
         return (s.queue, 1, s.entered)
 
     def running_key(self, ctx: Ctx, job: JobState) -> Key:
-        """(queue, 0, entry time); (queue, 1, entry time) in the pass of its demotion."""
+        """(queue, 0, entry time); (queue, 1, entry time) in the pass of its demotion.
+
+        With `requeue=front`, (queue, 0 or 1, running since, entry): the simulator's
+        queue keeps its running jobs in the order they stopped moving (each pass moves
+        the waiting jobs behind the running ones), so a job that resumed runs behind
+        every job that was running while it waited.
+        """
         s = self.st[job.idx]
+        if self.front_requeue:
+            return (s.queue, 1 if job.idx in self.demoted_now else 0, s.run_since, s.entered)
         return (s.queue, 1 if job.idx in self.demoted_now else 0, s.entered)
 
     def after_walk(self, ctx: Ctx) -> None:
@@ -246,6 +273,7 @@ class TiresiasLasPolicy(PriorityPolicy):
             s = self.st[job.idx] = _State(now)
         if new == RUNNING:
             s.seg += 1
+            s.run_since = now
             if s.pend_since is not None:
                 s.waited += now - s.pend_since
                 s.pend_since = None
@@ -301,6 +329,7 @@ class TiresiasLasPolicy(PriorityPolicy):
     def _demote(self, ctx: PolicyContext, job: JobState, s: _State, q: int) -> None:
         s.queue = q
         s.entered = ctx.now
+        s.run_since = ctx.now
         self.counts["demotions"] += 1
         if self.p["demoted"] == "behind":
             self.demoted_now.add(job.idx)
@@ -484,6 +513,48 @@ class GittinsIndex:
         return (done / alive) / e if e > 0 else 0.0
 
 
+def _round2(x: float, places: int) -> float:
+    """Python 2's `round`: the exact value, halves away from zero (Python 3: to even)."""
+    q = Decimal(x).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
+    return float(q)
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)
+class SimulatorGittinsTable:
+    """Tiresias' simulator's Gittins rank table (`parse_job_dist`, `get_gittins_index`).
+
+    The authors' code, as it runs (SymbioticLab/Tiresias @959f9b0, `run_sim.py`): for
+    each sorted sample v the rank is computed once at v - 1 by `cal_r_gittins_index`,
+    whose expectation sums the samples themselves (not S - a) with Python 2's integer
+    division, counts the last sample as alive when a + D passes it, and rounds P to 5
+    places, E likewise and P x 1e6 / E to 4; a service a then takes the rank of the first
+    sample above it (0 past the second largest). A step function, not P/E at a.
+    """
+
+    def __init__(self, samples: np.ndarray, delta: float) -> None:
+        data = [int(x) for x in np.sort(np.asarray(samples, dtype=float))]
+        self.data = data
+        self.delta = int(delta)
+        self.ranks = [self._rank(v - 1) for v in data]
+
+    def _rank(self, a: int) -> float:
+        data, n, d = self.data, len(self.data), self.delta
+        if a > data[-1] - 1:
+            return 0.0
+        i = bisect_right(data, a)
+        j = n - 1 if a + d > data[-1] - 1 else bisect_right(data, a + d)
+        p = _round2((j - i) / (n - i), 5)
+        e = float((sum(data[i:j]) + d * (n - j)) // (n - i))
+        return _round2(p * 1000000 / e, 4) if e > 0 else 0.0
+
+    def __call__(self, a: float) -> float:
+        """The rank of attained service `a` (GPU-s, cut to an integer as the simulator)."""
+        k = int(a + EPS)
+        if len(self.data) < 2 or k > self.data[-2]:
+            return 0.0
+        return self.ranks[bisect_right(self.data, k)]
+
+
 @mypyc_attr(allow_interpreted_subclasses=True)
 class TiresiasGittinsPolicy(TiresiasLasPolicy):
     """Discretized 2D-Gittins: Tiresias' queues, each ordered by the Gittins index."""
@@ -499,6 +570,19 @@ class TiresiasGittinsPolicy(TiresiasLasPolicy):
             "job GPU-time distribution: history (jobs completed so far in the run) or a "
             "CSV file of GPU-seconds (column gpu_time or duration)",
         ),
+        "gittins_index": Param(
+            "exact", as_choice("exact", "simulator"),
+            "exact (P/E at the attained service, schedlab's and the paper's formula) or "
+            "simulator (Tiresias' simulator's rank table: a step function of the samples "
+            "with its rounding and integer division; use with its sample file)",
+        ),
+        "order": Param(
+            "waiting", as_choice("waiting", "all"),
+            "waiting (a queue's running jobs stay ahead; its waiting jobs by index: "
+            "preemption only at queue changes) or all (running and waiting jobs of a "
+            "queue sorted together by index, then submission time, re-ranked at each "
+            "pass, so a waiting job of higher index preempts: Tiresias' simulator)",
+        ),
     }
 
     def attach(self, ctx: Ctx) -> None:
@@ -507,18 +591,37 @@ class TiresiasGittinsPolicy(TiresiasLasPolicy):
         self.history: list[float] = []
         self.built_at = 0
         src = self.p["gittins_samples"]
-        self.index: GittinsIndex | None = None
+        self.index: GittinsIndex | SimulatorGittinsTable | None = None
+        self.all_order: bool = self.p["order"] == "all"
         if src != "history":
-            self.index = GittinsIndex(read_samples(src), self.p["gittins_delta"])
+            self.index = self._make_index(read_samples(src))
+
+    def _make_index(self, samples: np.ndarray) -> GittinsIndex | SimulatorGittinsTable:
+        if self.p["gittins_index"] == "simulator":
+            return SimulatorGittinsTable(samples, self.p["gittins_delta"])
+        return GittinsIndex(samples, self.p["gittins_delta"])
 
     def gittins(self, service: float) -> float:
         """The index of a service level (0 while no sample exists: FIFO order)."""
         return 0.0 if self.index is None else self.index(service)
 
     def pending_key(self, ctx: Ctx, job: JobState) -> Key:
-        """(queue, 1, -index, entry time): highest index first, behind running jobs."""
+        """(queue, 1, -index, entry time): highest index first, behind running jobs.
+
+        With `order=all`: (queue, -index, submit time, 1), on one scale with the
+        running jobs' (queue, -index, submit time, 0).
+        """
         s = self.st[job.idx]
+        if self.all_order:
+            return (s.queue, -self.gittins(self.service(ctx, job)), job.spec.submit_time, 1)
         return (s.queue, 1, -self.gittins(self.service(ctx, job)), s.entered)
+
+    def running_key(self, ctx: Ctx, job: JobState) -> Key:
+        """With `order=all` the index now, as a waiting job's; else LAS' running key."""
+        if self.all_order:
+            s = self.st[job.idx]
+            return (s.queue, -self.gittins(self.service(ctx, job)), job.spec.submit_time, 0)
+        return super().running_key(ctx, job)
 
     def on_status(self, ctx: Ctx, job: JobState, old: str | None) -> None:
         """Record the GPU time of completed jobs in the history."""
@@ -532,7 +635,12 @@ class TiresiasGittinsPolicy(TiresiasLasPolicy):
         if self.p["gittins_samples"] == "history" and self.history \
                 and len(self.history) >= max(self.built_at + 1, 1.1 * self.built_at):
             self.built_at = len(self.history)
-            self.index = GittinsIndex(np.asarray(self.history), self.p["gittins_delta"])
+            self.index = self._make_index(np.asarray(self.history))
             for _, idx in self.queued():
                 self.rekey(ctx, ctx.job_at(idx))
         super().before_walk(ctx)
+        if self.all_order and (not self.sim_timer or self.sim_pass):
+            # the simulator re-ranks its running jobs at each of its events
+            for idx in sorted(ctx.running()):
+                if idx in self.st:
+                    self.rekey_running(ctx, ctx.job_at(idx))

@@ -88,6 +88,7 @@ from schedlab.sim.recorder import TIMELINE_COLUMNS
 from schedlab.sim.registry import POLICIES
 from schedlab.sim.role_tasks import end_side, place_side, take_tasks
 from schedlab.sim.roles import has_roles
+from schedlab.sim.rounds import Rounds
 from schedlab.sim.settle import IDLE_PASS_LIMIT, settle
 from schedlab.sim.speed import roles_level
 from schedlab.topologies.tree import Topology
@@ -131,6 +132,8 @@ class Run(RunState):
         self.sleeping = False  # the loop waits for its next instant (a process may wake it)
         self.outside: list[simpy.Process] = []  # the user's processes (sim.processes)
         self.outside_gone = False  # set when they can never act again
+        every = float(p["decision_round"])  # passes and arrivals at round boundaries only
+        self.rounds: Rounds | None = Rounds(every) if every > 0 else None
 
     # --- the user's processes (schedlab.sim.processes) ---
 
@@ -452,6 +455,9 @@ class Run(RunState):
         # the next arrival's submit time, read once per arrival (inf: none left)
         na = self.next_arrival
         next_sub = jobs[na].spec.submit_time if na < n else math.inf
+        rounds = self.rounds  # decision_round: arrivals held to the next boundary
+        if rounds is not None and na < n:
+            next_sub = rounds.next_boundary(next_sub)
         while self.open_jobs > 0:
             wait_only = False  # waiting for a user's process, nothing of the run's own
             t = agenda.peek()  # the next instant: the next live entry or arrival
@@ -496,12 +502,14 @@ class Run(RunState):
                 na += 1
                 self.next_arrival = na
                 next_sub = jobs[na].spec.submit_time if na < n else math.inf
+                if rounds is not None and na < n:
+                    next_sub = rounds.next_boundary(next_sub)
             while (heap := agenda.heap) and heap[0][0] <= t:  # every entry due now
                 self.on_entry(heappop(heap))
             if self.side_jobs:  # non-gang tasks of jobs with roles (schedlab.sim.roles)
                 self._end_side()
             before = self.decisions
-            if queued or not skip_empty:
+            if (queued or not skip_empty) and (rounds is None or rounds.open(t, agenda)):
                 self.in_pass = True
                 for d in policy.schedule(ctx):
                     if isinstance(d, Await):  # hand control to the driver (`advance`)
@@ -514,7 +522,8 @@ class Run(RunState):
                 self.fail_futile()
             if self.side_jobs:
                 self._place_side()
-            if running or self.decisions != before or self.next_arrival < n:
+            if (running or self.decisions != before or self.next_arrival < n
+                    or (rounds is not None and rounds.waiting(t))):
                 self.idle_passes = 0  # the common case of `_idle_for_good`
                 stuck = False
             else:

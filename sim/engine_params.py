@@ -213,6 +213,12 @@ ENGINE_PARAMS: dict[str, Param] = {
         "table=FILE.csv, pollux=FOLDER, a registered backend or module:Class) or bare paths, "
         "comma-separated; asked in order",
     ),
+    "decision_round": Param(
+        0.0, as_float(0.0),
+        "seconds of a decision round: the policy decides only at multiples of it and "
+        "arrivals are held to the next multiple, as round-based schedulers run (Blox: "
+        "300); 0 (default): at every event",
+    ),
     "speed_factors": Param(
         (), as_name_list(SPEED_FACTORS),
         "extra speed factors after the built-in chain (gpu_type, locality, elastic, "

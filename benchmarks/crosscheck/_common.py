@@ -16,7 +16,7 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere: import schedlab'
 
 FIELDS = ("peer", "check", "metric", "peer_value", "schedlab", "source")
 """Keys of one row: the peer, what was run, the metric, the peer's number, schedlab's
-number, and where the peer's number comes from."""
+number, and where the peer's number comes from (optional: `cause`, why they differ)."""
 
 NO_LOCALITY = "switch=1,socket=1,node=1,rack=1,cluster=1"
 """Engine locality factors of a simulator that models no placement slowdown."""
@@ -44,10 +44,19 @@ def need(path: Path) -> Path:
 
 
 def row(peer: str, check: str, metric: str, peer_value: float, schedlab: float,
-        source: str) -> dict[str, Any]:
-    """One row of the table (README.md: the rows() interface)."""
-    return {"peer": peer, "check": check, "metric": metric,
-            "peer_value": float(peer_value), "schedlab": float(schedlab), "source": source}
+        source: str, cause: str = "") -> dict[str, Any]:
+    """One row of the table (README.md: the rows() interface); `cause` says where a
+    difference comes from (the ledger requires one for every row that differs)."""
+    out = {"peer": peer, "check": check, "metric": metric,
+           "peer_value": float(peer_value), "schedlab": float(schedlab), "source": source}
+    if cause:
+        out["cause"] = cause
+    return out
+
+
+def cause_of(causes: Mapping[Any, str], check: str, metric: str) -> str:
+    """The cause of a row from a module's table: keyed (check, metric), else check."""
+    return causes.get((check, metric), causes.get(check, ""))
 
 
 def ours(r: Mapping[str, Any]) -> Any:

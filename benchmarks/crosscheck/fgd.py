@@ -23,8 +23,16 @@ from typing import Any
 
 from _common import ROOT, main, need, row, shared_dir
 
-SOURCE = "FGD repository expected results (mean of 10 seeds)"
+SOURCE = ("FGD repository expected results (hkust-adsl/kubernetes-scheduler-simulator, "
+          "analysis_allo_discrete.csv: mean of the authors' 10 seeds); ours: mean of seeds "
+          "42-44")
 SEEDS = (42, 43, 44)
+CAUSE = ("seeds: ours draw other pod samples than the authors' Go generator, and the "
+         "seed-to-seed spread is 0.1-0.3 points (benchmarks/RESULTS_fgd.md), so a +0.1 "
+         "point difference is within it; also schedlab learns the workload online from the "
+         "pods seen (the authors compute the popular shapes of the whole list first) and "
+         "its gradient is exact where theirs is cut to an integer score, ties to the "
+         "lowest node name")
 
 
 def _bench() -> Any:
@@ -32,6 +40,9 @@ def _bench() -> Any:
     name = "bench_fgd"
     if name in sys.modules:
         return sys.modules[name]
+    bench_dir = str(ROOT / "benchmarks")
+    if bench_dir not in sys.path:  # bench_fgd imports its sibling bench_common
+        sys.path.insert(0, bench_dir)
     spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
@@ -56,7 +67,7 @@ def rows() -> list[dict[str, Any]]:
     for x, peer in published.items():
         ours = sum(unallocated(s)[x] for s in SEEDS) / len(SEEDS)
         out.append(row("fgd", f"openb fill {x}%, fgd", "unallocated_pct", peer, ours,
-                       SOURCE))
+                       SOURCE, CAUSE))
     return out
 
 
