@@ -437,7 +437,8 @@ class GavelPolicy(Policy):
         request class holds the job's GPUs and share).
         """
         # what `_idle_speed` depends on, for every type at once
-        key = (request_class(spec), spec.gpu_speeds, spec.locality_sensitivity)
+        key = (request_class(spec), spec.gpu_speeds, spec.locality_sensitivity, spec.model,
+               spec.batch_size, spec.adaptive)
         got = self._rows.get(key)
         if got is None:
             speeds = [self._idle_speed(ctx, spec, ty) for ty in self.types]
@@ -485,7 +486,8 @@ class GavelPolicy(Policy):
         """
         if spec.gpu_type and spec.gpu_type != gpu_type:
             return 0.0
-        key = (request_class(spec), spec.gpu_speeds, spec.locality_sensitivity, gpu_type)
+        key = (request_class(spec), spec.gpu_speeds, spec.locality_sensitivity, spec.model,
+               spec.batch_size, spec.adaptive, gpu_type)
         v = self._fits.get(key)
         if v is None:
             if self._idle is None or self._placer is None:  # both are set together
