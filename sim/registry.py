@@ -149,6 +149,7 @@ POLICIES = Registry("policy", "schedlab.policies", {
     "gavel-mmf": "schedlab.policies.gavel:GavelPolicy",
     "gavel-mmf-agnostic": "schedlab.policies.gavel:GavelAgnosticPolicy",
     "learned": "schedlab.policies.learned:LearnedPolicy",
+    "slurm": "schedlab.policies.slurm:SlurmPolicy",
 }, UnknownPolicy)
 """Scheduling policies (`Policy` subclasses)."""
 
