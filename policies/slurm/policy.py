@@ -27,7 +27,7 @@ counted from its first start.
 from __future__ import annotations
 
 import math
-from bisect import insort
+from bisect import bisect_right, insort
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
@@ -54,6 +54,7 @@ class SlurmJob:
     billing: float
     reject: str = ""
     priority: int = 0
+    cls: tuple[Any, ...] = ()  # request class: jobs alike for the backfill map
     run_since: float = math.nan  # start of the current run (usage is charged from here)
     charged_to: float = math.nan  # usage charged up to this time
 
@@ -129,6 +130,9 @@ class SlurmPolicy(Policy):
         self.next_bf = 0.0
         self.timeouts = 0
         self.bf_started = 0
+        self.to_reject: list[int] = []
+        self.changes = 0  # queue arrivals and leavings, for backfill's "nothing changed"
+        self.bf_state: tuple[int, int, float] = (-1, -1, math.nan)
         self.preemptions = 0
         self._fs_update()
 
@@ -177,7 +181,9 @@ class SlurmPolicy(Policy):
         if not reject and s.num_gpus > cap:
             reject = f"Requested node configuration is not available (partition {part.name})"
         billing = self._billing(part, s)
-        self.jobs[job.idx] = SlurmJob(part, qos, assoc, limit, billing, reject)
+        cls = (part.name, s.num_gpus, s.task_gpus, limit, s.num_cpus, s.mem_gb, s.disk_gb,
+               s.gpu_type)
+        self.jobs[job.idx] = SlurmJob(part, qos, assoc, limit, billing, reject, cls=cls)
         if math.isfinite(limit) and not reject and (s.max_lifetime is None
                                                     or limit < s.max_lifetime):
             job.spec = replace(s, max_lifetime=limit)
@@ -290,7 +296,11 @@ class SlurmPolicy(Policy):
 
     def _enqueue(self, now: float, job: JobState, sj: SlurmJob, new: bool) -> None:
         """Into the priority-sorted queue (a new job's priority set as `priority_p_set`)."""
+        if sj.reject:
+            self.to_reject.append(job.idx)
+            return
         self.queued.add(job.idx)
+        self.changes += 1
         if new:
             sj.priority = self._priority(now, job, sj)
         insort(self.queue, (self._key(job, sj), job.idx))
@@ -327,10 +337,10 @@ class SlurmPolicy(Policy):
     # --- placement ---
 
     def _free(self, ctx: Ctx, node: int) -> int:
+        """Whole free GPUs of a healthy node (0 when it is down)."""
         if not ctx.cluster.node_up[node]:
             return 0
-        free = ctx.cluster.gpu_free
-        return sum(1 for g in self.node_gpus[node] if free[g] >= 1000)
+        return ctx.cluster.cell_free[ctx.topology.nodes[node].cell]
 
     def _place(self, ctx: Ctx, job: JobState, nodes: tuple[int, ...] | None,
                blocked: set[int]) -> Any:
@@ -344,13 +354,22 @@ class SlurmPolicy(Policy):
         if s.num_gpus == 0:
             return ctx.place(job)
         per, tasks = s.task_gpus, s.num_tasks
-        free = ctx.cluster.gpu_free
+        cl = ctx.cluster
+        free = cl.gpu_free
+        asks = ((s.num_cpus / tasks, cl.node_cpu_free, "num_cpus"),
+                (s.mem_gb / tasks, cl.node_mem_free, "mem_gb"),
+                (s.disk_gb, cl.node_disk_free, "disk_gb"))
+        topo = ctx.topology
         got: list[int] = []
         for n in (nodes if nodes is not None else range(len(self.node_gpus))):
-            if n in blocked or not ctx.cluster.node_up[n]:
+            if n in blocked or not cl.node_up[n] or (
+                    s.gpu_type and topo.nodes[n].gpu_type != s.gpu_type):
                 continue
             avail = [g for g in self.node_gpus[n] if free[g] >= 1000]
             k = min(len(avail) // per, tasks)
+            for ask, have, cap in asks:
+                if ask > 0 and getattr(topo.nodes[n], cap):  # a capacity of 0: not modelled
+                    k = min(k, int(have[n] // ask))
             got.extend(avail[:k * per])
             tasks -= k
             if not tasks:
@@ -362,6 +381,11 @@ class SlurmPolicy(Policy):
     def schedule(self, ctx: Ctx) -> Iterator[Decision]:
         """Decay tick, then the main scheduler, then (on its timer) the backfill scheduler."""
         now = ctx.now
+        for idx in self.to_reject:
+            job = ctx.job_at(idx)
+            if job.status == PENDING:
+                yield Reject(job.job_id, self.jobs[idx].reject)
+        self.to_reject.clear()
         self._sync(ctx)
         while self.next_tick <= now:
             self._tick(ctx, self.next_tick)
@@ -380,17 +404,18 @@ class SlurmPolicy(Policy):
         else:
             ctx.wake_at(self.next_tick)
 
-    def _pending(self, ctx: Ctx) -> list[tuple[JobState, SlurmJob]]:
-        out = []
-        keep = []
-        for e in self.queue:
-            job = ctx.job_at(e[1])
-            if e[1] in self.queued and job.status == PENDING:
-                out.append((job, self.jobs[e[1]]))
-            if e[1] in self.queued:
-                keep.append(e)
-        self.queue = keep
-        return out
+    def _pending(self, ctx: Ctx) -> Iterator[tuple[JobState, SlurmJob]]:
+        """Pending jobs in priority order.
+
+        Entries of jobs no longer queued are dropped when they outnumber the live ones.
+        """
+        if len(self.queue) > 2 * len(self.queued) + 64:
+            self.queue = [e for e in self.queue if e[1] in self.queued]
+        for _, idx in list(self.queue):
+            if idx in self.queued:
+                job = ctx.job_at(idx)
+                if job.status == PENDING:
+                    yield job, self.jobs[idx]
 
     def _main(self, ctx: Ctx, full: bool) -> Iterator[Decision]:
         """`_schedule`: priority order, a failed job blocks its partition and its nodes."""
@@ -400,14 +425,14 @@ class SlurmPolicy(Policy):
         for job, sj in self._pending(ctx):
             if job.status != PENDING:
                 continue
-            if sj.reject:
-                yield Reject(job.job_id, sj.reject)
-                self.queued.discard(job.idx)
-                continue
             if not full and depth >= self.conf.default_queue_depth:
                 break
             depth += 1
-            if sj.part.name in failed or not self._limits_ok(job, sj):
+            if sj.part.name in failed:
+                if len(failed) == len(self.conf.partitions):
+                    break  # every partition blocked: nothing more starts this pass
+                continue
+            if not self._limits_ok(job, sj):
                 continue
             got = self._place(ctx, job, self.part_nodes[sj.part.name], blocked)
             if not isinstance(got, Unschedulable):
@@ -480,98 +505,56 @@ class SlurmPolicy(Policy):
         now = ctx.now
         begin = math.floor(now / res) * res
         window_end = math.floor((now + self.conf.bf_window) / res) * res
-        n_nodes = len(self.node_gpus)
-        base = [self._free(ctx, n) for n in range(n_nodes)]
-        # (time, node, +gpus) changes: running jobs free their GPUs at start + limit
-        changes: list[tuple[float, int, int]] = []
-        for idx, sj in self.running.items():
+        state = (ctx.cluster.version, self.changes, self.last_tick)
+        if not self.queued or state == self.bf_state:
+            return  # nothing started, ended or arrived since the last cycle: same answers
+        self.bf_state = state
+        gpu_node = ctx.topology.gpu_node
+        releases: dict[float, dict[int, int]] = {}
+        for idx, sj in self.running.items():  # running jobs free their GPUs at their limit
             j = ctx.job_at(idx)
-            end = j.first_start + sj.limit if math.isfinite(sj.limit) else math.inf
-            end = max(end, begin + res)
-            per_node: dict[int, int] = {}
-            for g in j.gpus:
-                node = ctx.topology.gpu_node[g]
-                per_node[node] = per_node.get(node, 0) + 1
-            for node, k in per_node.items():
-                changes.append((end, node, k))
-        resv: list[tuple[float, float, frozenset[int]]] = []  # whole nodes, [start, end)
+            t = max(j.first_start + sj.limit, begin + res)
+            if t <= window_end:
+                at = releases.setdefault(t, {})
+                for g in j.gpus:
+                    at[gpu_node[g]] = at.get(gpu_node[g], 0) + 1
+        plan = _Plan(begin, window_end,
+                     [self._free(ctx, n) for n in range(len(self.node_gpus))], releases)
+        failed: dict[tuple[Any, ...], float] = {}  # request class -> no start before this
         tested = 0
+        max_test = self.conf.bf_max_job_test
+        every = tuple(range(len(self.node_gpus)))
         for job, sj in self._pending(ctx):
-            if job.status != PENDING or sj.reject:
-                continue
-            if tested >= self.conf.bf_max_job_test:
+            if tested >= max_test:
                 break
             tested += 1
-            if not self._limits_ok(job, sj):
+            after = failed.get(sj.cls, begin)  # the map only fills up during a cycle
+            if after == math.inf or not self._limits_ok(job, sj):
                 continue
+            cls = sj.cls
             nodes = self.part_nodes[sj.part.name]
-            allowed = list(nodes) if nodes is not None else list(range(n_nodes))
-            start, picked = self._earliest(job, sj, allowed, base, changes, resv, begin,
-                                           window_end)
+            allowed = nodes if nodes is not None else every
+            sp = job.spec
+            start, picked = plan.earliest(sp, sj.limit, allowed, after)
             if start is None:
+                failed[cls] = math.inf
                 continue
+            failed[cls] = start
             if start <= begin:
-                blocked = {n for s0, e0, ns in resv if s0 < now + sj.limit for n in ns}
-                got = self._place(ctx, job, tuple(allowed), blocked) if (
-                    nodes is not None or blocked) else ctx.place(job)
+                blocked = plan.blocked(now, now + sj.limit)
+                got = self._place(ctx, job, nodes, blocked)
                 if not isinstance(got, Unschedulable):
                     yield start_on(job.job_id, got)
                     self.bf_started += 1
-                    end = now + sj.limit
-                    took: dict[int, int] = {}
-                    for g in got:
-                        node = ctx.topology.gpu_node[g]
-                        took[node] = took.get(node, 0) + 1
-                    for node, k in took.items():
-                        base[node] -= k
-                        changes.append((max(end, begin + res), node, k))
+                    plan.take(got, gpu_node, max(now + sj.limit, begin + res))
                     continue
-                start = begin + res
-                start, picked = self._earliest(job, sj, allowed, base, changes, resv, start,
-                                               window_end)
+                start, picked = plan.earliest(sp, sj.limit, allowed, begin + res)
                 if start is None:
                     continue
-            end = start + sj.limit + res - 1
-            resv.append((math.floor(start / res) * res, math.floor(end / res) * res,
-                         frozenset(picked)))
-
-    def _earliest(self, job: JobState, sj: SlurmJob, allowed: list[int], base: list[int],
-                  changes: list[tuple[float, int, int]],
-                  resv: list[tuple[float, float, frozenset[int]]], begin: float,
-                  window_end: float) -> tuple[float | None, list[int]]:
-        """The earliest map time >= begin at which the job fits for its whole limit.
-
-        With the nodes it would take; (None, []) when not within the window.
-        """
-        per, tasks = job.spec.task_gpus or 1, job.spec.num_tasks
-        need_gpus = job.spec.num_gpus > 0
-        times = sorted({begin} | {t for t, _, _ in changes if begin < t <= window_end}
-                       | {e for _, e, _ in resv if begin < e <= window_end})
-        for t in times:
-            if t > window_end:
-                break
-            end = t + sj.limit
-            # GPUs free on each node during [t, end): now's free plus those freed by t,
-            # minus nothing (running jobs only free GPUs); reservations block whole nodes
-            picked: list[int] = []
-            left = tasks
-            for n in allowed:
-                if any(s0 < end and t < e0 and n in ns for s0, e0, ns in resv):
-                    continue
-                free = base[n] + sum(k for tc, node, k in changes if node == n and tc <= t)
-                if not need_gpus:
-                    picked.append(n)
-                    left = 0
-                    break
-                k = min(free // per, left)
-                if k:
-                    picked.append(n)
-                    left -= k
-                if not left:
-                    break
-            if not left:
-                return t, picked
-        return None, []
+            end = start + sj.limit + res - 1  # `_set_slot_time`
+            plan.reserve(math.floor(start / res) * res,
+                         math.floor(end / res) * res if math.isfinite(end) else math.inf,
+                         picked)
 
     def explain(self, ctx: Ctx, job: JobState) -> str:
         """Why a job can never start: a rejection reason found at submission."""
@@ -582,3 +565,86 @@ class SlurmPolicy(Policy):
         """Timeouts (jobs killed at their time limit), backfilled starts, preemptions."""
         return {"timeouts": self.timeouts, "backfill_starts": self.bf_started,
                 "preemptions": self.preemptions}
+
+
+class _Plan:
+    """Backfill's node-space map (`node_space_map_t`).
+
+    Free GPUs per node from each release time on, and the whole nodes reserved for jobs
+    planned later.
+    """
+
+    def __init__(self, begin: float, window_end: float, free: list[int],
+                 releases: dict[float, dict[int, int]]) -> None:
+        self.begin = begin
+        self.window_end = window_end
+        self.times: list[float] = [begin]  # sorted release times within the window
+        self.free: list[list[int]] = [free]  # free GPUs per node from times[i] on
+        row = free
+        for t in sorted(releases):
+            row = list(row)
+            for n, k in releases[t].items():
+                row[n] += k
+            self.times.append(t)
+            self.free.append(row)
+        self.resv: list[tuple[float, float, frozenset[int]]] = []
+
+    def _at(self, t: float) -> int:
+        """Index of the map row for time t (a row is created at t if none starts there)."""
+        i = bisect_right(self.times, t) - 1
+        if self.times[i] != t:
+            self.times.insert(i + 1, t)
+            self.free.insert(i + 1, list(self.free[i]))
+            i += 1
+        return i
+
+    def take(self, gpus: tuple[int, ...], gpu_node: tuple[int, ...], t: float) -> None:
+        """A job started now holds these GPUs until t."""
+        if t <= self.window_end:
+            self._at(t)
+        for g in gpus:
+            n = gpu_node[g]
+            for k, row in enumerate(self.free):
+                if self.times[k] < t:
+                    row[n] -= 1
+
+    def reserve(self, start: float, end: float, nodes: list[int]) -> None:
+        """Whole nodes reserved over [start, end) for a job planned later."""
+        self.resv.append((start, end, frozenset(nodes)))
+        if end <= self.window_end:
+            self._at(end)
+
+    def blocked(self, start: float, end: float) -> set[int]:
+        """Nodes reserved for other jobs at some time in [start, end)."""
+        return {n for s0, e0, ns in self.resv if s0 < end and start < e0 for n in ns}
+
+    def earliest(self, spec: Any, limit: float, allowed: tuple[int, ...], after: float
+                 ) -> tuple[float | None, list[int]]:
+        """The earliest map time >= after at which the job fits for its whole limit.
+
+        With the nodes it takes; (None, []) when not within the window.
+        """
+        per, tasks = spec.task_gpus or 1, spec.num_tasks
+        for i, t in enumerate(self.times):
+            if t < after:
+                continue
+            if t > self.window_end:
+                break
+            row = self.free[i]
+            if spec.num_gpus and sum(row[n] for n in allowed) < spec.num_gpus:
+                continue
+            blocked = self.blocked(t, t + limit)
+            picked: list[int] = []
+            left = tasks
+            for n in allowed:
+                if n in blocked:
+                    continue
+                if not spec.num_gpus:
+                    return t, [n]
+                k = min(row[n] // per, left)
+                if k:
+                    picked.append(n)
+                    left -= k
+                    if not left:
+                        return t, picked
+        return None, []
