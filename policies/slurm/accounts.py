@@ -153,9 +153,6 @@ def read_accounts(path: str | Path) -> Accounts:
                 raise InvalidParameter(f"{file}: line {n}: account {name!r} defined twice")
             acc.accounts[name] = a
         else:
-            if parent is root:
-                raise InvalidParameter(f"{file}: line {n}: user {name!r} under root: "
-                                       "allowed: users under an account's Parent line")
             acc.users[(parent.name, name)] = a
             if "defaultaccount" in kv:
                 acc.default_account[name] = kv["defaultaccount"]

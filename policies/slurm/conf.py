@@ -40,6 +40,7 @@ NO_EFFECT = frozenset(k.lower() for k in (
     "JobCompHost", "JobCompPort", "JobCompUser", "JobCompPass", "PropagateResourceLimits",
     "PropagateResourceLimitsExcept", "KillOnBadExit", "OverTimeLimit", "MinJobAge",
     "UnkillableStepTimeout", "BatchStartTimeout", "CompleteWait", "GetEnvTimeout",
+    "DefMemPerCPU", "DefMemPerNode",
 ))
 """Daemon and site settings that do not change which job starts when (accepted, no effect).
 `PriorityWeightAssoc` is listed since associations carry no priority in `sacctmgr dump`."""

@@ -49,9 +49,16 @@ def _level_shares(a: Assoc) -> int:
 
 def classic(root: Assoc) -> None:
     """Set each user's `fs_factor` by the classic algorithm (module doc)."""
-    total = root.usage
+    for c in root.children:
+        _classic_visit(c, root.usage, 0.0, 1.0, True)
 
-    def visit(a: Assoc, ue_parent: float, norm_parent: float, top: bool) -> None:
+
+def _classic_visit(a: Assoc, total: float, ue_parent: float, norm_parent: float,
+                   top: bool) -> None:
+    """`_set_usage_efctv` and `_set_assoc_fs_factor` for `a` and below, iteratively."""
+    stack = [(a, ue_parent, norm_parent, top)]
+    while stack:
+        a, ue_parent, norm_parent, top = stack.pop()
         level = _level_shares(a)
         share = a.shares / level if level else 0.0
         norm = norm_parent * share if level else 0.0
@@ -64,53 +71,55 @@ def classic(root: Assoc) -> None:
             ue = un + (ue_parent - un) * share
         if a.user:
             a.fs_factor = 0.0 if norm <= 0 else 2.0 ** (-(ue / norm))
-        for c in a.children:
-            visit(c, ue, norm, False)
+        stack.extend((c, ue, norm, False) for c in a.children)
 
-    for c in root.children:
-        visit(c, 0.0, 1.0, True)
+
+def _level_fs(a: Assoc) -> float:
+    """Fair tree's level fair-share S/U of an association (`_calc_assoc_fs`)."""
+    level = _level_shares(a)
+    s = a.shares / level if level else 0.0
+    p = a.parent.usage if a.parent else 0.0
+    u = a.usage / p if p else 0.0
+    if s == 0:
+        return 0.0
+    return math.inf if u == 0 else s / u
+
+
+def _sort_key(t: tuple[float, Assoc]) -> tuple[float, bool]:
+    return (-t[0], not t[1].user)
 
 
 def fair_tree(root: Assoc) -> None:
     """Set each user's `fs_factor` by the fair-tree algorithm (module doc)."""
     users = _count_users(root)
-    if not users:
-        return
-    state = {"rank": users, "rnt": users}
+    if users:
+        _fair_tree_walk(list(root.children), False, [users, users], users)
 
-    def lf(a: Assoc) -> float:
-        level = _level_shares(a)
-        s = a.shares / level if level else 0.0
-        p = a.parent.usage if a.parent else 0.0
-        u = a.usage / p if p else 0.0
-        if s == 0:
-            return 0.0
-        return math.inf if u == 0 else s / u
 
-    def walk(siblings: list[Assoc], tied_start: bool) -> None:
-        keyed = sorted(((lf(a), a) for a in siblings), key=lambda t: (-t[0], not t[1].user))
-        prev = None
-        i = 0
-        while i < len(keyed):
-            value, a = keyed[i]
-            tied = tied_start if i == 0 else prev == value
-            prev = value
-            if a.user:
-                if not tied:
-                    state["rank"] = state["rnt"]
-                a.fs_factor = state["rank"] / users
-                state["rnt"] -= 1
-                i += 1
-                continue
-            j = i + 1  # accounts tied with this one: their children merged
-            while j < len(keyed) and not keyed[j][1].user and keyed[j][0] == value:
-                j += 1
-            merged = [c for _, b in keyed[i:j] for c in b.children]
-            if merged:
-                walk(merged, tied)
-            i = j
-
-    walk(list(root.children), False)
+def _fair_tree_walk(siblings: list[Assoc], tied_start: bool, state: list[int],
+                    users: int) -> None:
+    """`_calc_tree_fs`: rank users depth-first; state is [rank, rank-not-tied]."""
+    keyed = sorted(((_level_fs(a), a) for a in siblings), key=_sort_key)
+    prev = None
+    i = 0
+    while i < len(keyed):
+        value, a = keyed[i]
+        tied = tied_start if i == 0 else prev == value
+        prev = value
+        if a.user:
+            if not tied:
+                state[0] = state[1]
+            a.fs_factor = state[0] / users
+            state[1] -= 1
+            i += 1
+            continue
+        j = i + 1  # accounts tied with this one: their children merged
+        while j < len(keyed) and not keyed[j][1].user and keyed[j][0] == value:
+            j += 1
+        merged = [c for _, b in keyed[i:j] for c in b.children]
+        if merged:
+            _fair_tree_walk(merged, tied, state, users)
+        i = j
 
 
 def _count_users(root: Assoc) -> int:

@@ -38,7 +38,7 @@ from schedlab.policies.slurm.accounts import Accounts, Assoc, default_accounts, 
 from schedlab.policies.slurm.conf import Partition, SlurmConf, parse_time, read_slurm_conf
 from schedlab.sim.context import start_on
 from schedlab.sim.errors import InvalidParameter
-from schedlab.sim.jobstate import PENDING, RUNNING, JobState
+from schedlab.sim.jobstate import PENDING, JobState
 from schedlab.sim.model import Decision, Preempt, Reject, Suspend, Unschedulable
 from schedlab.sim.params import Param, as_path
 
@@ -66,6 +66,12 @@ def _extra(spec: Any, key: str) -> Any:
             return None if v is None or (isinstance(v, float) and math.isnan(v)) or v == "" \
                 else v
     return None
+
+
+_STARTS = frozenset(("start", "resume"))
+_STOPS = frozenset(("preempt", "suspend", "finish", "fail", "kill"))
+_REQUEUES = frozenset(("preempt", "suspend"))  # back in the queue at once (a failure
+# waits out its retry delay first: `_sync` finds it when it is queued again)
 
 
 class SlurmPolicy(Policy):
@@ -275,14 +281,14 @@ class SlurmPolicy(Policy):
         if sj is None:
             return
         now = ctx.now
-        if job.status == RUNNING and job.idx not in self.running:
+        if kind in _STARTS and job.idx not in self.running:
             self.running[job.idx] = sj
             sj.run_since = sj.charged_to = now
             self.queued.discard(job.idx)
             self.qos_gpus[sj.qos] = self.qos_gpus.get(sj.qos, 0) + job.spec.num_gpus
             if sj.assoc is not None:
                 self._assoc_add(sj.assoc, job.spec.num_gpus)
-        elif job.status != RUNNING and job.idx in self.running:
+        elif kind in _STOPS and job.idx in self.running:
             del self.running[job.idx]
             self._charge(sj, now)
             self.qos_gpus[sj.qos] -= job.spec.num_gpus
@@ -290,9 +296,10 @@ class SlurmPolicy(Policy):
                 self._assoc_add(sj.assoc, -job.spec.num_gpus)
             if kind == "kill" and job.reason == "max_lifetime":
                 self.timeouts += 1
-        if (job.status == PENDING or kind == "submit" and job.status != RUNNING) \
-                and job.idx not in self.queued:
-            self._enqueue(now, job, sj, kind == "submit")
+            if kind in _REQUEUES and job.idx not in self.queued:
+                self._enqueue(now, job, sj, False)
+        elif kind == "submit" and job.idx not in self.queued:
+            self._enqueue(now, job, sj, True)
 
     def _enqueue(self, now: float, job: JobState, sj: SlurmJob, new: bool) -> None:
         """Into the priority-sorted queue (a new job's priority set as `priority_p_set`)."""
