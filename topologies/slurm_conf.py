@@ -6,9 +6,10 @@
 (`_parse_nodename`) reads them; host lists such as `gpu[01-04,07]` expand as
 `hostlist_create` does. Inside a node, the GPUs are spread evenly over its sockets.
 `topology.conf` (`SwitchName=... Nodes=...` / `Switches=...`, as `topology/tree` reads
-it): each leaf switch (one that lists `Nodes`) becomes a rack cell; switches above the
+it; `topology.conf` or `<stem>_topology.conf` beside the slurm.conf): each leaf switch
+(one that lists `Nodes`) becomes a rack cell; switches above the
 leaves are one cluster (schedlab's tree has one level above the node). A node no leaf
-switch lists is an error, as in Slurm (the tree plugin would leave it unreachable).
+switch lists is an error here (Slurm only warns that the switches lack access to it).
 GPU type: the GRES type (`gpu:a100:4` -> `a100`), `GPU` when none is given.
 """
 
@@ -213,7 +214,7 @@ def _leaf_switches(file: Path, names: set[str]) -> dict[str, list[str]]:
 
 def read_slurm_conf_topology(path: str | Path, topology_conf: str | Path | None = None
                              ) -> Topology:
-    """A topology from a slurm.conf's nodes; racks from `topology_conf` (or one beside it)."""
+    """A topology from a slurm.conf's nodes; racks from `topology_conf` or one beside it."""
     file = Path(path)
     nodes = slurm_nodes(file)
     cells = {}
@@ -225,6 +226,8 @@ def read_slurm_conf_topology(path: str | Path, topology_conf: str | Path | None 
         cells[n.name] = cell
         del i
     topo_file = Path(topology_conf) if topology_conf else file.with_name("topology.conf")
+    if topology_conf is None and not topo_file.is_file():
+        topo_file = file.with_name(f"{file.stem}_topology.conf")
     top: list[CellSpec]
     if topology_conf is not None or topo_file.is_file():
         leaves = _leaf_switches(topo_file, set(cells))

@@ -564,9 +564,24 @@ class SlurmPolicy(Policy):
                          picked)
 
     def explain(self, ctx: Ctx, job: JobState) -> str:
-        """Why a job can never start: a rejection reason found at submission."""
+        """Why a job can never start: a rejection reason, or a GrpTRES it alone exceeds."""
         sj = self.jobs.get(job.idx)
-        return sj.reject if sj else ""
+        if sj is None:
+            return ""
+        if sj.reject:
+            return sj.reject
+        n = job.spec.num_gpus
+        if self.conf.enforce_limits:
+            q = self.acc.qos[sj.qos]
+            if n > q.gpu_limit:
+                return f"QOSGrpGRES: QOS {q.name} GrpTRES=gres/gpu={q.gpu_limit:g} < {n} GPUs"
+            a = sj.assoc
+            while a is not None:
+                if n > a.gpu_limit:
+                    return (f"AssocGrpGRES: {a.name} GrpTRES=gres/gpu={a.gpu_limit:g} < "
+                            f"{n} GPUs")
+                a = a.parent
+        return ""
 
     def metrics(self) -> dict[str, Any]:
         """Timeouts (jobs killed at their time limit), backfilled starts, preemptions."""

@@ -129,3 +129,13 @@ def test_decay_halves_usage_over_the_half_life() -> None:
     d = fairshare.decay_factor(3600)
     assert d ** 3600 == pytest.approx(0.5, rel=1e-3)
     assert fairshare.decay_factor(0) == 1.0
+
+
+def test_swf_requested_time_is_the_time_limit(tmp_path: Path) -> None:
+    from schedlab.traces.readers.swf import read_swf
+
+    f = tmp_path / "t.swf"
+    f.write_text("1 0 -1 50 4 -1 -1 4 3600 -1 1 7 1 -1 1 -1 -1 -1\n"
+                 "2 5 -1 50 4 -1 -1 4 -1 -1 1 7 1 -1 1 -1 -1 -1\n")
+    jobs = read_swf(f).jobs
+    assert [dict(j.extra)["time_limit"] for j in jobs] == ["3600", ""]
