@@ -55,6 +55,8 @@ class SlurmJob:
     reject: str = ""
     priority: int = 0
     cls: tuple[Any, ...] = ()  # request class: jobs alike for the backfill map
+    static: float = math.nan  # weighted size + partition + QOS factors (set once)
+    submit: float = 0.0
     run_since: float = math.nan  # start of the current run (usage is charged from here)
     charged_to: float = math.nan  # usage charged up to this time
 
@@ -70,6 +72,7 @@ def _extra(spec: Any, key: str) -> Any:
 
 _STARTS = frozenset(("start", "resume"))
 _STOPS = frozenset(("preempt", "suspend", "finish", "fail", "kill"))
+_ENDS = frozenset(("kill", "reject", "fail", "finish"))
 _REQUEUES = frozenset(("preempt", "suspend"))  # back in the queue at once (a failure
 # waits out its retry delay first: `_sync` finds it when it is queued again)
 
@@ -137,6 +140,7 @@ class SlurmPolicy(Policy):
         self.timeouts = 0
         self.bf_started = 0
         self.to_reject: list[int] = []
+        self.cpu_queued: set[int] = set()  # queued jobs that ask no GPU
         self.changes = 0  # queue arrivals and leavings, for backfill's "nothing changed"
         self.bf_state: tuple[int, int, float] = (-1, -1, math.nan)
         self.preemptions = 0
@@ -189,7 +193,8 @@ class SlurmPolicy(Policy):
         billing = self._billing(part, s)
         cls = (part.name, s.num_gpus, s.task_gpus, limit, s.num_cpus, s.mem_gb, s.disk_gb,
                s.gpu_type)
-        self.jobs[job.idx] = SlurmJob(part, qos, assoc, limit, billing, reject, cls=cls)
+        self.jobs[job.idx] = SlurmJob(part, qos, assoc, limit, billing, reject, cls=cls,
+                                      submit=s.submit_time)
         if math.isfinite(limit) and not reject and (s.max_lifetime is None
                                                     or limit < s.max_lifetime):
             job.spec = replace(s, max_lifetime=limit)
@@ -211,12 +216,20 @@ class SlurmPolicy(Policy):
         c = self.conf
         if not c.multifactor:  # priority/basic: earlier submission first
             return 0
+        if math.isnan(sj.static):
+            sj.static = self._static_priority(job, sj)
         age = 0.0
         if c.weight_age and c.max_age > 0:
             age = min(1.0, max(0.0, now - job.spec.submit_time) / c.max_age)
         elif c.weight_age:
             age = 1.0
         fs = sj.assoc.fs_factor if sj.assoc is not None else 0.0
+        prio = c.weight_age * age + c.weight_fairshare * fs + sj.static
+        return max(1, min(int(prio), 0xFFFFFFFF))
+
+    def _static_priority(self, job: JobState, sj: SlurmJob) -> float:
+        """The weighted job-size, partition and QOS factors (fixed for a job's life)."""
+        c = self.conf
         js = 0.0
         if c.weight_jobsize:
             nodes = len(self.node_gpus)
@@ -232,9 +245,7 @@ class SlurmPolicy(Policy):
             self.max_part_factor
         q = self.acc.qos[sj.qos].priority if sj.qos in self.acc.qos else 0
         qos = q if c.no_normal_qos else q / self.max_qos_prio
-        prio = (c.weight_age * age + c.weight_fairshare * fs + c.weight_jobsize * js
-                + c.weight_partition * part + c.weight_qos * qos)
-        return max(1, min(int(prio), 0xFFFFFFFF))
+        return float(c.weight_jobsize * js + c.weight_partition * part + c.weight_qos * qos)
 
     def _key(self, job: JobState, sj: SlurmJob) -> tuple[float, float, int]:
         return (-sj.part.priority_tier, -sj.priority, job.idx)
@@ -263,13 +274,24 @@ class SlurmPolicy(Policy):
                 self._charge(sj, t)
         self.last_tick = t
         self._fs_update()
-        keep = []
-        for _, idx in self.queue:
-            job = ctx.job_at(idx)
-            if job.status == PENDING and idx in self.queued:
-                sj = self.jobs[idx]
-                sj.priority = self._priority(t, job, sj)
-                keep.append((self._key(job, sj), idx))
+        keep: list[tuple[tuple[float, float, int], int]] = []
+        c = self.conf
+        queued, jobs = self.queued, self.jobs
+        wa = c.weight_age if c.multifactor else 0
+        wf = c.weight_fairshare if c.multifactor else 0
+        max_age = c.max_age
+        for _, idx in self.queue:  # the same sum as `_priority`, inlined: every job a tick
+            if idx not in queued:
+                continue
+            sj = jobs[idx]
+            if c.multifactor:
+                age = (min(1.0, max(0.0, t - sj.submit) / max_age) if max_age > 0 else 1.0) \
+                    if wa else 0.0
+                fs = sj.assoc.fs_factor if wf and sj.assoc is not None else 0.0
+                if math.isnan(sj.static):
+                    sj.static = self._static_priority(ctx.job_at(idx), sj)
+                sj.priority = max(1, min(int(wa * age + wf * fs + sj.static), 0xFFFFFFFF))
+            keep.append(((-sj.part.priority_tier, -sj.priority, idx), idx))
         keep.sort()
         self.queue = keep
 
@@ -285,6 +307,7 @@ class SlurmPolicy(Policy):
             self.running[job.idx] = sj
             sj.run_since = sj.charged_to = now
             self.queued.discard(job.idx)
+            self.cpu_queued.discard(job.idx)
             self.qos_gpus[sj.qos] = self.qos_gpus.get(sj.qos, 0) + job.spec.num_gpus
             if sj.assoc is not None:
                 self._assoc_add(sj.assoc, job.spec.num_gpus)
@@ -300,6 +323,9 @@ class SlurmPolicy(Policy):
                 self._enqueue(now, job, sj, False)
         elif kind == "submit" and job.idx not in self.queued:
             self._enqueue(now, job, sj, True)
+        elif kind in _ENDS and job.idx in self.queued:  # ended while waiting
+            self.queued.discard(job.idx)
+            self.cpu_queued.discard(job.idx)
 
     def _enqueue(self, now: float, job: JobState, sj: SlurmJob, new: bool) -> None:
         """Into the priority-sorted queue (a new job's priority set as `priority_p_set`)."""
@@ -308,6 +334,8 @@ class SlurmPolicy(Policy):
             return
         self.queued.add(job.idx)
         self.changes += 1
+        if not job.spec.num_gpus:
+            self.cpu_queued.add(job.idx)
         if new:
             sj.priority = self._priority(now, job, sj)
         insort(self.queue, (self._key(job, sj), job.idx))
@@ -528,6 +556,8 @@ class SlurmPolicy(Policy):
         plan = _Plan(begin, window_end,
                      [self._free(ctx, n) for n in range(len(self.node_gpus))], releases)
         failed: dict[tuple[Any, ...], float] = {}  # request class -> no start before this
+        if not self.cpu_queued and not any(any(row) for row in plan.free):
+            return  # no GPU free now nor freed within the window, no CPU-only job waiting
         tested = 0
         max_test = self.conf.bf_max_job_test
         every = tuple(range(len(self.node_gpus)))
