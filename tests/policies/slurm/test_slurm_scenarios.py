@@ -13,12 +13,12 @@ from schedlab.traces import from_records
 NODE = "NodeName=n1 Gres=gpu:4 Sockets=1 CoresPerSocket=8 RealMemory=64000\n"
 
 
-def run(tmp_path: Path, conf: str, jobs: list[dict[str, Any]], accounts: str = ""
-        ) -> tuple[dict[str, tuple[float, float, str]], dict[str, Any]]:
+def run(tmp_path: Path, conf: str, jobs: list[dict[str, Any]], accounts: str = "",
+        **engine: Any) -> tuple[dict[str, tuple[float, float, str]], dict[str, Any]]:
     """Run `slurm` on a slurm.conf text and job records; job -> (start, end, status)."""
     cfg = tmp_path / "slurm.conf"
     cfg.write_text("ClusterName=t\nSelectType=select/cons_tres\nGresTypes=gpu\n" + NODE + conf)
-    params: dict[str, Any] = {"config": str(cfg)}
+    params: dict[str, Any] = {"config": str(cfg), **engine}
     if accounts:
         (tmp_path / "accounts.txt").write_text(accounts)
         params["accounts"] = str(tmp_path / "accounts.txt")
@@ -134,3 +134,28 @@ def test_fair_share_decay(tmp_path: Path, half_life: str, first: str) -> None:
     assert rows["K"][0] == 660
     assert rows[first][0] == 760
     assert rows["P2" if first == "P1" else "P1"][0] == 770
+
+
+PREEMPT_ACCOUNTS = """Cluster - 't':Fairshare=1
+QOS - 'normal'
+QOS - 'high':Priority=10:Preempt='normal'
+Parent - 'root'
+Account - 'a':Fairshare=1
+Parent - 'a'
+User - 'u1':DefaultAccount='a':Fairshare=1
+"""
+
+
+def test_qos_preemption_suspends(tmp_path: Path) -> None:
+    # B (QOS high) suspends A (normal) at 10; A resumes at 60 with 90 s of work left.
+    # The victim's mode decides (`slurm_job_preempt_mode`): its QOS's, else its
+    # partition's, else the cluster's PreemptMode; OFF (the default) would protect it.
+    # Slurm's suspension (SIGSTOP) keeps progress at no cost: the engine's suspension
+    # with `checkpoint_on_suspend` and no restore overhead.
+    rows, summary = run(tmp_path, "PreemptType=preempt/qos\nPreemptMode=SUSPEND,GANG\n"
+                        "PartitionName=p Nodes=ALL\n", [
+        job("A", 0, 4, 100), job("B", 10, 4, 50, qos="high")], PREEMPT_ACCOUNTS,
+        checkpoint_on_suspend=True, restore_overhead=0.0)
+    assert rows["B"][:2] == (10, 60)
+    assert rows["A"][:2] == (0, 150)
+    assert summary["policy_preemptions"] == 1
