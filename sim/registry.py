@@ -151,6 +151,7 @@ POLICIES = Registry("policy", "schedlab.policies", {
     "learned": "schedlab.policies.learned:LearnedPolicy",
     "optimus": "schedlab.policies.optimus:OptimusPolicy",
     "pollux": "schedlab.policies.pollux:PolluxPolicy",
+    "slurm": "schedlab.policies.slurm:SlurmPolicy",
 }, UnknownPolicy)
 """Scheduling policies (`Policy` subclasses)."""
 

@@ -18,6 +18,7 @@ from schedlab.topologies.native import load_yaml, native_from_dict, read_native
 from schedlab.topologies.openb import is_openb_node_list, read_openb_nodes
 from schedlab.topologies.pai import is_pai_machine_spec, read_pai_machines
 from schedlab.topologies.presets import PRESETS, load_preset, preset_names
+from schedlab.topologies.slurm_conf import is_slurm_conf, read_slurm_conf_topology
 from schedlab.topologies.tree import Cell, CellSpec, NodeSpec, QueueSpec, Topology
 
 __all__ = [
@@ -58,10 +59,12 @@ def read_topology_file(path: str | Path) -> Topology:
         return read_openb_nodes(path)
     if is_pai_machine_spec(path):
         return read_pai_machines(path)
+    if is_slurm_conf(path):
+        return read_slurm_conf_topology(path)
     raise InvalidTopology(f"{path}: unrecognized topology file; allowed: a .yaml/.yml file "
                           "(native or HiveD), a Philly machine list (header 'machineId, "
                           "number of GPUs, single GPU mem'), an Alibaba openb node list or "
-                          "a PAI machine spec table")
+                          "a PAI machine spec table or a slurm.conf with NodeName lines")
 
 
 def describe(topology: Topology) -> str:

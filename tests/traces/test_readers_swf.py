@@ -32,7 +32,8 @@ def test_sample_exact_rows() -> None:
         ("5", 17201.0, 128, 2927.0, "1", "default"),
         ("57", 25574.0, 1, 10.0, "4", "default"),
     ]
-    assert dict(t.jobs[8].extra) == {"status": "", "group": "2", "executable": "5"}
+    assert dict(t.jobs[8].extra) == {"status": "", "group": "2", "executable": "5",
+                                      "time_limit": ""}
     # job 658 ran 0 s: excluded, counted
     assert t.bad_rows == 1 and "line 51: excluded: run time unknown (-1) or 0 s" in \
         t.bad_row_messages[0]

@@ -7,7 +7,9 @@ processors -> `num_gpus` = ceil(processors / `procs_per_gpu`) with processors th
 allocated count (field 5), or the requested count (field 8) when that is unknown;
 user id -> `user`, queue number -> `vc` (`default` when unknown), and the status, group
 and executable numbers as pass-through columns `status`, `group`, `executable`
-(empty when unknown). `procs_per_gpu` (default 1: one processor is one GPU, as for
+(empty when unknown), and the requested time (field 9) as the pass-through column
+`time_limit` (whole s; empty when unknown), which the `slurm` policy reads.
+`procs_per_gpu` (default 1: one processor is one GPU, as for
 replaying a CPU log on an accelerator cluster) is the documented mapping parameter.
 Jobs whose run time is unknown (-1) or 0 did not run and are excluded.
 """
@@ -138,6 +140,10 @@ def _jobs(df: pd.DataFrame, lines: np.ndarray, issues: RowErrors, procs_per_gpu:
                           rule="is not an integer >= 0 (or -1)", lo=0.0, integer=True,
                           required=False, missing_tokens=unknown)
     bad |= b
+    req_time, b = number_field(df, lines, issues, "req_time",
+                               rule="is not a number >= 0 (or -1)", lo=0.0, required=False,
+                               missing_tokens=unknown)
+    bad |= b
     procs = np.where(np.isnan(alloc) | (alloc <= 0), req, alloc)
     no_procs = ~bad & np.isnan(procs)
     bad |= issues.errors(no_procs, lines, "alloc_procs", df["alloc_procs"],
@@ -165,5 +171,6 @@ def _jobs(df: pd.DataFrame, lines: np.ndarray, issues: RowErrors, procs_per_gpu:
         "status": _opt(opt["status"], keep),
         "group": _opt(opt["group"], keep),
         "executable": _opt(opt["executable"], keep),
+        "time_limit": _opt(np.where(req_time > 0, req_time, -1.0), keep),
     })
     return out, lines[keep]
