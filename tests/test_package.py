@@ -62,3 +62,19 @@ def test_python_dash_m_schedlab_is_the_cli(tmp_path: Path) -> None:
     run = _python(tmp_path, "-m", "schedlab", "--version")
     assert run.returncode == 0, run.stderr
     assert schedlab.__version__ in run.stdout
+
+
+def test_every_subpackage_is_listed_for_installs() -> None:
+    """A folder with an __init__.py that pyproject.toml does not list is left out of a
+    wheel (the compiled build and any `pip install .`): listed packages = the folders."""
+    import tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    listed = set(tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "packages"])
+    found = {"schedlab"}
+    for top in ("sim", "policies", "topologies", "traces", "app"):
+        for init in (root / top).rglob("__init__.py"):
+            parts = init.parent.relative_to(root).parts
+            found.add(".".join(("schedlab", *parts)))
+    assert found - listed == set(), f"add to pyproject.toml packages: {sorted(found - listed)}"
