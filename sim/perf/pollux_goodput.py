@@ -22,7 +22,6 @@ from collections.abc import Sequence
 from dataclasses import astuple, dataclass
 
 import numpy as np
-import scipy.optimize
 
 __all__ = [
     "BATCH_CANDIDATES",
@@ -438,6 +437,8 @@ def fit_perf_params(num_nodes: ArrayLike, num_replicas: ArrayLike, atomic_bsz: A
         fixed += [3, 5]
     for i in fixed:
         x0[i] = upper[i] = lower[i]
+    import scipy.optimize  # here: importing the model stays light (no SciPy)
+
     bounds = scipy.optimize.Bounds(lower, upper, keep_feasible=True)
     result = scipy.optimize.minimize(lambda x: _fit_parts(x, data), x0, jac=True,
                                      bounds=bounds, method="L-BFGS-B")
