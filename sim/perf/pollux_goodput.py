@@ -32,11 +32,13 @@ __all__ = [
     "PerfParams",
     "Speedup",
     "accum_time",
+    "cap_atomic_bsz",
     "fit_objective",
     "fit_objective_grad",
     "fit_perf_params",
     "network_time",
     "optim_time",
+    "split_batch",
 ]
 
 ArrayLike = float | int | np.ndarray | Sequence[float]
@@ -253,6 +255,29 @@ class GoodputModel:
                                                  min_local_bsz, max_local_bsz, accumulation)
         return BatchChoice(float(good.item()), int(atomic.item()), int(accum.item()),
                            int(num_replicas))
+
+
+def split_batch(batch_size: int, num_replicas: int, init_batch_size: int,
+                max_local_bsz: int) -> tuple[int, int]:
+    """(atomic_bsz, accum_steps) of a fixed global batch size (Pollux's simulator).
+
+    The local batch ceil(batch / replicas) is split into ceil(local / max_local_bsz)
+    atomic batches; one GPU above the initial batch accumulates at least once.
+    """
+    local = math.ceil(batch_size / num_replicas - EPS)
+    accum = math.ceil(local / max_local_bsz - EPS) - 1
+    if num_replicas == 1 and batch_size > init_batch_size:
+        accum = max(1, accum)
+    return math.ceil(local / (accum + 1) - EPS), accum
+
+
+def cap_atomic_bsz(atomic_bsz: int, accum_steps: int, num_replicas: int,
+                   max_batch_size: float) -> int:
+    """The atomic batch lowered so the global batch stays within max_batch_size.
+
+    Pollux's simulator applies this after choosing or splitting a batch.
+    """
+    return min(atomic_bsz, int(max_batch_size / (num_replicas * (accum_steps + 1))))
 
 
 class Speedup:

@@ -218,3 +218,16 @@ def test_profiles_equal_pollux(pollux_traces):
         assert pollux_traces[name].progress(epoch) == progress, name
     for name, progress, epoch in POLLUX_EPOCH:
         assert pollux_traces[name].epoch(progress) == epoch, name
+
+
+def test_progress_rate_by_hand(tmp_path):
+    p = load_profile(write_profile(tmp_path))
+    # placement (1, 1) at atomic 10 with 1 accumulation step, epoch 1: batch 2 * 10 * 2 = 40
+    # is above the largest validated 32, so use atomic 8 with 1 step: batch 32 (sqr 4, var 6),
+    # scale 32 / 8 = 4, gain = (6 + 4) / (6 / 4 + 4) = 10 / 5.5; step, sync = linear(2, 2, 8);
+    # rate = gain / (step + 1 * (step - sync))
+    step, sync = linear(2, 2, 8)
+    assert p.progress_rate((1, 1), 8, 1, 1) == pytest.approx(
+        (10 / 5.5) / (step + (step - sync)), rel=1e-12)
+    with pytest.raises(ValueError, match="outside the validated ones"):
+        p.progress_rate((1, 1), 10, 1, 1)
