@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -26,10 +27,12 @@ def test_mapping(tmp_path):
     assert t.name == "workload-1"
     assert [j.job_id for j in t.jobs] == ["ncf-1", "cifar10-0"]  # by submit time
     a, b = t.jobs[1], t.jobs[0]
-    assert (a.submit_time, a.num_gpus, a.duration) == (53.0, 6, 1.0)  # times kept as written
-    assert dict(a.extra) == {"model": "cifar10", "batch_size": 2048, "adaptive": True}
-    assert dict(b.extra)["batch_size"] == 32768
-    assert t.extra_columns == ("model", "batch_size", "adaptive")
+    assert (a.submit_time, a.num_gpus) == (53.0, 6)  # times kept as written
+    assert math.isnan(a.duration)  # the work is the model's own
+    assert (a.model, a.batch_size, a.adaptive, a.num_steps, a.samples) == (
+        "cifar10", 2048, True, None, None)
+    assert (b.model, b.batch_size) == ("ncf", 32768)
+    assert a.extra == () and t.extra_columns == ()
 
 
 @pytest.mark.parametrize(("row", "message"), [

@@ -6,13 +6,9 @@ Header `name,time,application,num_replicas,batch_size` (petuum/adaptdl
 job), `application` -> `model` (a Pollux profile: bert, cifar10, deepspeech2, imagenet,
 ncf, yolov3), `num_replicas` -> `num_gpus` (the GPUs of the tuned run that
 Tiresias/Optimus+TunedJobs use), `batch_size` -> `batch_size` (global, the tuned one).
-A job's work comes from its model (its profile's epochs), not from a run time, so
 `adaptive` is true (Pollux re-tunes the batch size; a policy that does not keeps
-`batch_size`).
-
-Until JobSpec has the fields `model`, `batch_size` and `adaptive`, they travel as
-pass-through columns (`JobSpec.extra`) under those names, and `duration` is a
-placeholder 1.0.
+`batch_size`). There is no `duration` and no `num_steps`/`samples`: a job's work is its
+model's own (its profile's progress at its last epoch; docs/contract.md#sec-2).
 """
 
 from __future__ import annotations
@@ -41,9 +37,6 @@ POLLUX_WORKLOAD_COLUMNS = ("name", "time", "application", "num_replicas", "batch
 POLLUX_WORKLOAD_FORMAT = "Pollux workload"
 """What messages call the format."""
 
-PLACEHOLDER_DURATION = 1.0
-"""duration of every job until the engine reads work from `model` (issue 46)."""
-
 
 def read_pollux(
     path: str | os.PathLike[str], *, skip_bad_rows: bool = False, name: str | None = None,
@@ -56,7 +49,7 @@ def read_pollux(
         name: Trace name (default: the file name without suffixes).
 
     Returns:
-        The trace; `model`, `batch_size` and `adaptive` in each job's `extra`.
+        The trace: jobs with `model`, `batch_size` and `adaptive`, no duration (NaN).
 
     Raises:
         InvalidTrace: Missing columns, or a bad row naming file, line, field and value.
@@ -89,8 +82,6 @@ def read_pollux(
             "job_id": df["name"].str.strip().to_numpy()[keep],
             "submit_time": submit[keep],
             "num_gpus": gpus[keep].astype(np.int64),
-            # placeholder: work comes from the model's profile, not from a run time
-            "duration": np.full(n, PLACEHOLDER_DURATION),
             "model": df["application"].str.strip().to_numpy()[keep],
             "batch_size": bsz[keep].astype(np.int64),
             "adaptive": np.ones(n, dtype=bool),
