@@ -103,6 +103,15 @@ def write_results(log_dir: Path, policies: tuple[str, ...], status: dict[str, st
         "deterministic.",
         "",
     ]
+    if any(_status(log_dir, p).startswith("stopped") for p in policies):
+        lines += [
+            "A stopped run was ended by hand before it finished (on a machine whose 2 cores",
+            "were shared by several sessions it had too little CPU: the Pollux run of 2026-12-07",
+            "got about 6 CPU minutes in its first 45 minutes). Rerun it alone on a free machine:",
+            "`python benchmarks/crosscheck/pollux_sim.py --policies pollux` (its README: up",
+            "to 30 minutes).",
+            "",
+        ]
     out.write_text("\n".join(lines))
 
 
@@ -125,9 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     num_jobs = max(0, sum(1 for _ in workload.open()) - 1)
     args.log_dir.mkdir(parents=True, exist_ok=True)
     if args.report:
-        status = {p: ("finished" if parse_log(args.log_dir / f"{p}.log")["avg_jct"]
-                      is not None and _ended(args.log_dir, p) else "running")
-                  for p in policies}
+        status = {p: _status(args.log_dir, p) for p in policies}
         write_results(args.log_dir, policies, status, _walls(args.log_dir), args.out,
                       num_jobs)
         return 0
@@ -154,8 +161,19 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _ended(log_dir: Path, pol: str) -> bool:
-    return (log_dir / f"{pol}.end").is_file()
+def _status(log_dir: Path, pol: str) -> str:
+    """finished (exit 0), stopped (a signal), failed, or running (no end file yet)."""
+    end = log_dir / f"{pol}.end"
+    if not end.is_file():
+        return "running"
+    rc = int(end.read_text().split()[0])
+    if rc == 0:
+        return "finished"
+    if rc < 0:
+        got = parse_log(log_dir / f"{pol}.log")
+        return (f"stopped (signal {-rc}) at simulated {got['sim_time']} s, "
+                f"{got['finished'] or 0} jobs done")
+    return f"failed (exit {rc})"
 
 
 def _walls(log_dir: Path) -> dict[str, float]:
