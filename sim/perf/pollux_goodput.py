@@ -22,7 +22,6 @@ from collections.abc import Sequence
 from dataclasses import astuple, dataclass
 
 import numpy as np
-import scipy.optimize
 
 __all__ = [
     "BATCH_CANDIDATES",
@@ -33,11 +32,13 @@ __all__ = [
     "PerfParams",
     "Speedup",
     "accum_time",
+    "cap_atomic_bsz",
     "fit_objective",
     "fit_objective_grad",
     "fit_perf_params",
     "network_time",
     "optim_time",
+    "split_batch",
 ]
 
 ArrayLike = float | int | np.ndarray | Sequence[float]
@@ -256,6 +257,29 @@ class GoodputModel:
                            int(num_replicas))
 
 
+def split_batch(batch_size: int, num_replicas: int, init_batch_size: int,
+                max_local_bsz: int) -> tuple[int, int]:
+    """(atomic_bsz, accum_steps) of a fixed global batch size (Pollux's simulator).
+
+    The local batch ceil(batch / replicas) is split into ceil(local / max_local_bsz)
+    atomic batches; one GPU above the initial batch accumulates at least once.
+    """
+    local = math.ceil(batch_size / num_replicas - EPS)
+    accum = math.ceil(local / max_local_bsz - EPS) - 1
+    if num_replicas == 1 and batch_size > init_batch_size:
+        accum = max(1, accum)
+    return math.ceil(local / (accum + 1) - EPS), accum
+
+
+def cap_atomic_bsz(atomic_bsz: int, accum_steps: int, num_replicas: int,
+                   max_batch_size: float) -> int:
+    """The atomic batch lowered so the global batch stays within max_batch_size.
+
+    Pollux's simulator applies this after choosing or splitting a batch.
+    """
+    return min(atomic_bsz, int(max_batch_size / (num_replicas * (accum_steps + 1))))
+
+
 class Speedup:
     """Pollux's speedup: best goodput on (nodes, replicas) over the best on one GPU.
 
@@ -438,6 +462,8 @@ def fit_perf_params(num_nodes: ArrayLike, num_replicas: ArrayLike, atomic_bsz: A
         fixed += [3, 5]
     for i in fixed:
         x0[i] = upper[i] = lower[i]
+    import scipy.optimize  # here: importing the model stays light (no SciPy)
+
     bounds = scipy.optimize.Bounds(lower, upper, keep_feasible=True)
     result = scipy.optimize.minimize(lambda x: _fit_parts(x, data), x0, jac=True,
                                      bounds=bounds, method="L-BFGS-B")

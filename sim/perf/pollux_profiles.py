@@ -235,6 +235,23 @@ class PolluxProfile:
             self._cache["nd"] = cached
         return cached
 
+    def progress_rate(self, placement: Sequence[int], atomic_bsz: int, accum_steps: int,
+                      epoch: int) -> float:
+        """True progress per second of a job in an epoch (Pollux's simulated goodput).
+
+        gain / (step_time + accum_steps x (step_time - sync_time)) with the step times of
+        the placement at atomic_bsz and gain = (var + sqr) / (var / scale + sqr) at the
+        global batch's scale over the initial batch, as Pollux's `Job.step` (before its
+        interference factor).
+        """
+        key = placement_key(placement)
+        batch = sum(key) * atomic_bsz * (accum_steps + 1)
+        scale = batch / self.init_batch_size
+        step, sync = self.step_time(key, atomic_bsz)
+        grad = self.grad_stats(batch, epoch)
+        gain = (grad.var + grad.sqr) / (grad.var / scale + grad.sqr)
+        return float(gain / (step + (step - sync) * accum_steps))
+
     # ---- statistical efficiency and progress ----------------------------------------
 
     def _bracket(self, batch_size: float) -> tuple[ValidationCurve, ValidationCurve]:

@@ -26,12 +26,13 @@ SAMPLE_FORMATS = {
     "nasa_ipsc_sample.swf.gz": "swf",
     "gavel_physical_sample.trace": "gavel",
     "tiresias_sample.csv": "tiresias",
+    "pollux_workload_sample.csv": "pollux",
 }
 
 
 def test_formats_listed() -> None:
     assert trace_formats() == ["canonical", "philly", "philly-json", "helios", "pai", "openb",
-                               "swf", "gavel", "tiresias"]
+                               "swf", "gavel", "tiresias", "pollux"]
     assert set(SAMPLE_FORMATS.values()) | {"canonical"} == set(TRACE_FORMATS)
 
 

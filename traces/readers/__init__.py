@@ -32,6 +32,11 @@ from schedlab.traces.readers.philly import (
     read_philly_csv,
     read_philly_json,
 )
+from schedlab.traces.readers.pollux import (
+    POLLUX_WORKLOAD_COLUMNS,
+    POLLUX_WORKLOAD_FORMAT,
+    read_pollux,
+)
 from schedlab.traces.readers.swf import read_swf
 from schedlab.traces.readers.tiresias import TIRESIAS_REQUIRED, read_tiresias
 from schedlab.traces.schema import missing_columns_error, missing_required
@@ -79,6 +84,8 @@ TRACE_FORMATS: dict[str, TraceFormat] = {
         TraceFormat("gavel", "Gavel trace (+ simulation_throughputs.json)", read_gavel,
                     ("throughputs", "reference")),
         TraceFormat("tiresias", "Tiresias trace CSV", read_tiresias),
+        TraceFormat("pollux", "Pollux workload CSV (name,time,application,num_replicas,"
+                    "batch_size)", read_pollux),
     )
 }
 """Every trace format by its `--trace-format` name."""
@@ -90,6 +97,7 @@ _HEADER_FORMATS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("helios", HELIOS_REQUIRED, "Helios"),
     ("tiresias", TIRESIAS_REQUIRED, "Tiresias"),
     ("openb", POD_COLUMNS[:5], "openb pod list"),
+    ("pollux", POLLUX_WORKLOAD_COLUMNS, POLLUX_WORKLOAD_FORMAT),
 )
 """Formats told by their CSV header: name, the columns its reader needs, its message name."""
 
@@ -177,6 +185,8 @@ def detect_format(path: str | os.PathLike[str]) -> str:
         return "tiresias"
     if set(POD_COLUMNS[:5]) <= names:
         return "openb"
+    if set(POLLUX_WORKLOAD_COLUMNS) <= names:
+        return "pollux"
     if table_kind(p) is not None:
         return "pai"
     fields = line.split()

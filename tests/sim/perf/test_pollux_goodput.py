@@ -15,11 +15,13 @@ from schedlab.sim.perf.pollux_goodput import (
     PerfParams,
     Speedup,
     accum_time,
+    cap_atomic_bsz,
     fit_objective,
     fit_objective_grad,
     fit_perf_params,
     network_time,
     optim_time,
+    split_batch,
 )
 
 P = PerfParams(alpha_c=0.1, beta_c=0.01, alpha_n=0.2, beta_n=0.05, alpha_r=0.1, beta_r=0.02,
@@ -200,3 +202,17 @@ def test_fit_rejects_bad_measurements():
         fit_perf_params([1, 1], [1], [8, 8], [0.1, 0.1], [0.2, 0.2])
     with pytest.raises(ValueError, match="> 0"):
         fit_perf_params([1], [1], [8], [0.0], [0.2])
+
+
+def test_fixed_batch_split_and_cap():
+    # Pollux's simulator, fixed batch 2048 on 6 GPUs, max atomic 1024, init 128:
+    # local = ceil(2048 / 6) = 342 -> accum = ceil(342 / 1024) - 1 = 0, atomic 342
+    assert split_batch(2048, 6, 128, 1024) == (342, 0)
+    # 4096 on one GPU, max atomic 1024: local 4096 -> accum = 4 - 1 = 3, atomic 1024
+    assert split_batch(4096, 1, 128, 1024) == (1024, 3)
+    # one GPU above the initial batch accumulates at least once: 256 -> 2 x 128
+    assert split_batch(256, 1, 128, 1024) == (128, 1)
+    assert split_batch(128, 1, 128, 1024) == (128, 0)
+    # the cap keeps the global batch within the max: 6 GPUs x 1 step x 700 > 4096
+    assert cap_atomic_bsz(700, 0, 6, 4096) == 682
+    assert cap_atomic_bsz(342, 0, 6, 4096) == 342

@@ -218,3 +218,37 @@ def test_profiles_equal_pollux(pollux_traces):
         assert pollux_traces[name].progress(epoch) == progress, name
     for name, progress, epoch in POLLUX_EPOCH:
         assert pollux_traces[name].epoch(progress) == epoch, name
+
+
+def test_progress_rate_by_hand(tmp_path):
+    p = load_profile(write_profile(tmp_path))
+    # placement (1, 1) at atomic 10 with 1 accumulation step, epoch 1: batch 2 * 10 * 2 = 40
+    # is above the largest validated 32, so use atomic 8 with 1 step: batch 32 (sqr 4, var 6),
+    # scale 32 / 8 = 4, gain = (6 + 4) / (6 / 4 + 4) = 10 / 5.5; step, sync = linear(2, 2, 8);
+    # rate = gain / (step + 1 * (step - sync))
+    step, sync = linear(2, 2, 8)
+    assert p.progress_rate((1, 1), 8, 1, 1) == pytest.approx(
+        (10 / 5.5) / (step + (step - sync)), rel=1e-12)
+    with pytest.raises(ValueError, match="outside the validated ones"):
+        p.progress_rate((1, 1), 10, 1, 1)
+
+
+# Pollux's Job.update_local_bsz (fixed target batch) and Job.step's goodput formula, run on
+# its profiles (simulator.py, same versions as above): (model, batch, placement, epoch,
+# atomic_bsz, accum_steps, progress per second)
+POLLUX_JOBS = [
+    ('cifar10', 2048, (4, 2), 3, 342, 0, 19.702871207768784),
+    ('bert', 384, (2,), 1, 12, 15, 2.2396472949997226),
+    ('yolov3', 512, (1,), 4, 8, 63, 1.191860433809871),
+]
+
+
+def test_fixed_batch_jobs_progress_as_pollux(pollux_traces):
+    from schedlab.sim.perf.pollux_goodput import cap_atomic_bsz, split_batch
+
+    for name, batch, placement, epoch, atomic, accum, rate in POLLUX_JOBS:
+        p = load_profile(pollux_traces / name)
+        got = split_batch(batch, sum(placement), p.init_batch_size, p.max_local_bsz)
+        got = (cap_atomic_bsz(got[0], got[1], sum(placement), p.max_batch_size), got[1])
+        assert got == (atomic, accum), name
+        assert p.progress_rate(placement, atomic, accum, epoch) == rate, name

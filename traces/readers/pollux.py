@@ -1,0 +1,91 @@
+"""Pollux (OSDI'21) workload CSV reader.
+
+Header `name,time,application,num_replicas,batch_size` (petuum/adaptdl
+`simulator/workloads*/workload-N.csv`): `name` -> `job_id`, `time` -> `submit_time`
+(seconds, kept as written: Pollux's simulator starts its clock at 0, not at the first
+job), `application` -> `model` (a Pollux profile: bert, cifar10, deepspeech2, imagenet,
+ncf, yolov3), `num_replicas` -> `num_gpus` (the GPUs of the tuned run that
+Tiresias/Optimus+TunedJobs use), `batch_size` -> `batch_size` (global, the tuned one).
+`adaptive` is true (Pollux re-tunes the batch size; a policy that does not keeps
+`batch_size`). There is no `duration` and no `num_steps`/`samples`: a job's work is its
+model's own (its profile's progress at its last epoch; docs/contract.md#sec-2).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from schedlab.traces.base import Trace
+from schedlab.traces.readers._common import (
+    RowErrors,
+    check_columns,
+    finish,
+    iter_csv,
+    label_of,
+    number_field,
+    resolve,
+    stem_of,
+)
+
+__all__ = ["POLLUX_WORKLOAD_COLUMNS", "POLLUX_WORKLOAD_FORMAT", "read_pollux"]
+
+POLLUX_WORKLOAD_COLUMNS = ("name", "time", "application", "num_replicas", "batch_size")
+"""Header (and required columns) of a Pollux workload."""
+
+POLLUX_WORKLOAD_FORMAT = "Pollux workload"
+"""What messages call the format."""
+
+
+def read_pollux(
+    path: str | os.PathLike[str], *, skip_bad_rows: bool = False, name: str | None = None,
+) -> Trace:
+    """Read a Pollux workload CSV (see the module doc for the mapping).
+
+    Args:
+        path: The CSV.
+        skip_bad_rows: Count bad rows instead of failing on the first.
+        name: Trace name (default: the file name without suffixes).
+
+    Returns:
+        The trace: jobs with `model`, `batch_size` and `adaptive`, no duration (NaN).
+
+    Raises:
+        InvalidTrace: Missing columns, or a bad row naming file, line, field and value.
+    """
+    import pandas as pd
+
+    p = resolve(path)
+    issues = RowErrors(label_of(p), skip_bad_rows)
+    parts, line_parts = [], []
+    for chunk in iter_csv(p, issues):
+        df, lines = chunk.frame, chunk.lines
+        check_columns(issues.label, list(df.columns), POLLUX_WORKLOAD_COLUMNS,
+                      POLLUX_WORKLOAD_FORMAT)
+        bad = issues.errors((df["name"].str.strip() == "").to_numpy(), lines, "name",
+                            df["name"], "is empty (required)")
+        bad |= issues.errors((df["application"].str.strip() == "").to_numpy(), lines,
+                             "application", df["application"], "is empty (required)")
+        submit, b = number_field(df, lines, issues, "time", rule="is not a number >= 0",
+                                 lo=0.0)
+        bad |= b
+        gpus, b = number_field(df, lines, issues, "num_replicas",
+                               rule="is not an integer >= 1", lo=1.0, integer=True)
+        bad |= b
+        bsz, b = number_field(df, lines, issues, "batch_size",
+                              rule="is not an integer >= 1", lo=1.0, integer=True)
+        bad |= b
+        keep = ~bad
+        n = int(keep.sum())
+        parts.append(pd.DataFrame({
+            "job_id": df["name"].str.strip().to_numpy()[keep],
+            "submit_time": submit[keep],
+            "num_gpus": gpus[keep].astype(np.int64),
+            "model": df["application"].str.strip().to_numpy()[keep],
+            "batch_size": bsz[keep].astype(np.int64),
+            "adaptive": np.ones(n, dtype=bool),
+        }))
+        line_parts.append(lines[keep])
+    return finish(parts, line_parts, issues, name=name or stem_of(p), source=str(p),
+                  shift=False)
