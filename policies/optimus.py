@@ -37,6 +37,14 @@ def goodput_of(ctx: Ctx, job: JobState, k: int) -> float:
     return k / max(1, job.spec.num_gpus)
 
 
+def most_gpus(ctx: Ctx, job: JobState) -> int:
+    """The job's `max_gpus` (else `num_gpus`), and its model's limit at its batch size."""
+    hi = bounds(job)[1]
+    perf = ctx.perf
+    cap = perf.max_gpus(job) if perf is not None and perf.knows(job) else None
+    return hi if cap is None else min(hi, int(cap))
+
+
 def remaining_units(ctx: Ctx, job: JobState) -> float:
     """Work left in the unit `goodput_of` counts."""
     left = max(0.0, job.spec.duration - ctx.progress(job))
@@ -98,10 +106,11 @@ class OptimusPolicy(Policy):
         gain: dict[int, float] = {}
         rem = {j.idx: remaining_units(ctx, j) for j in jobs}
         by_idx = {j.idx: j for j in jobs}
+        most = {j.idx: most_gpus(ctx, j) for j in jobs}
 
         def next_gain(j: JobState, left: int) -> float:
             k = num[j.idx]
-            if k + 1 > bounds(j)[1] or left < 1:
+            if k + 1 > most[j.idx] or left < 1:
                 return 0.0
             return marginal_gain(rem[j.idx], goodput_of(ctx, j, k), goodput_of(ctx, j, k + 1))
 

@@ -32,6 +32,7 @@ from typing import Any
 from schedlab.policies.allocation import RoundClock, apply_allocation, held_nodes
 from schedlab.policies.base import Ctx, Policy
 from schedlab.policies.elastic import bounds
+from schedlab.policies.optimus import most_gpus
 from schedlab.sim.jobstate import JobState
 from schedlab.sim.model import Decision
 from schedlab.sim.params import Param, as_bool, as_float, as_int
@@ -111,13 +112,13 @@ class PolluxPolicy(Policy):
         cache[key] = got
         return got
 
-    def _cap(self, job: JobState) -> int:
+    def _cap(self, ctx: Ctx, job: JobState) -> int:
         """The most GPUs the job may take this round."""
         s = job.spec
         if s.min_gpus is None and s.max_gpus is None:
             return s.num_gpus  # rigid: its size or nothing
-        lo, hi = bounds(job)
-        hi = min(hi, self.p["max_replicas"])
+        lo = bounds(job)[0]
+        hi = min(most_gpus(ctx, job), self.p["max_replicas"])
         if self.p["explore"]:
             hi = min(hi, max(2 * self._most.get(job.idx, 0), 1))
         return max(hi, lo)
@@ -183,7 +184,7 @@ class PolluxPolicy(Policy):
         now = ctx.now
         cache: dict[tuple[int, int, int], float] = {}
         base = {j.idx: len(j.gpus) for j in jobs}
-        cap = {j.idx: (len(j.gpus) if j.idx in blocked else self._cap(j)) for j in jobs}
+        cap = {j.idx: (len(j.gpus) if j.idx in blocked else self._cap(ctx, j)) for j in jobs}
         lo = {j.idx: max(1, bounds(j)[0]) if j.spec.min_gpus is not None
               else j.spec.num_gpus for j in jobs}
         rigid = {j.idx for j in jobs if j.spec.min_gpus is None and j.spec.max_gpus is None}

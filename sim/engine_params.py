@@ -213,6 +213,11 @@ ENGINE_PARAMS: dict[str, Param] = {
         "table=FILE.csv, pollux=FOLDER, a registered backend or module:Class) or bare paths, "
         "comma-separated; asked in order",
     ),
+    "adaptive_batch": Param(
+        True, as_bool,
+        "jobs with `adaptive` re-tune their batch size for goodput (false: every job keeps "
+        "its batch_size, as Pollux's +TunedJobs baselines)",
+    ),
     "decision_round": Param(
         0.0, as_float(0.0),
         "seconds of a decision round: the policy decides only at multiples of it and "

@@ -116,6 +116,10 @@ class PerfModel(Protocol):
         """Progress at which `goodput` may next change on the same shape (inf: never)."""
         ...
 
+    def max_gpus(self, model: str, batch_size: int | None, adaptive: bool) -> int | None:
+        """Most GPUs a job of the model can use (None: no limit of the model's)."""
+        ...
+
 
 class TableModel:
     """Defaults for a backend of measured throughputs: no efficiency, no adaptation.
@@ -172,3 +176,7 @@ class TableModel:
     def horizon(self, model: str, batch_size: int | None, progress: float) -> float:
         """Its answers never change with progress."""
         return math.inf
+
+    def max_gpus(self, model: str, batch_size: int | None, adaptive: bool) -> int | None:
+        """No limit of its own."""
+        return None

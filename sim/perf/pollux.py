@@ -166,6 +166,16 @@ class PolluxModels(TableModel):
         self._memo[key] = arg
         return int(arg)
 
+    def max_gpus(self, model: str, batch_size: int | None, adaptive: bool) -> int | None:
+        """Most GPUs at `min_local_bsz` each (Pollux's simulator).
+
+        max_batch_size // min_local_bsz for an adaptive job, its batch // min_local_bsz
+        for a fixed one.
+        """
+        p = self._p[model]
+        batch = p.max_batch_size if adaptive else (batch_size or p.init_batch_size)
+        return max(1, int(batch // p.min_local_bsz))
+
     def horizon(self, model: str, batch_size: int | None, progress: float) -> float:
         """The next epoch boundary, in samples (its gradient statistics change there)."""
         p = self._p[model]

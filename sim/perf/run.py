@@ -90,10 +90,11 @@ class PerfSet:
     """The run's backends and, per job that names a model, its `JobModel`."""
 
     def __init__(self, models: Sequence[PerfModel], per_node: int,
-                 types: Sequence[str] = ()) -> None:
+                 types: Sequence[str] = (), adaptive: bool = True) -> None:
         self.models = tuple(models)
         self.per_node = max(1, per_node)
         self.types = tuple(types)
+        self.adaptive = adaptive  # the run lets `adaptive` jobs re-tune (adaptive_batch)
         self.jobs: dict[str, JobModel] = {}
 
     def backend(self, spec: JobSpec) -> PerfModel:
@@ -117,8 +118,9 @@ class PerfSet:
         bsz = spec.batch_size if spec.batch_size is not None else b.default_batch(spec.model)
         ref_type = spec.gpu_type or b.reference_type(spec.model) or default_type
         shape = Shape.packed(ref_type, max(1, spec.num_gpus), self.per_node)
+        adaptive = spec.adaptive and self.adaptive
         # an adaptive job's reference runs the batch it would pick there
-        at = b.best_batch(spec.model, shape, bsz, 0.0) if spec.adaptive else bsz
+        at = b.best_batch(spec.model, shape, bsz, 0.0) if adaptive else bsz
         ref = b.goodput(spec.model, shape, at, 0.0)
         if not (ref > 0 and math.isfinite(ref)):
             raise InvalidParameter(
@@ -137,8 +139,7 @@ class PerfSet:
             out = replace(out, gpu_speeds=tuple(
                 (t, max(1e-9, b.goodput(spec.model, Shape.packed(t, n, self.per_node), bsz,
                                         0.0) / ref)) for t in self.types))
-        self.jobs[spec.job_id] = JobModel(b, spec.model, bsz, spec.adaptive, ref_type, ref,
-                                          work)
+        self.jobs[spec.job_id] = JobModel(b, spec.model, bsz, adaptive, ref_type, ref, work)
         return out
 
 
@@ -178,6 +179,7 @@ def resolve_jobs(jobs: Sequence[JobSpec], params: Mapping[str, Any], topo: Any
         return tuple(jobs), None
     per_node = max((n.num_gpus for n in topo.nodes), default=1)
     types = sorted({n.gpu_type for n in topo.nodes if n.num_gpus})
-    perf = PerfSet(build_models(entries), per_node, types)
+    perf = PerfSet(build_models(entries), per_node, types,
+                   adaptive=bool(params.get("adaptive_batch", True)))
     default_type = types[0] if types else ""
     return tuple(perf.resolve(j, default_type) if j.model else j for j in jobs), perf

@@ -229,6 +229,13 @@ class PerfView:
         jm = self._speed.job_model(job)
         return 0.0 if jm is None else jm.ref
 
+    def max_gpus(self, job: JobState | JobSpec) -> int | None:
+        """Most GPUs the job's model can use at its batch size (None: no such limit)."""
+        jm = self._speed.job_model(job)
+        if jm is None:
+            return None
+        return jm.backend.max_gpus(jm.model, jm.batch_size, jm.adaptive)
+
     def batch_size(self, job: JobState) -> int | None:
         """The batch size the job runs with now (its initial one when it is not running)."""
         jm = self._speed.job_model(job)

@@ -6,8 +6,11 @@ Header `name,time,application,num_replicas,batch_size` (petuum/adaptdl
 job), `application` -> `model` (a Pollux profile: bert, cifar10, deepspeech2, imagenet,
 ncf, yolov3), `num_replicas` -> `num_gpus` (the GPUs of the tuned run that
 Tiresias/Optimus+TunedJobs use), `batch_size` -> `batch_size` (global, the tuned one).
-`adaptive` is true (Pollux re-tunes the batch size; a policy that does not keeps
-`batch_size`). There is no `duration` and no `num_steps`/`samples`: a job's work is its
+`adaptive` is true (the job re-tunes its batch size, as an AdaptDL job; the engine
+parameter `adaptive_batch=false` keeps every job at `batch_size`, as Pollux's
++TunedJobs baselines), and jobs are elastic: `min_gpus` 1, `max_gpus` 64 (Pollux's cap).
+`ncf` jobs are pinned as Pollux's simulator pins them: not adaptive, one GPU. There is
+no `duration` and no `num_steps`/`samples`: a job's work is its
 model's own (its profile's progress at its last epoch; docs/contract.md#sec-2).
 """
 
@@ -36,6 +39,9 @@ POLLUX_WORKLOAD_COLUMNS = ("name", "time", "application", "num_replicas", "batch
 
 POLLUX_WORKLOAD_FORMAT = "Pollux workload"
 """What messages call the format."""
+
+MAX_REPLICAS = 64
+"""`max_gpus` of a job (Pollux's simulator caps every job at 64 replicas)."""
 
 
 def read_pollux(
@@ -77,14 +83,19 @@ def read_pollux(
                               rule="is not an integer >= 1", lo=1.0, integer=True)
         bad |= b
         keep = ~bad
-        n = int(keep.sum())
+        model = df["application"].str.strip().to_numpy()[keep]
+        # Pollux's simulator pins ncf at its batch size on one GPU under every policy
+        pinned = model == "ncf"
         parts.append(pd.DataFrame({
             "job_id": df["name"].str.strip().to_numpy()[keep],
             "submit_time": submit[keep],
             "num_gpus": gpus[keep].astype(np.int64),
-            "model": df["application"].str.strip().to_numpy()[keep],
+            "min_gpus": np.ones(len(model), dtype=np.int64),
+            "max_gpus": np.where(pinned, 1, np.maximum(MAX_REPLICAS,
+                                                       gpus[keep])).astype(np.int64),
+            "model": model,
             "batch_size": bsz[keep].astype(np.int64),
-            "adaptive": np.ones(n, dtype=bool),
+            "adaptive": ~pinned,
         }))
         line_parts.append(lines[keep])
     return finish(parts, line_parts, issues, name=name or stem_of(p), source=str(p),
