@@ -198,26 +198,8 @@ class KueuePolicy(Policy):
                     f"{cfg.path}: ResourceFlavor/{f.name}: spec.nodeLabels: got GPU type "
                     f"{f.gpu_type!r}; allowed: the topology's GPU types "
                     f"{', '.join(sorted(types))}")
-        self.nodes: dict[str, Node] = {}
-        cohorts: dict[str, Node] = {}
-        for c in cfg.cohorts:
-            cohorts[c.name] = Node(c.name, False, _quotas(c.groups), c.weight)
-        for c in cfg.cohorts:
-            if c.parent is not None:
-                cohorts[c.name].parent = cohorts[c.parent]
-                cohorts[c.parent].child_cohorts.append(cohorts[c.name])
-        self.queues: dict[str, _Queue] = {}
-        for cq in cfg.cluster_queues:
-            n = Node(cq.name, True, _quotas(cq.groups), cq.weight)
-            if cq.cohort is not None:
-                n.parent = cohorts[cq.cohort]
-                cohorts[cq.cohort].child_cqs.append(n)
-            self.nodes[cq.name] = n
-            self.queues[cq.name] = _Queue(cq, n)
-        for n in [*cohorts.values(), *self.nodes.values()]:
-            if n.parent is None:
-                build_subtree(n)
-        self.cohorts = cohorts
+        self.nodes, self.cohorts = build_tree(cfg)
+        self.queues = {cq.name: _Queue(cq, self.nodes[cq.name]) for cq in cfg.cluster_queues}
         self.lqs = dict(cfg.local_queues)
         self.pcs = dict(cfg.priority_classes)
         self.mirror = EngineMirror()
@@ -545,6 +527,28 @@ class KueuePolicy(Policy):
     def metrics(self) -> dict[str, Any]:
         """Scheduling cycles run and workloads evicted."""
         return {"cycles": self.cycles, "evictions": self.evictions}
+
+
+def build_tree(cfg: KueueConfig) -> tuple[dict[str, Node], dict[str, Node]]:
+    """The quota tree of a config: ClusterQueue nodes and Cohort nodes by name."""
+    cohorts: dict[str, Node] = {}
+    for c in cfg.cohorts:
+        cohorts[c.name] = Node(c.name, False, _quotas(c.groups), c.weight)
+    for c in cfg.cohorts:
+        if c.parent is not None:
+            cohorts[c.name].parent = cohorts[c.parent]
+            cohorts[c.parent].child_cohorts.append(cohorts[c.name])
+    nodes: dict[str, Node] = {}
+    for cq in cfg.cluster_queues:
+        n = Node(cq.name, True, _quotas(cq.groups), cq.weight)
+        if cq.cohort is not None:
+            n.parent = cohorts[cq.cohort]
+            cohorts[cq.cohort].child_cqs.append(n)
+        nodes[cq.name] = n
+    for n in [*cohorts.values(), *nodes.values()]:
+        if n.parent is None:
+            build_subtree(n)
+    return nodes, cohorts
 
 
 def _quotas(groups: tuple[ResourceGroup, ...]) -> dict[FR, Quota]:
