@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from schedlab.policies.kueue.config import ClusterQueue, Flavor, Fungibility
 from schedlab.policies.kueue.quota import FR, Node, lowest_fitting_height
@@ -37,6 +38,8 @@ class Assignment:
     preempt: set[FR] = field(default_factory=set)  # flavor-resources needing preemption
     gpu_type: str | None = None  # the GPU type of the GPU resource's flavor (None: any)
     reason: str = ""
+    key: tuple[Any, ...] | None = None  # the request class, for the policy's memo
+    gen: int = -1  # the quota state it was computed in
 
 
 def preferred(a: Mode, b: Mode, f: Fungibility) -> bool:

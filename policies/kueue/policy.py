@@ -208,6 +208,9 @@ class KueuePolicy(Policy):
         self.waiting_gpus: set[int] = set()  # parked for lack of GPUs (not quota)
         self.nominated: set[int] = set()  # evicted workloads for these: they go first
         self.tries: dict[int, int] = {}  # preemptions issued per workload this instant
+        self.gen = 0  # bumped by every admission, eviction and stop: the quota state
+        self.last_search: tuple[Any, list[preemption.Target]] = (None, [])
+        self.failed: dict[tuple[Any, ...], int] = {}  # request class -> gen it failed at
         self.specs: dict[tuple[int, str], JobSpec] = {}
         self.healthy = -1
         self.cycles = 0
@@ -239,6 +242,8 @@ class KueuePolicy(Policy):
             self.mirror.rejected()
         self.tries.clear()
         healthy = ctx.cluster.healthy_gpus
+        self.gen += 1  # GPUs may have been freed or repaired since the last pass
+        self.failed.clear()
         if healthy != self.healthy:
             self.healthy = healthy
             self._wake_all()
@@ -257,19 +262,30 @@ class KueuePolicy(Policy):
         """One scheduling cycle; yields its decisions, and None for other progress."""
         entries: list[tuple[Workload, Assignment]] = []
         for q in self.queues.values():
-            if not q.active or q.hold:
-                continue
-            idx = q.active[0][2]
-            for n in self.nominated & q.members:  # a preemptor stays its queue's head
-                idx = n
-            w = self.wls[idx]
-            entries.append((w, self._assign(w)))
+            while q.active and not q.hold:
+                idx = q.active[0][2]
+                if self.nominated:
+                    for n in self.nominated & q.members:  # a preemptor stays the head
+                        idx = n
+                w = self.wls[idx]
+                key = (w.cq.name, w.priority, w.gpu_type, *w.requests.items())
+                if self.failed.get(key) == self.gen:  # an equal request failed just now
+                    if self._park(q, w):
+                        continue  # as Kueue's next cycle would: the next head
+                    entries.append((w, Assignment(mode=NOFIT, reason="as an equal request")))
+                    break
+                a = self._assign(w)
+                a.key, a.gen = key, self.gen
+                entries.append((w, a))
+                break
         if not entries:
             return
         preempted: set[int] = set()
         for w, a in self._ordered(entries):
             q = self.queues[w.cq.name]
             if a.mode == NOFIT:
+                if a.key is not None:
+                    self.failed[a.key] = a.gen
                 if self._park(q, w):
                     yield None
                 continue
@@ -283,6 +299,8 @@ class KueuePolicy(Policy):
                 if tries > MAX_NOMINATIONS:
                     targets = []  # evicted for it this often at this instant: wait
                 if not targets:
+                    if a.key is not None and tries <= 1:
+                        self.failed[a.key] = a.gen
                     if self._park(q, w):
                         yield None
                     continue
@@ -300,6 +318,8 @@ class KueuePolicy(Policy):
             job = ctx.job_at(w.idx)
             got = ctx.place(self._spec(job, a.gpu_type))
             if isinstance(got, Unschedulable):
+                if a.key is not None and a.gen == self.gen:
+                    self.failed[a.key] = a.gen
                 if self._park(q, w, gpus=True):
                     yield None
                 continue
@@ -314,6 +334,7 @@ class KueuePolicy(Policy):
 
     def _applied(self, ctx: Ctx, d: Decision) -> None:
         """Bookkeeping after the engine applied one of our decisions."""
+        self.gen += 1
         if isinstance(d, Start):
             self.mirror.started(ctx.job(d.job_id))
         elif isinstance(d, Preempt):
@@ -405,6 +426,7 @@ class KueuePolicy(Policy):
                 ) -> tuple[int, int]:
         """SimulatePreemption for one flavor-resource."""
         targets = self._search(w, conf, {fr}, {fr: val})
+        self.last_search = ((w.idx, self.gen, fr, val), targets)
         if not targets:
             return NO_CANDIDATES, lowest_fitting_height(w.cq, fr, val)[0]
         for t in targets:
@@ -417,6 +439,11 @@ class KueuePolicy(Policy):
         return RECLAIM, after
 
     def _targets(self, w: Workload, a: Assignment) -> list[preemption.Target]:
+        if len(a.usage) == 1 and len(a.preempt) == 1:  # the oracle's search, if still valid
+            (fr, val), = a.usage.items()
+            key, targets = self.last_search
+            if key == (w.idx, self.gen, fr, val):
+                return targets
         return self._search(w, self.queues[w.cq.name].conf, a.preempt, a.usage)
 
     # --- queues ---
@@ -467,6 +494,7 @@ class KueuePolicy(Policy):
 
         The parked workloads of its cohort tree and those waiting for GPUs are active again.
         """
+        self.gen += 1
         w = self.wls.get(job.idx)
         if w is None:
             return

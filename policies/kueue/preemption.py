@@ -85,12 +85,10 @@ _REASONS = {_WITHIN: WITHIN_CQ, _HIER: RECLAIM, _WITHOUT_BORROW: RECLAIM,
 
 def _variant(ctx: Ctx, w: Workload, advantage: bool) -> int:
     """ClassifyPreemptionVariant."""
-    if not w.uses(ctx.frs):
-        return _NEVER
     own = w.cq is ctx.cq
     policy = (ctx.conf.preemption.within_cluster_queue if own
               else ctx.conf.preemption.reclaim_within_cohort)
-    if not satisfies(policy, ctx.pre, w):
+    if not satisfies(policy, ctx.pre, w) or not w.uses(ctx.frs):
         return _NEVER
     if own:
         return _WITHIN
@@ -130,8 +128,11 @@ def _in_subtree(ctx: Ctx, cohort: Node, root: Node, skip: Node | None, advantage
             out.extend(_from_cq(ctx, cq, root, advantage))
 
 
-def _hierarchical(ctx: Ctx) -> tuple[list[_Elem], list[_Elem]]:
-    """collectCandidatesForHierarchicalReclaim: (hierarchy candidates, priority ones)."""
+def _hierarchical(ctx: Ctx, need_prio: bool = True) -> tuple[list[_Elem], list[_Elem]]:
+    """collectCandidatesForHierarchicalReclaim: (hierarchy candidates, priority ones).
+
+    `need_prio` False skips collecting the priority candidates (none could be used).
+    """
     hier: list[_Elem] = []
     prio: list[_Elem] = []
     if ctx.cq.parent is None or ctx.conf.preemption.reclaim_within_cohort == "Never":
@@ -139,7 +140,8 @@ def _hierarchical(ctx: Ctx) -> tuple[list[_Elem], list[_Elem]]:
     advantage, rest = fits_in_quota(ctx.cq, ctx.requests)
     previous: Node | None = None
     for root in ctx.cq.path_to_root():
-        _in_subtree(ctx, root, root, previous, advantage, hier if advantage else prio)
+        if advantage or need_prio:
+            _in_subtree(ctx, root, root, previous, advantage, hier if advantage else prio)
         fits, rest = fits_in_quota(root, rest)
         advantage = advantage or fits
         previous = root
@@ -185,13 +187,15 @@ def classical(ctx: Ctx) -> list[Target]:
     key = candidates_order
     same = (_from_cq(ctx, ctx.cq, None, False)
             if ctx.conf.preemption.within_cluster_queue != "Never" else [])
-    hier, prio = _hierarchical(ctx)
-    for lst in (same, hier, prio):
-        lst.sort(key=lambda e: key(e[0]))
-    cands = hier + prio + same
     forbidden = _bwc_forbidden(ctx.conf)
     under_nominal = all(ctx.cq.quota(fr).nominal > ctx.cq.usage.get(fr, 0.0)
                         for fr in ctx.frs)
+    # with borrowing forbidden and the queue at its nominal quota, only [True] is tried,
+    # where every priority candidate (ReclaimWithoutBorrowing) is invalid
+    hier, prio = _hierarchical(ctx, need_prio=not (forbidden and not under_nominal))
+    for lst in (same, hier, prio):
+        lst.sort(key=lambda e: key(e[0]))
+    cands = hier + prio + same
     if (not hier and not prio) or (forbidden and not under_nominal):
         attempts = [True]
     elif forbidden and not hier:
@@ -200,7 +204,10 @@ def classical(ctx: Ctx) -> list[Target]:
         attempts = [True, False]
     for borrow in attempts:
         targets: list[Target] = []
-        for e in cands:
+        usable = [e for e in cands if not (borrow and e[2] == _WITHOUT_BORROW)]
+        if not usable:
+            continue
+        for e in usable:
             if not _valid(ctx, e, borrow):
                 continue
             e[0].remove()

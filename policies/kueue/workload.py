@@ -28,6 +28,9 @@ class Workload:
 
     def uses(self, frs: set[FR]) -> bool:
         """WorkloadUsesResources."""
+        if len(frs) == 1:
+            for fr in frs:
+                return fr in self.usage
         return any(fr in frs for fr in self.usage)
 
     def remove(self) -> None:
