@@ -206,7 +206,8 @@ class KueuePolicy(Policy):
         self.wls: dict[int, Workload] = {}
         self.admitted: dict[str, dict[int, Workload]] = {n: {} for n in self.nodes}
         self.waiting_gpus: set[int] = set()  # parked for lack of GPUs (not quota)
-        self.nominated: set[int] = set()  # evicted workloads for these: they go first
+        self.nominated: dict[int, Assignment] = {}  # evicted for these: they go first,
+        # on the flavors they evicted for (Kueue's nomination mapping)
         self.tries: dict[int, int] = {}  # preemptions issued per workload this instant
         self.gen = 0  # bumped by every admission, eviction and stop: the quota state
         self.last_search: tuple[Any, list[preemption.Target]] = (None, [])
@@ -265,7 +266,7 @@ class KueuePolicy(Policy):
             while q.active and not q.hold:
                 idx = q.active[0][2]
                 if self.nominated:
-                    for n in self.nominated & q.members:  # a preemptor stays the head
+                    for n in self.nominated.keys() & q.members:  # a preemptor stays head
                         idx = n
                 w = self.wls[idx]
                 key = (w.cq.name, w.priority, w.gpu_type, *w.requests.items())
@@ -274,13 +275,25 @@ class KueuePolicy(Policy):
                         continue  # as Kueue's next cycle would: the next head
                     entries.append((w, Assignment(mode=NOFIT, reason="as an equal request")))
                     break
-                a = self._assign(w)
+                a = self._nominated_fit(w) or self._assign(w)
                 a.key, a.gen = key, self.gen
                 entries.append((w, a))
                 break
         if not entries:
             return
         preempted: set[int] = set()
+        reserved: list[tuple[Node, dict[FR, float]]] = []
+        try:
+            yield from self._process(ctx, entries, preempted, reserved)
+        finally:  # a preemptor's quota is held for it until the end of the cycle
+            for node, usage in reserved:
+                for fr, v in usage.items():
+                    node.remove_usage(fr, v)
+
+    def _process(self, ctx: Ctx, entries: list[tuple[Workload, Assignment]],
+                 preempted: set[int], reserved: list[tuple[Node, dict[FR, float]]]
+                 ) -> Iterator[Decision | None]:
+        """processEntry for each entry in Kueue's order."""
         for w, a in self._ordered(entries):
             q = self.queues[w.cq.name]
             if a.mode == NOFIT:
@@ -306,12 +319,15 @@ class KueuePolicy(Policy):
                     continue
                 if any(t.workload.idx in preempted for t in targets):
                     continue
-                self.nominated.add(w.idx)
+                self.nominated[w.idx] = a
                 for t in targets:
                     preempted.add(t.workload.idx)
                     self.evictions += 1
                     yield Preempt(t.workload.job_id,
                                   f"Kueue: {t.reason} by {w.job_id} ({w.cq.name})")
+                for fr, v in a.usage.items():  # cq.AddUsage: later entries see it used
+                    w.cq.add_usage(fr, v)
+                reserved.append((w.cq, a.usage))
                 continue
             if any(v > w.cq.available(fr) for fr, v in a.usage.items()):
                 continue  # no longer fits after another admission of this cycle
@@ -323,7 +339,7 @@ class KueuePolicy(Policy):
                 if self._park(q, w, gpus=True):
                     yield None
                 continue
-            self.nominated.discard(w.idx)
+            self.nominated.pop(w.idx, None)
             w.usage = a.usage
             w.admitted_at = ctx.now
             w.add()
@@ -331,6 +347,13 @@ class KueuePolicy(Policy):
             q.members.discard(w.idx)
             self.admitted[w.cq.name][w.idx] = w
             yield Start(w.job_id, got)
+
+    def _nominated_fit(self, w: Workload) -> Assignment | None:
+        """A preemptor's flavors once its evictions made room there (else None)."""
+        a = self.nominated.get(w.idx)
+        if a is None or any(v > w.cq.available(fr) for fr, v in a.usage.items()):
+            return None
+        return Assignment(FIT, a.borrow, dict(a.usage), set(), a.gpu_type)
 
     def _applied(self, ctx: Ctx, d: Decision) -> None:
         """Bookkeeping after the engine applied one of our decisions."""
@@ -478,7 +501,7 @@ class KueuePolicy(Policy):
 
     def _park(self, q: _Queue, w: Workload, gpus: bool = False) -> bool:
         """A head that cannot be admitted: parked (True) unless its queue is StrictFIFO."""
-        self.nominated.discard(w.idx)
+        self.nominated.pop(w.idx, None)
         if q.strict:
             return False
         k = _key(w)
