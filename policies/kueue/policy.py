@@ -293,7 +293,7 @@ class KueuePolicy(Policy):
     def _process(self, ctx: Ctx, entries: list[tuple[Workload, Assignment]],
                  preempted: set[int], reserved: list[tuple[Node, dict[FR, float]]]
                  ) -> Iterator[Decision | None]:
-        """processEntry for each entry in Kueue's order."""
+        """ProcessEntry for each entry in Kueue's order."""
         for w, a in self._ordered(entries):
             q = self.queues[w.cq.name]
             if a.mode == NOFIT:
