@@ -27,8 +27,8 @@ termination); the flavor search always restarts at the first flavor (Kueue resum
 the last flavor tried for a workload it requeued); admission checks, partial admission,
 waitForPodsReady, admission fair sharing and topology-aware scheduling are not modelled.
 Without `config`: one ClusterQueue per queue name of the trace, in one cohort, the
-cluster's GPUs split evenly as nominal quota, reclaimWithinCohort Any and
-withinClusterQueue LowerPriority (our choice, so that the policy runs on any trace).
+cluster's GPUs split evenly as nominal quota, everything else at Kueue's defaults
+(BestEffortFIFO, no preemption) (our choice, so that the policy runs on any trace).
 """
 
 from __future__ import annotations
@@ -49,7 +49,6 @@ from schedlab.policies.kueue.config import (
     Flavor,
     FlavorQuotas,
     KueueConfig,
-    Preemption,
     Quota,
     ResourceGroup,
     load_config,
@@ -121,8 +120,7 @@ def default_config(queues: list[str], gpus: int) -> KueueConfig:
         nominal = float(share + (1 if i < extra else 0))
         group = ResourceGroup((GPU,), (FlavorQuotas("default-flavor",
                                                     ((GPU, Quota(nominal)),)),))
-        cqs.append(ClusterQueue(q.replace("/", "-"), "all", (group,),
-                                preemption=Preemption("Any", "LowerPriority")))
+        cqs.append(ClusterQueue(q.replace("/", "-"), "all", (group,)))
     return KueueConfig("(default: one ClusterQueue per queue)",
                        (Flavor("default-flavor", None),), tuple(cqs), (Cohort("all", None),),
                        tuple((q, q.replace("/", "-")) for q in names), ())

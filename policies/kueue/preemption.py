@@ -182,6 +182,16 @@ def _restore(targets: Iterable[Target]) -> None:
         t.workload.add()
 
 
+def _enough(ctx: Ctx, cands: list[_Elem]) -> bool:
+    """Whether evicting every candidate could free what is missing (a shortcut of ours:
+    what a ClusterQueue has available grows by at most what is evicted)."""
+    for fr, v in ctx.requests.items():
+        missing = v - ctx.cq.available(fr)
+        if missing > 0 and sum(e[0].usage.get(fr, 0.0) for e in cands) < missing:
+            return False
+    return True
+
+
 def classical(ctx: Ctx) -> list[Target]:
     """classicalPreemptions: the targets, or [] when the workload cannot fit."""
     key = candidates_order
@@ -205,7 +215,7 @@ def classical(ctx: Ctx) -> list[Target]:
     for borrow in attempts:
         targets: list[Target] = []
         usable = [e for e in cands if not (borrow and e[2] == _WITHOUT_BORROW)]
-        if not usable:
+        if not usable or not _enough(ctx, usable):
             continue
         for e in usable:
             if not _valid(ctx, e, borrow):
