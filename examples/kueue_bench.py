@@ -44,6 +44,7 @@ def config(vcs: list[str], gpus: int) -> list[dict]:
 
 
 def main() -> None:
+    """Run fifo, then kueue, on the same trace and print their CPU seconds."""
     from schedlab.sim.engine import Simulation
     from schedlab.topologies import load_topology
     from schedlab.traces import shape
