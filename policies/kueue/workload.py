@@ -47,6 +47,7 @@ class Workload:
 def candidates_order(w: Workload) -> tuple[int, float, int]:
     """CandidatesOrdering within one list: lower priority, recently admitted first.
 
-    Ties: the youngest job first (Kueue breaks them by UID, which is random; ours).
+    Ties: the job index, oldest first (Kueue breaks them by UID; in its tests UIDs
+    follow the workloads' creation order, as the index does here).
     """
-    return (w.priority, -w.admitted_at, -w.idx)
+    return (w.priority, -w.admitted_at, w.idx)

@@ -90,15 +90,16 @@ def test_priority_class_preemption_within_cluster_queue(tmp_path):
 
 def test_reclaim_within_cohort(tmp_path):
     """a borrows b's 4 GPUs at 0 (a1, a2); b1 at 10 reclaims them (reclaimWithinCohort
-    Any): the more recently admitted of equals, a2, is evicted; a2 starts again when a1
-    ends at 100, b2 when b1 ends at 110."""
+    Any): of two equals admitted together the first created, a1, is evicted (Kueue:
+    lowest UID); a1 starts again when a2 ends at 100, b2 when b1 ends at 110."""
     cfg = write(tmp_path, flavor("default"), cq("a", gpus("default", 4), cohort="co"),
                 cq("b", gpus("default", 4), cohort="co",
                    preemption={"reclaimWithinCohort": "Any"}))
     r = run(cfg, EIGHT, job("a1", 0, 4, 100, "a"), job("a2", 0, 4, 100, "a"),
             job("b1", 10, 4, 100, "b"), job("b2", 20, 4, 100, "b"))
-    assert preempted(r) == [(10.0, "a2")]
+    assert preempted(r) == [(10.0, "a1")]
     assert starts(r) == {"a1": 0.0, "a2": 0.0, "b1": 10.0, "b2": 110.0}
+    assert r.jobs.set_index("job_id").end_time["a1"] == 200.0
 
 
 def test_flavors_map_to_gpu_types(tmp_path):
