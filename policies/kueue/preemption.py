@@ -183,8 +183,10 @@ def _restore(targets: Iterable[Target]) -> None:
 
 
 def _enough(ctx: Ctx, cands: list[_Elem]) -> bool:
-    """Whether evicting every candidate could free what is missing (a shortcut of ours:
-    what a ClusterQueue has available grows by at most what is evicted)."""
+    """Whether evicting every candidate could free what is missing.
+
+    A shortcut of ours: what a ClusterQueue has available grows by at most what is evicted.
+    """
     for fr, v in ctx.requests.items():
         missing = v - ctx.cq.available(fr)
         if missing > 0 and sum(e[0].usage.get(fr, 0.0) for e in cands) < missing:
