@@ -157,6 +157,7 @@ class KueuePolicy(Policy):
                    "LocalQueue, WorkloadPriorityClass): quotas, borrowing, preemption, "
                    "fair sharing")
     supports_roles = True
+    orders = False  # its own queues and quotas: not an ordering inside another policy
     params = {
         "config": Param(None, as_optional(as_path),
                         "Kueue objects, a multi-document YAML as kubectl apply takes it "
