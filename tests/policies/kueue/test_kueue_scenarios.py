@@ -209,6 +209,22 @@ def test_schedule_hierarchical_cohort_lending_limit(tmp_path, lending, want):
     assert starts(r) == {"wl-existing": 0.0, "wl-pending": want}
 
 
+def test_schedule_hierarchical_cohort_borrowing_less_first(tmp_path):
+    """TestSchedule "in a hierarchical cohort, workload borrowing less is scheduled
+    first": cohort `guaranteed` (4 CPUs) under `root`; CQ guaranteed (0) in it, CQ
+    best-effort (0) directly in root. Both ask 4 CPUs at once: guaranteed borrows from
+    one level up, best-effort from two, so guaranteed is admitted although best-effort
+    has the higher priority (3); best-effort waits until 100."""
+    cfg = write(tmp_path, flavor("default"), cohort("root"),
+                cohort("guaranteed", group(("default", [res("cpu", "4")])), parent="root"),
+                cq("guaranteed", group(("default", [res("cpu", "0")])), cohort="guaranteed"),
+                cq("best-effort", group(("default", [res("cpu", "0")])), cohort="root"))
+    best = JobSpec("best-effort", 0.0, 0, 100.0, num_cpus=4, priority=3,
+                   extra=(("queue", "best-effort"),))
+    r = run(cfg, EIGHT, _cpu_job("guaranteed", 0, 4, 100, "guaranteed"), best)
+    assert starts(r) == {"guaranteed": 0.0, "best-effort": 100.0}
+
+
 # --- configuration errors: one line naming file, object, field, value, what is allowed ---
 
 @pytest.mark.parametrize(("doc", "needle"), [
