@@ -138,6 +138,7 @@ POLICIES = Registry("policy", "schedlab.policies", {
     "vc-quota": "schedlab.policies.hived.vc_quota:VcQuotaPolicy",
     "drf": "schedlab.policies.drf:DrfPolicy",
     "capacity": "schedlab.policies.capacity:CapacityPolicy",
+    "kueue": "schedlab.policies.kueue:KueuePolicy",
     "sjf": "schedlab.policies.sjf:SjfPolicy",
     "srtf": "schedlab.policies.sjf:SrtfPolicy",
     "tiresias-las": "schedlab.policies.tiresias:TiresiasLasPolicy",
