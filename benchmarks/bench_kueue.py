@@ -4,7 +4,7 @@ Not a test (minutes on the full trace). The config is generated from the trace: 
 ClusterQueue per VC, the first half of the VCs (by name) in cohort `east`, the rest in
 `west`, the cluster's GPUs split evenly as nominal quota, reclaimWithinCohort Any.
 
-    python examples/kueue_bench.py [--max-jobs N]
+    python benchmarks/bench_kueue.py [--max-jobs N]
 """
 
 from __future__ import annotations
