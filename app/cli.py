@@ -50,7 +50,7 @@ def format_table(summaries: list[dict[str, Any]]) -> str:
             v = s.get(key)
             if key == "makespan" and isinstance(v, float):
                 v = v / 3600.0
-            if isinstance(v, float) and math.isnan(v):
+            if v is None or (isinstance(v, float) and math.isnan(v)):
                 row.append("-")
             else:
                 row.append(fmt.format(v))

@@ -26,7 +26,7 @@ import pandas as pd
 from schedlab.app import plots
 from schedlab.app.plot_runs import RunData, load_results
 from schedlab.sim.errors import SimError
-from schedlab.sim.writing import FolderNotWritable, atomic_text, ensure_writable_dir
+from schedlab.sim.writing import FolderNotWritable, atomic_text, ensure_writable_dir, json_text
 
 __all__ = ["REPORT_COLUMNS", "ReportFigure", "build_report", "write_report"]
 
@@ -257,7 +257,7 @@ def build_report(paths: Sequence[str | os.PathLike[str]], *, title: str | None =
                  '<p class="note">Everything needed to rerun each run exactly '
                  "(its config.json).</p>")
     for run in runs:
-        text = json.dumps(_config_of(run), indent=2, sort_keys=True, default=str)
+        text = json_text(_config_of(run), sort_keys=True, default=str)
         parts.append(f'<details class="config" data-run="{html.escape(run.label, quote=True)}">'
                      f"<summary>{html.escape(run.label)}</summary>"
                      f"<pre>{html.escape(text)}</pre></details>")
