@@ -117,11 +117,11 @@ def trace_format_option(f: F) -> F:
 
 def _load(source: str, trace_format: str | None, skip_bad_rows: bool,
           topo_src: str | None) -> tuple[Any, Any]:
-    from schedlab.traces import load_trace
+    from schedlab.app.inputs import load_named_trace as load_trace
 
     topo = None
     if topo_src is not None:
-        from schedlab.topologies import load_topology
+        from schedlab.app.inputs import load_named_topology as load_topology
 
         topo = load_topology(topo_src)
     trace = load_trace(source, skip_bad_rows=skip_bad_rows, trace_format=trace_format,

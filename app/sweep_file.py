@@ -303,10 +303,10 @@ def _make_point(base: dict[str, Any], combo: dict[str, Any], policies: Mapping[s
     shown = ", ".join(f"{k}={v!r}" for k, v in combo.items()) or "base"
     at = f"{where} (run {shown})"
     policy = policies[values["policy"]]
-    others = [p for p in policies.values() if p != policy]
+    params = _scoped_params(params, values["policy"], policies, where)
     try:
-        # another policy's parameter is left out of this run (as `schedlab run` does)
-        engine, own = split_params(policy, params, others=others)
+        _check_taken(policy, params, policies)
+        engine, own = split_params(policy, params)
         mine = {k: resolve_path(v, root) for k, v in sorted({**engine, **own}.items())}
         check_params(policy, mine)
     except SimError as e:
@@ -325,6 +325,48 @@ def _make_point(base: dict[str, Any], combo: dict[str, Any], policies: Mapping[s
         trace_window=window_value(values["trace_window"], at),
         until=seconds_value(values["until"], "until", at),
     )
+
+
+def _scoped_params(params: dict[str, Any], written: str, policies: Mapping[str, str],
+                   where: str) -> dict[str, Any]:
+    """This run's parameters: `POLICY.KEY` ones kept (as KEY) only for the run of POLICY.
+
+    POLICY is a policy of the sweep as written, or its results label; anything else
+    before the dot is an error.
+    """
+    out: dict[str, Any] = {}
+    scoped: dict[str, Any] = {}
+    for key, value in params.items():
+        scope, dot, name = key.rpartition(".")
+        if not dot:
+            out[key] = value
+            continue
+        owner = next((w for w, p in policies.items() if scope in (w, p, policy_label(p))),
+                     None)
+        if owner is None or not name:
+            raise InvalidParameter(
+                f"{where}: parameter {key!r}: {scope!r} is not a policy of the sweep "
+                f"({', '.join(policies)}); a parameter for one policy is written "
+                "params.POLICY.KEY")
+        if owner == written:
+            scoped[name] = value
+    return {**out, **scoped}
+
+
+def _check_taken(policy: str, params: Mapping[str, Any], policies: Mapping[str, str]) -> None:
+    """A key this run's policy does not take but another does is an error saying how to scope it."""
+    from schedlab.sim.engine_params import ENGINE_PARAMS, policy_params
+
+    mine = set(ENGINE_PARAMS) | set(policy_params(policy))
+    for key in params:
+        if key in mine:
+            continue
+        takers = [w for w, p in policies.items() if key in policy_params(p)]
+        if takers:
+            raise InvalidParameter(
+                f"policy {policy!r} does not take parameter {key!r} (taken by "
+                f"{', '.join(repr(t) for t in takers)}); give it to those only as "
+                f"params.{takers[0]}.{key}")
 
 
 def _scalar(v: Any) -> Any:

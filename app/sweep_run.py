@@ -54,9 +54,9 @@ class SweepReport:
 @functools.lru_cache(maxsize=4)
 def _cached_trace(source: str, stamp: float) -> Any:
     """Traces are immutable: a worker that runs many points loads each one once."""
-    from schedlab.traces import load_trace
+    from schedlab.app.inputs import load_named_trace
 
-    return load_trace(source)
+    return load_named_trace(source)
 
 
 def _load_trace(source: str) -> Any:
@@ -77,6 +77,7 @@ def shaped_trace(point: RunPoint) -> Any:
 
 def run_point(point: RunPoint, out: str) -> RunOutcome:
     """Run one point into OUT/<folder>; a failure is recorded in error.json, never raised."""
+    from schedlab.app.inputs import load_named_topology
     from schedlab.sim.engine import Simulation
 
     folder = Path(out) / point.folder
@@ -88,8 +89,8 @@ def run_point(point: RunPoint, out: str) -> RunOutcome:
     atomic_text(folder / "point.json", point_json)  # marks a started run until it ends
     wall0 = time.perf_counter()
     try:
-        sim = Simulation(shaped_trace(point), point.topology, point.policy, seed=point.seed,
-                         params=dict(point.params))
+        sim = Simulation(shaped_trace(point), load_named_topology(point.topology),
+                         point.policy, seed=point.seed, params=dict(point.params))
         result = sim.run(until=point.until)
         result.config["sweep_point"] = point.config()
         result.write(folder, extra={"point.json": point_json})

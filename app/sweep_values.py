@@ -90,11 +90,17 @@ def resolve_path(v: Any, root: Path) -> Any:
 
 def check_inputs(trace: str, topology: str, at: str, checked: set[tuple[str, str]]) -> None:
     """Fail early on an unknown trace or topology name, or a missing file (each once)."""
-    from schedlab.topologies import load_topology
+    from schedlab.app.inputs import load_named_topology as load_topology
+    from schedlab.app.inputs import philly_table
     from schedlab.traces import bundled_traces, load_trace
 
     if ("trace", trace) not in checked:
-        if not (Path(trace).is_file() or trace in bundled_traces()):
+        if trace == "philly":
+            try:
+                philly_table()
+            except SimError as e:
+                raise InvalidParameter(f"{at}: {e}") from None
+        elif not (Path(trace).is_file() or trace in bundled_traces()):
             try:
                 load_trace(trace)
             except SimError as e:
