@@ -141,7 +141,7 @@ def run(trace_src: str, topo_src: str, policies: tuple[str, ...], params: tuple[
     if not quiet:
         click.echo(format_table(summaries))
     # warnings are not progress: --quiet keeps them (on stderr, under the table)
-    for line in warning_lines(summaries):
+    for line in warning_lines(summaries) + note_lines(summaries):
         click.echo(line, err=True)
     if not quiet:
         click.echo(total_line(summaries, time.perf_counter() - wall0, jobs))
@@ -168,6 +168,15 @@ def warning_lines(summaries: list[dict[str, Any]]) -> list[str]:
         for text in [found] if isinstance(found, str) else found:
             lines.append(f"warning: {s.get('policy', '?')}: {text}")
     return lines
+
+
+def note_lines(summaries: list[dict[str, Any]]) -> list[str]:
+    """`note: TEXT (POLICY, ...)` once for each distinct entry of the summaries' `notes`."""
+    seen: dict[str, list[str]] = {}
+    for s in summaries:
+        for text in s.get("notes") or []:
+            seen.setdefault(str(text), []).append(str(s.get("policy", "?")))
+    return [f"note: {text} ({', '.join(names)})" for text, names in seen.items()]
 
 
 def _writable_out(out: str) -> Path:

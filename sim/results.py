@@ -407,6 +407,23 @@ RESULT_MARKERS = ("summary.json", "config.json", "jobs.parquet", "error.json", "
 """Files that mark a folder as a schedlab result folder."""
 
 
+def tenant_notes(policy: Any, jobs: Any) -> list[str]:
+    """A note when a policy sharing by user took jobs without one under their vc.
+
+    Not a warning: the run is as meant (`schedlab.policies.tenant_key`); the CLI says it
+    once for every policy it applies to.
+    """
+    if getattr(policy, "tenant_field", None) != "user" or not callable(
+            getattr(policy, "tenant_key", None)):
+        return []
+    n = sum(1 for j in jobs if not j.spec.user)
+    if n == 0:
+        return []
+    if n == len(jobs):
+        return ["the trace has no users: each job's vc is its tenant"]
+    return [f"{n} of {len(jobs)} jobs have no user: each counts under its vc as its tenant"]
+
+
 def null_metrics(summary: Mapping[str, Any]) -> list[str]:
     """The summary's metrics that have no value (NaN or infinite), in summary order."""
     return [k for k, v in summary.items() if isinstance(v, float | np.floating)
@@ -505,6 +522,7 @@ def build_result(sim: SimInputs, run: ResultRun, end: float, wall: float) -> Sim
             summary[f"policy_{k}"] = v
     # a container job's task runs are not jobs of their own
     summary["warnings"] = result_warnings(sim.policy, run.jobs[:run.num_trace])
+    summary["notes"] = tenant_notes(sim.policy, run.jobs[:run.num_trace])
     undefined = null_metrics(summary)
     if undefined:
         summary["warnings"].append(
