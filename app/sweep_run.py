@@ -89,8 +89,9 @@ def run_point(point: RunPoint, out: str) -> RunOutcome:
     atomic_text(folder / "point.json", point_json)  # marks a started run until it ends
     wall0 = time.perf_counter()
     try:
-        sim = Simulation(shaped_trace(point), load_named_topology(point.topology),
-                         point.policy, seed=point.seed, params=dict(point.params))
+        exe = point.resolved()  # its files found from the sweep file's folder
+        sim = Simulation(shaped_trace(exe), load_named_topology(exe.topology),
+                         exe.policy, seed=exe.seed, params=dict(exe.params))
         result = sim.run(until=point.until)
         result.config["sweep_point"] = point.config()
         result.write(folder, extra={"point.json": point_json})

@@ -12,8 +12,8 @@ from typing import Any
 
 from schedlab.sim.errors import InvalidParameter, SimError
 
-__all__ = ["check_inputs", "int_value", "positive_value", "resolve_path", "seconds_value",
-           "text_value", "window_value"]
+__all__ = ["check_inputs", "int_value", "portable_path", "positive_value", "resolve_path",
+           "seconds_value", "text_value", "window_value"]
 
 _PATH_SUFFIXES = (".csv", ".gz", ".parquet", ".pq", ".yaml", ".yml", ".json", ".txt", ".swf")
 
@@ -86,6 +86,19 @@ def resolve_path(v: Any, root: Path) -> Any:
     if looks and Path(text).exists():
         return str(Path(text).resolve())
     return v
+
+
+def portable_path(v: Any, root: Path) -> Any:
+    """An absolute path to an existing file, relative to `root` (POSIX); else `v` as it is.
+
+    `root` is the sweep file's folder: run ids and labels then do not depend on where the
+    checkout is (`resolve_path` reverses it).
+    """
+    if not isinstance(v, str) or not Path(v).is_absolute() or not Path(v).exists():
+        return v
+    rel = Path(os.path.relpath(v, Path(root).resolve())).as_posix()
+    # a bare name without a trace suffix would read as a bundled name: mark it a path
+    return rel if "/" in rel or rel.lower().endswith(_PATH_SUFFIXES) else f"./{rel}"
 
 
 def check_inputs(trace: str, topology: str, at: str, checked: set[tuple[str, str]]) -> None:
