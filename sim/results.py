@@ -522,6 +522,9 @@ def build_result(sim: SimInputs, run: ResultRun, end: float, wall: float) -> Sim
             summary[f"policy_{k}"] = v
     # a container job's task runs are not jobs of their own
     summary["warnings"] = result_warnings(sim.policy, run.jobs[:run.num_trace])
+    own = getattr(sim.policy, "warnings", None)  # a policy's word on its configuration
+    if callable(own):
+        summary["warnings"].extend(str(w) for w in own())
     summary["notes"] = tenant_notes(sim.policy, run.jobs[:run.num_trace])
     undefined = null_metrics(summary)
     if undefined:
