@@ -502,6 +502,10 @@ def build_result(sim: SimInputs, run: ResultRun, end: float, wall: float) -> Sim
     # after the summary: its transient memory then meets the recorder's compact event
     # columns, not the events frame (the peak of a million-job run)
     events = _recorded_events(rec)
+    # the GPUs each job ran on, kept by the recorder at every placement
+    placed = rec.gpus_by_job()
+    jobs.insert(len(JOB_COLUMNS) + len(JOB_EXTRA_COLUMNS), "gpus",
+                [placed.get(j, "") for j in jobs["job_id"].tolist()])
     summary.update(
         policy=sim.policy.name,
         trace=_trace_label(sim),
