@@ -313,6 +313,32 @@ class Recorder:
                 self._events = []
                 self._ev.add(ev)
 
+    def task_event(self, job: JobState, role: str, index: int, node: int,
+                   gpus: tuple[int, ...], kind: EventKind = EventKind.START) -> None:
+        """A row for one non-gang task of a job with roles (placed or ended on its own).
+
+        Its `num_gpus`, `cells` and `gpus` are the task's; `detail` names it,
+        `task=ROLE[I]@NODE`. For the engine's placement of non-gang tasks
+        (`schedlab.sim.role_tasks.place_side`).
+        """
+        self.event_count += 1
+        if kind in _PLACING and gpus:
+            text = self.gpu_names(gpus)
+            code = self._placed_texts.get(text)
+            if code is None:
+                code = self._placed_texts[text] = len(self._placed_texts)
+            self._placed_ids.append(job.spec.job_id)
+            self._placed_codes.append(code)
+        if self.keep_events:
+            ev = self._events
+            ev.extend((self._now(), job.spec.job_id, kind._value_, len(gpus),
+                       self.cells(gpus),
+                       f"task={role}[{index}]@{self.topo.nodes[node].name}",
+                       self.gpu_names(gpus)))
+            if len(ev) >= _EV_FLAT:
+                self._events = []
+                self._ev.add(ev)
+
     def node(self, name: str, kind: str) -> None:
         """One row of nodes.parquet (a failure or a repair) now."""
         self.nodes.append((self._now(), name, kind, self.event_count))

@@ -17,7 +17,7 @@ from schedlab.sim.engine import Simulation
 from schedlab.sim.jobstate import JobState
 from schedlab.sim.model import EventKind, JobSpec
 from schedlab.sim.queue import PendingQueue
-from schedlab.sim.recorder import _CHUNK, Coded, Recorder
+from schedlab.sim.recorder import _CHUNK, EVENT_COLUMNS, Coded, Recorder
 from schedlab.topologies.build import uniform_topology
 from schedlab.traces.synthetic import from_records
 
@@ -140,3 +140,14 @@ def test_gpu_names_and_the_gpus_each_job_was_placed_on() -> None:
     rec.event(job("b", 1, (3,)), EventKind.START)
     rec.event(job("b", 1, (3,)), EventKind.FINISH)
     assert rec.gpus_by_job() == {"a": "node0/gpu0;node0/gpu1;node1/gpu0", "b": "node1/gpu1"}
+
+
+def test_a_non_gang_task_s_start_is_a_row_of_its_own() -> None:
+    rec, now = recorder()
+    now[0] = 7.0
+    rec.task_event(job("j", 4, (0, 1)), "evaluator", 0, 1, (2,))
+    cols = rec.take_events()
+    assert [decode(cols[k]) for k in EVENT_COLUMNS] == [
+        [7.0], ["j"], ["start"], [1], ["node1:1"], ["task=evaluator[0]@node1"],
+        ["node1/gpu0"]]
+    assert rec.gpus_by_job() == {"j": "node1/gpu0"}
