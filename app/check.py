@@ -32,7 +32,7 @@ EXCLUDED_METRICS = frozenset({"wall_seconds", "events_processed", "seed"})
 """Numeric summary keys that are not results of the schedule (machine time, cost, inputs)."""
 
 CONFIG_KEYS = ("policy", "trace", "topology", "trace_sha", "seed", "params", "max_jobs",
-               "until")
+               "until", "sweep_point")
 """The config kept in a baseline entry."""
 
 COMPARED_CONFIG = ("policy", "trace_sha", "seed", "params", "max_jobs", "until")
@@ -169,12 +169,21 @@ def compare_run(key: str, entry: Mapping[str, Any], record: RunRecord | None,
         return [Row(key, "*", None, None, "missing run")]
     rows: list[Row] = []
     want = entry.get("config") or {}
-    for k in COMPARED_CONFIG:
+    # a sweep run's point names its files relative to the sweep file: compared instead of
+    # the params, which hold the paths the files had on the machine that ran it
+    portable = "sweep_point" in want and "sweep_point" in record.config
+    for k in (*COMPARED_CONFIG, "sweep_point"):
+        if portable and k == "params":
+            continue
         if k in want and k in record.config and want[k] != record.config[k]:
             rows.append(Row(key, f"config.{k}", want[k], record.config[k], "config differs"))
     rtol0, atol0 = _defaults(baseline)
     now = metrics_of(record.summary)
     for metric, spec in entry["metrics"].items():
+        if metric not in now and spec["value"] is None and metric in record.summary \
+                and record.summary[metric] is None:  # no value then, none now (JSON null)
+            rows.append(Row(key, metric, None, None, "ok"))
+            continue
         if metric not in now:
             rows.append(Row(key, metric, spec["value"], None, "missing metric"))
             continue

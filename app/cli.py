@@ -50,7 +50,7 @@ def format_table(summaries: list[dict[str, Any]]) -> str:
             v = s.get(key)
             if key == "makespan" and isinstance(v, float):
                 v = v / 3600.0
-            if isinstance(v, float) and math.isnan(v):
+            if v is None or (isinstance(v, float) and math.isnan(v)):
                 row.append("-")
             else:
                 row.append(fmt.format(v))
@@ -80,27 +80,33 @@ Examples:
   schedlab run --policy fifo --policy tiresias-las -j 2 --out results/two
   schedlab run --policy fifo-backfill --param placer=pack --trace my_trace.csv
   schedlab run --trace philly-like:5000 --param load=0.8 --seed 3
+  schedlab run --trace philly --topology uniform:56   # full Philly table, contended cluster
   schedlab run --policy my_policies.py:SmallestFirst --max-jobs 500
+  schedlab run --policy fifo --policy drf --param drf.preempt=true   # one policy's param
 """
 
 
 @main.command(epilog=RUN_EXAMPLES)
 @click.option("--trace", "trace_src", default="default", show_default=True,
-              help="Trace file (CSV/Parquet) or bundled name.")
+              help="Trace file (CSV/Parquet, any reader's format) or name: default, philly "
+                   "(the full Philly table from ../shared or $SCHEDLAB_SHARED), "
+                   "synthetic[:N], philly-like[:N], helios-like[:N].")
 @click.option("--topology", "topo_src", default="default", show_default=True,
-              help="Topology file (YAML, HiveD YAML, machine list) or preset name.")
+              help="Topology file (YAML, HiveD YAML, machine list) or name: default, "
+                   "dgx1-v100, dgx-a100, philly, uniform:N[:TYPE] (N 8-GPU nodes).")
 @click.option("--policy", "policies", multiple=True,
               help="Policy name, module:Class or file.py:Class (repeatable). Default: every "
                    "registered policy.")
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE",
-              help="Policy or engine parameter (repeatable).")
+              help="Policy or engine parameter (repeatable); every policy given must take "
+                   "it. POLICY.KEY=VALUE gives it to one policy only.")
 @click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0),
               help="Seed of the run's random numbers (random policies, failures, generated "
                    "traces): the same seed gives the same numbers.")
 @click.option("--until", type=click.FloatRange(min=0), default=None,
               help="Stop at this simulated time (s); jobs still open are 'unfinished'.")
-@click.option("--max-jobs", type=click.IntRange(min=0), default=None,
-              help="Use only the first N jobs by submit time.")
+@click.option("--max-jobs", type=click.IntRange(min=1), default=None,
+              help="Use only the first N jobs by submit time (N >= 1).")
 @click.option("--out", "out", default="results", show_default=True,
               type=click.Path(file_okay=False), help="Results folder; one subfolder per policy.")
 @click.option("-j", "--jobs", "jobs", type=click.IntRange(min=1), default=None,
@@ -135,7 +141,7 @@ def run(trace_src: str, topo_src: str, policies: tuple[str, ...], params: tuple[
     if not quiet:
         click.echo(format_table(summaries))
     # warnings are not progress: --quiet keeps them (on stderr, under the table)
-    for line in warning_lines(summaries):
+    for line in warning_lines(summaries) + note_lines(summaries):
         click.echo(line, err=True)
     if not quiet:
         click.echo(total_line(summaries, time.perf_counter() - wall0, jobs))
@@ -164,6 +170,15 @@ def warning_lines(summaries: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def note_lines(summaries: list[dict[str, Any]]) -> list[str]:
+    """`note: TEXT (POLICY, ...)` once for each distinct entry of the summaries' `notes`."""
+    seen: dict[str, list[str]] = {}
+    for s in summaries:
+        for text in s.get("notes") or []:
+            seen.setdefault(str(text), []).append(str(s.get("policy", "?")))
+    return [f"note: {text} ({', '.join(names)})" for text, names in seen.items()]
+
+
 def _writable_out(out: str) -> Path:
     """The results folder, created and checked writable before anything is simulated.
 
@@ -181,19 +196,51 @@ def _writable_out(out: str) -> Path:
 
 def params_by_policy(policies: list[str], given: dict[str, str]
                      ) -> dict[str, dict[str, str]]:
-    """Each policy's parameters (engine keys and its own) of `--param`s given to them all.
+    """Each policy's parameters (engine keys and its own) of the `--param`s given.
 
-    One `schedlab.sim.engine_params.split_params` call per policy, the others passed as `others`:
-    a key only another policy knows is left out, a key no one knows is an error naming
-    the closest known key. Every value is parsed too, so a bad one fails before any run.
+    `KEY=VALUE` goes to every policy of the command, and each must take it: a key that
+    some policies do not know is an error naming them (with one policy, as with several),
+    unless it is scoped as `POLICY.KEY=VALUE` (POLICY as given to `--policy`, or its
+    results label), which goes to that policy only. Every value is parsed too, so a bad
+    one fails before any run.
+
+    Raises:
+        InvalidParameter: An unknown key (the closest known one named), a key some
+            policies do not take, or a scope that is not a policy of the command.
     """
-    from schedlab.sim.engine_params import check_params, split_params
+    from schedlab.sim.engine_params import ENGINE_PARAMS, check_params, policy_params
+    from schedlab.sim.errors import InvalidParameter
 
+    scoped: dict[str, dict[str, str]] = {n: {} for n in policies}
+    common: dict[str, str] = {}
+    for key, value in given.items():
+        scope, dot, name = key.rpartition(".")
+        if not dot:
+            common[key] = value
+            continue
+        target = next((n for n in policies if scope in (n, policy_label(n))), None)
+        if target is None or not name:
+            raise InvalidParameter(
+                f"--param {key}={value}: {scope!r} is not a policy of this command "
+                f"({', '.join(policies)}); a parameter for one policy is written "
+                "POLICY.KEY=VALUE")
+        scoped[target][name] = value
+    known = {n: set(ENGINE_PARAMS) | set(policy_params(n)) for n in policies}
+    for key, value in common.items():
+        without = [n for n in policies if key not in known[n]]
+        if not without or len(without) == len(policies):
+            continue  # taken by all, or by none (split_params below names the close ones)
+        takers = [n for n in policies if key in known[n]]
+        raise InvalidParameter(
+            f"--param {key}={value}: polic{'y' if len(without) == 1 else 'ies'} "
+            f"{', '.join(repr(n) for n in without)} do{'es' if len(without) == 1 else ''} "
+            f"not take parameter {key!r} (taken by {', '.join(repr(n) for n in takers)}); "
+            f"give it to those as POLICY.{key}=VALUE, e.g. --param "
+            f"{policy_label(takers[0])}.{key}={value}")
     out: dict[str, dict[str, str]] = {}
     for name in policies:
-        engine, own = split_params(name, given, others=[n for n in policies if n != name])
-        out[name] = {**engine, **own}
-        check_params(name, out[name])
+        out[name] = {**common, **scoped[name]}
+        check_params(name, out[name])  # an unknown key names the policy and close matches
     return out
 
 
@@ -210,11 +257,11 @@ def run_many(trace_src: str, topo_src: str, policies: list[str], params: list[st
     `helios-like`) on the topology, not a policy parameter. A policy given as
     'module:Class' or 'file.py:Class' writes its results under its class's name.
     """
+    from schedlab.app.inputs import load_named_topology as load_topology
+    from schedlab.app.inputs import load_named_trace as load_trace
     from schedlab.policies import registered_policies
     from schedlab.sim.errors import InvalidParameter
     from schedlab.sim.params import parse_kv
-    from schedlab.topologies import load_topology
-    from schedlab.traces import load_trace
 
     names = policies or registered_policies()
     labels = {n: policy_label(n) for n in names}  # unknown names fail before any work
@@ -313,7 +360,8 @@ Examples:
 @click.argument("source", default="default")
 def topology_show(source: str) -> None:
     """The cell tree, level counts and GPU types of a topology file or preset."""
-    from schedlab.topologies import describe, load_topology
+    from schedlab.app.inputs import load_named_topology as load_topology
+    from schedlab.topologies import describe
 
     try:
         click.echo(describe(load_topology(source)))

@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -16,6 +15,7 @@ import click
 
 from schedlab.app.common import fail
 from schedlab.sim.errors import SimError
+from schedlab.sim.writing import json_text
 
 __all__ = ["SHAPING_KEYS", "shape_from_options", "shaping_options", "trace",
            "trace_format_option"]
@@ -117,11 +117,11 @@ def trace_format_option(f: F) -> F:
 
 def _load(source: str, trace_format: str | None, skip_bad_rows: bool,
           topo_src: str | None) -> tuple[Any, Any]:
-    from schedlab.traces import load_trace
+    from schedlab.app.inputs import load_named_trace as load_trace
 
     topo = None
     if topo_src is not None:
-        from schedlab.topologies import load_topology
+        from schedlab.app.inputs import load_named_topology as load_topology
 
         topo = load_topology(topo_src)
     trace = load_trace(source, skip_bad_rows=skip_bad_rows, trace_format=trace_format,
@@ -169,7 +169,7 @@ def inspect_cmd(source: str, trace_format: str | None, topo_src: str | None,
         t = shape_from_options(t, topo, **shaping)
         stats = trace_stats(t, topo)
         if as_json:
-            click.echo(json.dumps(stats.as_dict(), indent=2))
+            click.echo(json_text(stats.as_dict()))
         else:
             click.echo(format_stats(stats))
         if plot_dir is not None:

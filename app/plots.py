@@ -118,7 +118,7 @@ def cdf_figure(runs: Sequence[RunData], column: str = "jct",
     cols = min(2, len(chunks))
     rows = math.ceil(len(chunks) / cols)
     fig = _figure(8.0 if cols == 1 else 14.0, 5.0 if rows == 1 else 5.5 * rows)
-    axes = np.atleast_1d(fig.subplots(rows, cols, sharex=True, sharey=True,
+    axes = np.atleast_1d(fig.subplots(rows, cols, sharex=True, sharey=False,
                                       squeeze=False)).ravel()
     note = "; 0 drawn at 1 s" if column == "queueing_delay" else ""
     for i, ax in enumerate(axes):
@@ -219,33 +219,77 @@ def tenants_figure(runs: Sequence[RunData], top: int = 10) -> Figure:
     return fig
 
 
-def timeline_figure(runs: Sequence[RunData], per_panel: int | None = None) -> Figure:
-    """GPU utilization and fragmentation over simulated time, one line per run.
+TIMELINE_BINS = 200
+"""Time windows of the utilization/fragmentation figure: each point is a window's
+time-weighted mean, so a value that flips between 0 and 1 shows as its average."""
 
-    More runs than `per_panel` get one pair of panels (utilization, fragmentation) per
-    group of runs, stacked on one time axis.
+
+def windowed_mean(t: np.ndarray, v: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Time-weighted mean of the step function (value v[i] from t[i] on) in each window.
+
+    Windows are [edges[k], edges[k+1]); before t[0] the function counts as 0, after the
+    last time it keeps its last value.
     """
-    chunks = _chunks(runs, per_panel)
-    fig = _figure(9 if len(chunks) == 1 else 12, 6 * len(chunks))
-    axes = np.atleast_1d(fig.subplots(2 * len(chunks), 1, sharex=True)).ravel()
-    for i, chunk in enumerate(chunks):
-        ax_u, ax_f = axes[2 * i], axes[2 * i + 1]
-        for run, color in zip(chunk, _line_colors(len(chunk)), strict=True):
-            tl = run.table("timeline")
-            t = tl["time"].to_numpy(dtype=float) / HOUR
-            ax_u.step(t, tl["utilization"], where="post", lw=0.8, color=color,
-                      label=run.label)
-            ax_f.step(t, tl["fragmentation"], where="post", lw=0.8, color=color,
-                      label=run.label)
-        ax_u.set_ylabel("utilization\n(busy / healthy GPUs)")
-        ax_f.set_ylabel("fragmentation\n(free GPUs outside\nfully free nodes / free GPUs)")
-        for ax in (ax_u, ax_f):
-            ax.set_ylim(-0.02, 1.02)
-            ax.grid(True, alpha=0.3)
-        ax_u.legend(loc="upper right", fontsize="small" if len(chunks) == 1 else "x-small",
-                    ncol=1 if len(chunk) <= 6 else 2)
-    axes[-1].set_xlabel("simulated time (hours)")
-    axes[0].set_title("GPU utilization and fragmentation over time")
+    if len(t) == 0:
+        return np.zeros(len(edges) - 1)
+    v = np.nan_to_num(np.asarray(v, dtype=float))
+    t = np.asarray(t, dtype=float)
+    cum = np.concatenate([[0.0], np.cumsum(v[:-1] * np.diff(t))])  # integral up to t[i]
+    i = np.searchsorted(t, edges, side="right") - 1
+    before = i < 0
+    i = np.clip(i, 0, len(t) - 1)
+    area = np.where(before, 0.0, cum[i] + v[i] * (edges - t[i]))
+    width = np.diff(edges)
+    return np.divide(np.diff(area), width, out=np.zeros(len(width)), where=width > 0)
+
+
+def timeline_figure(runs: Sequence[RunData], per_panel: int | None = None) -> Figure:
+    """Utilization and fragmented free GPUs over simulated time: one small panel per run.
+
+    Each curve is a time-weighted mean over windows of 1/TIMELINE_BINS of the time span
+    (`windowed_mean`), so a few free GPUs flipping between fragmented and not show as
+    their average; fragmentation is weighted by the free GPUs (free GPUs outside fully
+    free nodes, as a share of all GPUs), which stays small when few GPUs are free. Panels
+    share the time axis and one 0..1 scale, so twenty policies read side by side.
+    `per_panel` is kept for callers; every run has its own panel.
+    """
+    del per_panel
+    tables = [run.table("timeline") for run in runs]
+    ends = [float(tl["time"].max()) for tl in tables if len(tl)]
+    starts = [float(tl["time"].min()) for tl in tables if len(tl)]
+    t0, t1 = (min(starts), max(ends)) if ends else (0.0, 1.0)
+    edges = np.linspace(t0, t1 if t1 > t0 else t0 + 1.0, TIMELINE_BINS + 1)
+    mid = (edges[:-1] + edges[1:]) / 2 / HOUR
+    n = max(1, len(runs))
+    cols = 1 if n == 1 else 2 if n <= 6 else 3 if n <= 12 else 4
+    rows = math.ceil(n / cols)
+    fig = _figure(9 if cols == 1 else 3.4 * cols, 1.2 + 1.7 * rows)
+    axes = np.atleast_1d(fig.subplots(rows, cols, sharex=True, sharey=False,
+                                      squeeze=False)).ravel()
+    for ax, run, tl in zip(axes, runs, tables, strict=False):
+        t = tl["time"].to_numpy(dtype=float)
+        util = windowed_mean(t, tl["utilization"].to_numpy(dtype=float), edges)
+        total = tl["gpus_total"].to_numpy(dtype=float)
+        free = np.clip(total - tl["gpus_busy"].to_numpy(dtype=float), 0.0, None)
+        share = np.divide(free * tl["fragmentation"].to_numpy(dtype=float), total,
+                          out=np.zeros(len(t)), where=total > 0)
+        frag = windowed_mean(t, share, edges)
+        ax.plot(mid, util, lw=1.0, color="tab:blue", label="utilization")
+        ax.fill_between(mid, 0, frag, color="tab:red", alpha=0.45, lw=0,
+                        label="fragmented free GPUs")
+        ax.set_title(run.label, fontsize="small")
+        ax.set_ylim(0, 1.02)
+        ax.grid(True, alpha=0.3)
+    for ax in axes[len(runs):]:
+        ax.set_visible(False)
+    for r in range(rows):
+        axes[r * cols].set_ylabel("share of GPUs")
+    for ax in axes[(rows - 1) * cols:]:
+        ax.set_xlabel("simulated time (hours)")
+    axes[0].legend(loc="upper right", fontsize="x-small")
+    fig.suptitle("GPU utilization (busy / healthy GPUs) and fragmented free GPUs (free "
+                 "GPUs outside fully free nodes / all GPUs),\ntime-weighted means over "
+                 f"{TIMELINE_BINS} windows")
     return fig
 
 

@@ -26,7 +26,7 @@ import pandas as pd
 from schedlab.app import plots
 from schedlab.app.plot_runs import RunData, load_results
 from schedlab.sim.errors import SimError
-from schedlab.sim.writing import FolderNotWritable, atomic_text, ensure_writable_dir
+from schedlab.sim.writing import FolderNotWritable, atomic_text, ensure_writable_dir, json_text
 
 __all__ = ["REPORT_COLUMNS", "ReportFigure", "build_report", "write_report"]
 
@@ -123,17 +123,75 @@ def _cell(v: Any, fmt: str, scale: float) -> str:
             (isinstance(v, float) and not math.isfinite(v)):
         text = "-" if v is None or isinstance(v, float) else html.escape(str(v))
         return f'<td data-value="nan">{text}</td>'
-    return f'<td data-value="{_exact(v)}">{html.escape(fmt.format(v * scale))}</td>'
+    exact = _exact(v)
+    return (f'<td data-value="{exact}" title="{exact}">'
+            f'{html.escape(fmt.format(v * scale))}</td>')
+
+
+HOURS_FROM = 10 * 3600.0
+"""A time column is shown in hours when its largest value is at least this (s), else in
+seconds: short runs keep their precision (0.004 h would show as 0.00)."""
+
+
+def display_columns(runs: Sequence[RunData]) -> list[tuple[str, str, str, float]]:
+    """REPORT_COLUMNS with each time column's unit chosen for these runs' values."""
+    out = []
+    for key, head, fmt, scale in REPORT_COLUMNS:
+        if head.endswith("(h)"):
+            values = [abs(float(v)) for r in runs if isinstance(v := r.summary.get(key),
+                                                                  int | float)
+                      and not isinstance(v, bool) and math.isfinite(v)]
+            if not values or max(values) < HOURS_FROM:
+                head, fmt, scale = head[:-3] + "(s)", "{:.1f}", 1.0
+        out.append((key, head, fmt, scale))
+    return out
+
+
+CONFIG_COMPARED = ("trace", "trace_sha", "topology", "seed", "max_jobs", "until",
+                   "skip_bad_rows", "schedlab_version")
+"""config.json keys that runs compared side by side should share (besides the policy)."""
+
+
+def config_differences(runs: Sequence[RunData]) -> list[str]:
+    """One line per config key (or engine parameter) whose value differs between runs.
+
+    Runs put side by side are meant to differ in their policy only: a folder rerun with
+    other inputs or engine parameters mixes configurations, which the report says.
+    """
+    from schedlab.sim.engine_params import ENGINE_PARAMS
+
+    configs = [(r.label, _config_of(r)) for r in runs]
+    lines = []
+    keys = [*CONFIG_COMPARED, *(f"params.{k}" for k in ENGINE_PARAMS)]
+    for key in keys:
+        values: dict[str, Any] = {}
+        for label, config in configs:
+            if key.startswith("params."):
+                v = (config.get("resolved_params") or {}).get(key.removeprefix("params."))
+            else:
+                v = config.get(key)
+            values[label] = v
+        shown = {json_text(v, indent=None, default=str) for v in values.values()}
+        if len(shown) > 1:
+            lines.append(f"{key}: " + ", ".join(
+                f"{label}={json_text(v, indent=None, default=str)}"
+                for label, v in values.items()))
+    return lines
 
 
 def summary_table(runs: Sequence[RunData]) -> str:
-    """The comparison table: one row per run, the columns of REPORT_COLUMNS (sortable)."""
+    """The comparison table: one row per run, the columns of REPORT_COLUMNS (sortable).
+
+    Time columns are in hours or seconds (`display_columns`); each cell's `title` and
+    `data-value` hold the exact number of summary.json.
+    """
+    columns = display_columns(runs)
     head = "".join(f"<th>{html.escape(h)}</th>" for h in
-                   ["run", *[h for _, h, _, _ in REPORT_COLUMNS]])
+                   ["run", *[h for _, h, _, _ in columns]])
     rows = []
     for run in runs:
         cells = [f"<td>{html.escape(run.label)}</td>"]
-        cells += [_cell(run.summary.get(k), fmt, scale) for k, _, fmt, scale in REPORT_COLUMNS]
+        cells += [_cell(run.summary.get(k), fmt, scale) for k, _, fmt, scale in columns]
         rows.append(f'<tr data-run="{html.escape(run.label, quote=True)}">{"".join(cells)}</tr>')
     return (f'<table class="sortable" id="comparison"><thead><tr>{head}</tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table>')
@@ -234,10 +292,18 @@ def build_report(paths: Sequence[str | os.PathLike[str]], *, title: str | None =
         f"<h1>schedlab report: {html.escape(name)}</h1>",
         f'<p class="note">{len(runs)} run(s) from {html.escape(", ".join(map(str, paths)))}'
         f'{"; a sweep of " + str(len(sweep)) + " finished run(s)" if sweep is not None else ""}'
-        ". Times in the table are hours (wall: seconds); click a header to sort.</p>",
+        ". Times in the table are in the unit each header names (hours for long runs, "
+        "seconds otherwise); hover a number for its exact value; click a header to sort."
+        "</p>",
         "<h2 id=\"table\">Comparison</h2>",
         summary_table(runs),
     ]
+    differ = config_differences(runs) if sweep is None and len(runs) > 1 else []
+    if differ:
+        parts.append('<h3 id="config-differs">Configurations differ</h3><p class="note">'
+                     "These runs differ in more than their policy, so their numbers are not "
+                     "comparable side by side:</p><ul>" + "".join(
+                         f"<li>{html.escape(line)}</li>" for line in differ) + "</ul>")
     warnings = [(r.label, w) for r in runs for w in (r.summary.get("warnings") or [])]
     if warnings:
         parts.append("<h3>Warnings</h3><ul>" + "".join(
@@ -257,7 +323,7 @@ def build_report(paths: Sequence[str | os.PathLike[str]], *, title: str | None =
                  '<p class="note">Everything needed to rerun each run exactly '
                  "(its config.json).</p>")
     for run in runs:
-        text = json.dumps(_config_of(run), indent=2, sort_keys=True, default=str)
+        text = json_text(_config_of(run), sort_keys=True, default=str)
         parts.append(f'<details class="config" data-run="{html.escape(run.label, quote=True)}">'
                      f"<summary>{html.escape(run.label)}</summary>"
                      f"<pre>{html.escape(text)}</pre></details>")

@@ -14,7 +14,7 @@ import itertools
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from schedlab.app.common import is_path, policy_label
 from schedlab.app.sweep_values import (
     check_inputs,
     int_value,
+    portable_path,
     positive_value,
     resolve_path,
     seconds_value,
@@ -46,7 +47,13 @@ BASE_DEFAULTS: dict[str, Any] = {
 
 @dataclass(frozen=True)
 class RunPoint:
-    """One run of a sweep: everything that determines its result, and nothing else."""
+    """One run of a sweep: everything that determines its result, and nothing else.
+
+    Files (a policy's `file.py`, a trace, a topology, a parameter's file) are named
+    relative to the sweep file's folder, `root`, which is not part of the run's identity:
+    the same sweep gives the same run ids, folders and labels in any checkout
+    (`resolved` turns them back into paths to run with).
+    """
 
     policy: str
     trace: str
@@ -57,6 +64,23 @@ class RunPoint:
     max_jobs: int | None = None
     trace_window: str | None = None
     until: float | None = None
+    root: str = field(default="", compare=False, repr=False)
+
+    def resolved(self) -> RunPoint:
+        """The point with its relative file names made absolute against `root`, to run."""
+        if not self.root:
+            return self
+        root = Path(self.root)
+        policy = self.policy
+        module, colon, attr = policy.rpartition(":")
+        if colon and module.endswith(".py") and not Path(module).is_absolute():
+            policy = f"{(root / module).resolve()}:{attr}"
+        return RunPoint(
+            policy=policy, trace=resolve_path(self.trace, root),
+            topology=resolve_path(self.topology, root), seed=self.seed,
+            params=tuple((k, resolve_path(v, root)) for k, v in self.params),
+            load_scale=self.load_scale, max_jobs=self.max_jobs,
+            trace_window=self.trace_window, until=self.until, root=self.root)
 
     def config(self) -> dict[str, Any]:
         """The run's full config as plain JSON data (the input of its hash)."""
@@ -79,7 +103,7 @@ class RunPoint:
         A policy given as 'module:Class' or 'file.py:Class' is named by its class
         (`schedlab.app.common.policy_label`).
         """
-        return f"{policy_label(self.policy)}-{self.run_id}"
+        return f"{policy_label(self.resolved().policy)}-{self.run_id}"
 
     def columns(self) -> dict[str, Any]:
         """The run's parameters as summary columns (`params.KEY` for each parameter)."""
@@ -291,6 +315,15 @@ def _policy(name: str, root: Path, where: str) -> str:
     return text
 
 
+def _portable_policy(policy: str, root: Path) -> str:
+    """A 'file.py:Class' policy with its file named relative to the sweep file's folder."""
+    module, colon, attr = policy.rpartition(":")
+    if colon and module.endswith(".py") and Path(module).is_absolute():
+        rel = Path(os.path.relpath(module, root.resolve())).as_posix()
+        return f"{rel}:{attr}"
+    return policy
+
+
 def _make_point(base: dict[str, Any], combo: dict[str, Any], policies: Mapping[str, str],
                 root: Path, where: str, checked: set[tuple[str, str]]) -> RunPoint:
     values = {k: v for k, v in base.items() if k != "params"}
@@ -302,13 +335,15 @@ def _make_point(base: dict[str, Any], combo: dict[str, Any], policies: Mapping[s
             values[k] = v
     shown = ", ".join(f"{k}={v!r}" for k, v in combo.items()) or "base"
     at = f"{where} (run {shown})"
-    policy = policies[values["policy"]]
-    others = [p for p in policies.values() if p != policy]
+    loadable = policies[values["policy"]]
+    params = _scoped_params(params, values["policy"], policies, where)
+    others = [p for p in policies.values() if p != loadable]
     try:
-        # another policy's parameter is left out of this run (as `schedlab run` does)
-        engine, own = split_params(policy, params, others=others)
+        # another policy's parameter is left out of this run: a grid may cross policies
+        # with one policy's parameter (the duplicates merge); params.POLICY.KEY scopes it
+        engine, own = split_params(loadable, params, others=others)
         mine = {k: resolve_path(v, root) for k, v in sorted({**engine, **own}.items())}
-        check_params(policy, mine)
+        check_params(loadable, mine)
     except SimError as e:
         raise InvalidParameter(f"{at}: {e}") from None
     trace = text_value(values["trace"], "trace", at)
@@ -317,14 +352,42 @@ def _make_point(base: dict[str, Any], combo: dict[str, Any], policies: Mapping[s
     topology = resolve_path(topology, root)
     check_inputs(trace, topology, at, checked)
     return RunPoint(
-        policy=policy, trace=trace, topology=topology,
+        policy=_portable_policy(loadable, root), trace=portable_path(trace, root),
+        topology=portable_path(topology, root),
         seed=int(int_value(values["seed"], "seed", at, allow_none=False) or 0),
-        params=tuple(mine.items()),
+        params=tuple((k, portable_path(v, root)) for k, v in mine.items()),
         load_scale=positive_value(values["load_scale"], "load_scale", at),
         max_jobs=int_value(values["max_jobs"], "max_jobs", at),
         trace_window=window_value(values["trace_window"], at),
         until=seconds_value(values["until"], "until", at),
+        root=str(root),
     )
+
+
+def _scoped_params(params: dict[str, Any], written: str, policies: Mapping[str, str],
+                   where: str) -> dict[str, Any]:
+    """This run's parameters: `POLICY.KEY` ones kept (as KEY) only for the run of POLICY.
+
+    POLICY is a policy of the sweep as written, or its results label; anything else
+    before the dot is an error.
+    """
+    out: dict[str, Any] = {}
+    scoped: dict[str, Any] = {}
+    for key, value in params.items():
+        scope, dot, name = key.rpartition(".")
+        if not dot:
+            out[key] = value
+            continue
+        owner = next((w for w, p in policies.items() if scope in (w, p, policy_label(p))),
+                     None)
+        if owner is None or not name:
+            raise InvalidParameter(
+                f"{where}: parameter {key!r}: {scope!r} is not a policy of the sweep "
+                f"({', '.join(policies)}); a parameter for one policy is written "
+                "params.POLICY.KEY")
+        if owner == written:
+            scoped[name] = value
+    return {**out, **scoped}
 
 
 def _scalar(v: Any) -> Any:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import os
 import time
 import traceback
@@ -24,7 +23,7 @@ from schedlab.app.common import pool_context
 from schedlab.app.sweep_file import RunPoint, Sweep
 from schedlab.app.sweep_summary import is_finished, write_summary
 from schedlab.sim.errors import InvalidParameter
-from schedlab.sim.writing import FolderNotWritable, atomic_text, ensure_writable_dir
+from schedlab.sim.writing import FolderNotWritable, atomic_text, ensure_writable_dir, json_text
 
 
 @dataclass(frozen=True)
@@ -55,9 +54,9 @@ class SweepReport:
 @functools.lru_cache(maxsize=4)
 def _cached_trace(source: str, stamp: float) -> Any:
     """Traces are immutable: a worker that runs many points loads each one once."""
-    from schedlab.traces import load_trace
+    from schedlab.app.inputs import load_named_trace
 
-    return load_trace(source)
+    return load_named_trace(source)
 
 
 def _load_trace(source: str) -> Any:
@@ -78,6 +77,7 @@ def shaped_trace(point: RunPoint) -> Any:
 
 def run_point(point: RunPoint, out: str) -> RunOutcome:
     """Run one point into OUT/<folder>; a failure is recorded in error.json, never raised."""
+    from schedlab.app.inputs import load_named_topology
     from schedlab.sim.engine import Simulation
 
     folder = Path(out) / point.folder
@@ -85,12 +85,13 @@ def run_point(point: RunPoint, out: str) -> RunOutcome:
     if is_finished(folder):  # a retried task whose first attempt got this far
         return RunOutcome(point.run_id, point.folder, "skipped")
     (folder / "error.json").unlink(missing_ok=True)
-    point_json = json.dumps(point.config(), indent=2, default=str)
+    point_json = json_text(point.config(), default=str)
     atomic_text(folder / "point.json", point_json)  # marks a started run until it ends
     wall0 = time.perf_counter()
     try:
-        sim = Simulation(shaped_trace(point), point.topology, point.policy, seed=point.seed,
-                         params=dict(point.params))
+        exe = point.resolved()  # its files found from the sweep file's folder
+        sim = Simulation(shaped_trace(exe), load_named_topology(exe.topology),
+                         exe.policy, seed=exe.seed, params=dict(exe.params))
         result = sim.run(until=point.until)
         result.config["sweep_point"] = point.config()
         result.write(folder, extra={"point.json": point_json})
@@ -105,8 +106,8 @@ def run_point(point: RunPoint, out: str) -> RunOutcome:
 def write_error(folder: Path, point: RunPoint, message: str, tb: str) -> None:
     """Record a failed run: error, traceback and the point, in error.json."""
     folder.mkdir(parents=True, exist_ok=True)
-    atomic_text(folder / "error.json", json.dumps(
-        {"error": message, "traceback": tb, "point": point.config()}, indent=2, default=str))
+    atomic_text(folder / "error.json", json_text(
+        {"error": message, "traceback": tb, "point": point.config()}, default=str))
 
 
 # --------------------------------------------------------------------------- the sweep
@@ -126,10 +127,10 @@ def run_sweep(sweep: Sweep, out: str | os.PathLike[str], executor: Executor, *,
         ensure_writable_dir(root)  # before any run: a bad --out fails at once
     except FolderNotWritable as e:
         raise InvalidParameter(f"sweep folder: {e}") from None
-    atomic_text(root / "sweep.json", json.dumps(
+    atomic_text(root / "sweep.json", json_text(
         {"source": sweep.source, "axes": list(sweep.axes),
          "runs": [{"folder": p.folder, **p.config()} for p in sweep.points]},
-        indent=2, default=str))
+        default=str))
     todo = [p for p in sweep.points if not is_finished(root / p.folder)]
     skipped = len(sweep.points) - len(todo)
     futures: dict[Future, RunPoint] = {}

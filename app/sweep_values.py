@@ -12,8 +12,8 @@ from typing import Any
 
 from schedlab.sim.errors import InvalidParameter, SimError
 
-__all__ = ["check_inputs", "int_value", "positive_value", "resolve_path", "seconds_value",
-           "text_value", "window_value"]
+__all__ = ["check_inputs", "int_value", "portable_path", "positive_value", "resolve_path",
+           "seconds_value", "text_value", "window_value"]
 
 _PATH_SUFFIXES = (".csv", ".gz", ".parquet", ".pq", ".yaml", ".yml", ".json", ".txt", ".swf")
 
@@ -88,13 +88,32 @@ def resolve_path(v: Any, root: Path) -> Any:
     return v
 
 
+def portable_path(v: Any, root: Path) -> Any:
+    """An absolute path to an existing file, relative to `root` (POSIX); else `v` as it is.
+
+    `root` is the sweep file's folder: run ids and labels then do not depend on where the
+    checkout is (`resolve_path` reverses it).
+    """
+    if not isinstance(v, str) or not Path(v).is_absolute() or not Path(v).exists():
+        return v
+    rel = Path(os.path.relpath(v, Path(root).resolve())).as_posix()
+    # a bare name without a trace suffix would read as a bundled name: mark it a path
+    return rel if "/" in rel or rel.lower().endswith(_PATH_SUFFIXES) else f"./{rel}"
+
+
 def check_inputs(trace: str, topology: str, at: str, checked: set[tuple[str, str]]) -> None:
     """Fail early on an unknown trace or topology name, or a missing file (each once)."""
-    from schedlab.topologies import load_topology
+    from schedlab.app.inputs import load_named_topology as load_topology
+    from schedlab.app.inputs import philly_table
     from schedlab.traces import bundled_traces, load_trace
 
     if ("trace", trace) not in checked:
-        if not (Path(trace).is_file() or trace in bundled_traces()):
+        if trace == "philly":
+            try:
+                philly_table()
+            except SimError as e:
+                raise InvalidParameter(f"{at}: {e}") from None
+        elif not (Path(trace).is_file() or trace in bundled_traces()):
             try:
                 load_trace(trace)
             except SimError as e:

@@ -33,8 +33,10 @@ Rules:
    claims all of eng's 0.5, not its own 0.25). Leaves above their ideal give back their
    youngest (most recently started) jobs, largest excess first, while above the ideal, at
    most `total_preemption_per_round` of the cluster per round (a job larger than what is
-   left of that budget is skipped, as YARN does) and never going below their own
-   guarantee (with gangs, a queue pushed below it would take the GPUs straight back). A
+   left of that budget is skipped, as YARN does: a container larger than the round's
+   budget is never preempted at all, so with the default 0.1 on a cluster of fewer than
+   10 GPUs no job can be; the run's summary then warns once) and never going below their
+   own guarantee (with gangs, a queue pushed below it would take the GPUs straight back). A
    selected job is marked; it is preempted (work since its checkpoint lost) at the first
    round at least `max_wait_before_kill` seconds after its mark in which it is still
    selected; a mark no longer selected is dropped. While a leaf with a queue below its
@@ -199,6 +201,38 @@ class CapacityPolicy(Policy):
         self.starved: set[int] = set()  # queues below their guarantee on such a leaf's path
         self.healthy = -1  # healthy GPUs at the previous pass
         self.rounds = 0
+        self.budget_warning = self._budget_warning(ctx) if self.p["preempt"] else ""
+
+    def _budget_warning(self, ctx: Ctx) -> str:
+        """Why no job of the run can ever be preempted under the round budget, or ''.
+
+        YARN's rule (4): a container larger than `total_preemption_per_round` of the
+        cluster is never selected. Stops at the first job the budget admits (usually one
+        of the first), so it scans the trace only when the warning is due.
+        """
+        budget = self.p["total_preemption_per_round"]
+        share = self.res.share
+        smallest = math.inf
+        for i in range(ctx.trace_jobs):
+            s = share(Resources.demand(ctx.job_at(i).spec))
+            if s <= EPS:
+                continue
+            if s <= budget + EPS:
+                return ""
+            smallest = min(smallest, s)
+        if not math.isfinite(smallest):
+            return ""
+        gpus = int(self.res.totals[0])
+        return (f"capacity: no job of this run can ever be preempted: the smallest job holds "
+                f"{smallest:.4g} of the cluster ({gpus} GPUs) and, as in YARN, a job larger "
+                f"than total_preemption_per_round={budget:g} of the cluster is never "
+                "selected; a queue below its guarantee waits for jobs to end. Raise "
+                f"total_preemption_per_round to {smallest:.4g} or more to let preemption "
+                "work")
+
+    def warnings(self) -> list[str]:
+        """This run's configuration problems, for the summary's `warnings` (said once)."""
+        return [self.budget_warning] if self.budget_warning else []
 
     # --- bookkeeping ---
 

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from schedlab.policies.base import Policy
+from schedlab.sim.errors import InvalidDecision
 from schedlab.sim.model import JobSpec, Level, TaskRole
 from schedlab.sim.roles import has_roles, role_of, with_tasks
 from schedlab.topologies.build import uniform_topology
@@ -25,6 +26,14 @@ DROP = {"preempt", "suspend", "finish", "fail", "kill"}
 
 class ConformanceError(AssertionError):
     """A policy broke an invariant; the message says which, for which job and when."""
+
+
+class InvalidDecisionError(ConformanceError, InvalidDecision):
+    """A policy made a decision the engine refused, in a `check_policy` scenario.
+
+    Both a ConformanceError (what `check_policy` documents) and the engine's
+    InvalidDecision (what it raised before), so either `except` clause catches it.
+    """
 
 
 def _cells(text: str) -> dict[str, int]:
@@ -416,9 +425,32 @@ def compositions() -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
+def _watch(policy: Any) -> list[Any]:
+    """Keep the decision a policy yielded last (the engine applies each as it comes).
+
+    A policy whose `schedule` cannot be replaced (a compiled class) is not watched.
+    """
+    seen: list[Any] = []
+    inner = policy.schedule
+
+    def schedule(ctx: Any) -> Any:
+        for d in inner(ctx):
+            seen[:] = [d]
+            yield d
+
+    try:
+        policy.schedule = schedule
+    except (AttributeError, TypeError):
+        pass
+    return seen
+
+
 def check_policy(policy: str | Callable[[], Policy], *, seed: int = 0,
                  params: dict[str, Any] | None = None) -> None:
     """Run a policy (name or factory) over the scenarios; raise ConformanceError on a breach.
+
+    A decision the engine refuses raises InvalidDecisionError (a ConformanceError and an
+    InvalidDecision) naming the scenario, the policy, the job and the decision.
 
     Checks every invariant of `check_invariants` and that the same seed gives identical
     jobs and events tables.
@@ -434,7 +466,22 @@ def check_policy(policy: str | Callable[[], Policy], *, seed: int = 0,
         make_policy(policy)  # fails early, with did-you-mean, on an unknown name
     for name, topo, trace in scenarios(seed):
         run_params = {**SCENARIO_PARAMS.get(name, {}), **(params or {})}
-        a = Simulation(trace, topo, fresh(), seed=seed, params=run_params).run()
+        try:
+            a = Simulation(trace, topo, fresh(), seed=seed, params=run_params).run()
+        except InvalidDecision as e:
+            # the same seed makes the same decision again: watched, it is named
+            sim = Simulation(trace, topo, fresh(), seed=seed, params=run_params)
+            seen = _watch(sim.policy)
+            try:
+                sim.run()
+            except InvalidDecision:
+                pass
+            d = seen[0] if seen else None
+            what = f"{type(d).__name__} of job {d.job_id!r} ({d!r})" if d is not None \
+                else "a decision"
+            raise InvalidDecisionError(
+                f"scenario {name}: policy {sim.policy.name!r} made an invalid decision, "
+                f"{what}: {e}") from None
         try:
             check_invariants(a, topo, trace)
         except ConformanceError as e:

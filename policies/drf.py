@@ -5,7 +5,8 @@ Rules:
    `num_cpus` and `mem_gb`; the totals are the topology's (a resource whose total is 0 is
    not modelled and ignored). A tenant's dominant share is the largest fraction of any
    resource its running jobs hold; with weights, shares are divided by the tenant's weight.
-2. Tenants are users (`drf_by=user`, default) or virtual clusters (`drf_by=vc`);
+2. Tenants are users (`drf_by=user`, default) or virtual clusters (`drf_by=vc`); a job
+   without a user (the bundled default trace has none) counts under its vc (our choice);
    `weights` is a YAML file `tenant: weight` (tenants not listed weigh 1).
 3. Progressive filling: at every pass, the pending tenant with the lowest weighted dominant
    share is offered the cluster; its oldest pending job starts if the placer finds room for
@@ -40,9 +41,10 @@ from sortedcontainers import SortedList
 
 from schedlab.policies.base import Policy
 from schedlab.policies.queues import EPS, EngineMirror, Resources, Vec, add
+from schedlab.policies.tenant_key import user_or_vc
 from schedlab.sim.errors import InvalidParameter, InvalidTopology
 from schedlab.sim.jobstate import PENDING, JobState
-from schedlab.sim.model import Decision, Preempt, Start, Unschedulable
+from schedlab.sim.model import Decision, JobSpec, Preempt, Start, Unschedulable
 from schedlab.sim.params import Param, as_bool, as_choice, as_optional, as_path
 from schedlab.topologies.native import load_yaml
 
@@ -112,6 +114,10 @@ class DrfPolicy(Policy):
         self.weights = load_weights(self.p["weights"])
         self.tenant_field = self.p["drf_by"]
 
+    def tenant_key(self, spec: JobSpec) -> str:
+        """A job's tenant: its vc (`drf_by=vc`), else its user, or its vc when it has none."""
+        return spec.vc if self.p["drf_by"] == "vc" else user_or_vc(spec)
+
     def attach(self, ctx: PolicyContext) -> None:
         """Fresh per-run state: tenants, the engine mirror, the cluster totals."""
         self.res = Resources.of(ctx.topology)
@@ -127,7 +133,7 @@ class DrfPolicy(Policy):
 
     def tenant_of(self, job: JobState) -> _Tenant:
         """The tenant a job belongs to (created on first sight)."""
-        name = job.spec.vc if self.by_vc else job.spec.user
+        name = self.tenant_key(job.spec)
         t = self.tenants.get(name)
         if t is None:
             t = self.tenants[name] = _Tenant(name, self.weights.get(name, 1.0))

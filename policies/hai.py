@@ -43,6 +43,10 @@ Rules, as the open-source scheduler (`scheduler/modules/assigners/simple_fifo.py
    and is kept incrementally; `replan=every-period` recomputes it from scratch at every
    tick, literally, to check the other (same results, one event per tick).
 
+Users: a job's user is its tenant (quotas, the same-user rule of 4); a job whose `user` is
+empty counts under its `vc` (our choice: the bundled default trace has VCs but no users,
+and a single empty user would make quotas and that rule cluster-wide).
+
 Suspend events carry the platform's state name (`queued-suspended: why`); `state_names`
 gives the names for the engine's other event kinds.
 """
@@ -66,6 +70,7 @@ from schedlab.policies.quota_files import (
     hai_level,
     load_hai_quotas,
 )
+from schedlab.policies.tenant_key import user_or_vc
 from schedlab.sim.cfuncs import heappop, heappush
 from schedlab.sim.errors import InvalidParameter
 from schedlab.sim.jobstate import PENDING, RUNNING, JobState
@@ -411,6 +416,10 @@ class HaiPolicy(Policy):
         self._tick_wake = -math.inf
         self.counts = {"suspend_commands": 0, "demotions": 0, "quota_rejections": 0}
 
+    def tenant_key(self, spec: JobSpec) -> str:
+        """A job's tenant: its user, or its vc when it has none (`policies.tenant_key`)."""
+        return user_or_vc(spec)
+
     def metrics(self) -> dict[str, float]:
         """Counters of this run: suspend commands, demotions, quota rejections."""
         return dict(self.counts)
@@ -459,8 +468,8 @@ class HaiPolicy(Policy):
         if self.quotas is None:
             self._set_status(job, self._level_unlimited(job.idx))
         else:
-            self.user_jobs.setdefault(s.user, SortedKeys()).add((s.submit_time, job.idx))
-            self.dirty_users.add(s.user)
+            self.user_jobs.setdefault(user_or_vc(s), SortedKeys()).add((s.submit_time, job.idx))
+            self.dirty_users.add(user_or_vc(s))
 
     def _leave(self, job: JobState) -> None:
         """A job left the live set: ended, rejected, or out waiting for a retry."""
@@ -484,14 +493,14 @@ class HaiPolicy(Policy):
         self._set_status(job, OUT)
         del self.status[idx]
         if self.quotas is not None:
-            self.user_jobs[job.spec.user].discard((job.spec.submit_time, idx))
-            self.dirty_users.add(job.spec.user)
+            self.user_jobs[user_or_vc(job.spec)].discard((job.spec.submit_time, idx))
+            self.dirty_users.add(user_or_vc(job.spec))
 
     def _mark(self, job: JobState) -> None:
         if self.quotas is None:
             self._set_status(job, self._level_unlimited(job.idx))
         else:
-            self.dirty_users.add(job.spec.user)
+            self.dirty_users.add(user_or_vc(job.spec))
 
     def _level_unlimited(self, idx: int) -> int:
         lv = self.level_req[idx]
@@ -513,7 +522,7 @@ class HaiPolicy(Policy):
         if level is not None:
             k = self.key[idx] = plan_key(level, job)
             plan.add(k, nodes)
-            bk = self.bucket_of[idx] = (job.spec.user, level, group)
+            bk = self.bucket_of[idx] = (user_or_vc(job.spec), level, group)
             self._bucket_move(bk, job, job.status == RUNNING)
         if idx in self.status:
             self.status[idx] = level
@@ -769,7 +778,7 @@ class HaiPolicy(Policy):
 
     def _plan_job(self, job: JobState) -> PlanJob:
         group, nodes = self.size[job.idx]
-        return PlanJob(job.idx, job.spec.user, self.level_req[job.idx], nodes, group,
+        return PlanJob(job.idx, user_or_vc(job.spec), self.level_req[job.idx], nodes, group,
                        job.spec.submit_time)
 
     def _requota(self, ctx: Ctx, user: str) -> None:
@@ -801,7 +810,7 @@ class HaiPolicy(Policy):
                     self.counts["demotions"] += 1
         by_user: dict[str, list[JobState]] = {}
         for job in sorted(live, key=lambda j: (j.spec.submit_time, j.idx)):
-            by_user.setdefault(job.spec.user, []).append(job)
+            by_user.setdefault(user_or_vc(job.spec), []).append(job)
         level: dict[int, int | None] = {}
         exceeded: dict[int, str] = {}
         for user in sorted(by_user):
@@ -820,7 +829,7 @@ class HaiPolicy(Policy):
             for i, lv in sorted(level.items()):
                 if lv is not None and self.size[i][0] == g.index:
                     j = ctx.job_at(i)
-                    bucket.setdefault((j.spec.user, lv), []).append(
+                    bucket.setdefault((user_or_vc(j.spec), lv), []).append(
                         (j.spec.submit_time, i, j.status == RUNNING))
             mine = sorted((k, i) for (_, lv), members in bucket.items()
                           for i, k in running_first(lv, members).items())

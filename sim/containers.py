@@ -266,7 +266,7 @@ class Containers:
             if child.node >= 0:
                 note = f"node={run.topo.nodes[child.node].name};"
             self.record(child, EventKind.RESUME,
-                        f"{note}in place" + (f";restore={delay:g}" if delay else ""),
+                        f"{note}in place" + (f";retry_delay={delay:g}" if delay else ""),
                         notify=False)
             run.progress.schedule_finish(child)
             run.schedule_failure(child)

@@ -30,7 +30,8 @@ def result_warnings(policy: Any, jobs: Sequence[JobState]) -> list[str]:
         return out
     field = getattr(policy, "tenant_field", None)
     if field:
-        tenants = {getattr(j.spec, field) for j in jobs}
+        key = getattr(policy, "tenant_key", None)  # the policy's own rule, when it has one
+        tenants = {key(j.spec) if callable(key) else getattr(j.spec, field) for j in jobs}
         if len(tenants) <= 1:
             only = next(iter(tenants))
             out.append(

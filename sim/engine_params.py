@@ -145,7 +145,10 @@ ENGINE_PARAMS: dict[str, Param] = {
         "locality_sensitivity; node_ethernet=12.5 replaces the rack/cluster factor when a "
         "job spans nodes and any of them is on ethernet",
     ),
-    "restore_overhead": Param(30.0, as_float(0.0), "seconds of no progress on every resume"),
+    "restore_overhead": Param(30.0, as_float(0.0),
+                              "seconds of no progress when a job resumes with progress to "
+                              "restore (none after losing all of it), and on every "
+                              "migration and resize"),
     "checkpoint_on_suspend": Param(
         True, as_bool, "a Suspend checkpoints first (no lost work); Preempt never does"
     ),

@@ -47,11 +47,16 @@ TIMELINE_COLUMNS = (
     "pending_jobs", "running_jobs", "blocked_free_gpus",
 )
 TIMELINE_INT_COLUMNS = frozenset({"gpus_total", "pending_jobs", "running_jobs"})
-EVENT_COLUMNS = ("time", "job_id", "kind", "num_gpus", "cells", "detail")
+EVENT_COLUMNS = ("time", "job_id", "kind", "num_gpus", "cells", "detail", "gpus")
+"""events.parquet: `gpus` names the GPUs the job holds after the event ('node0/gpu3;...',
+the topology's GPU cell names, in placement order; '' when it holds none); `num_gpus` is
+the GPUs a placement (start, resume, migrate, resize) gave, the job's request otherwise."""
 NODE_COLUMNS = ("time", "node", "kind", "event_index")
 """nodes.parquet: failures and repairs; event_index = rows of events.parquet before it."""
 TIMELINE_MODES = ("full", "coarse", "off")
 
+_PLACING: Final = frozenset({EventKind.START, EventKind.RESUME, EventKind.MIGRATE,
+                             EventKind.RESIZE})
 _TL: Final = len(TIMELINE_COLUMNS)
 _EV: Final = len(EVENT_COLUMNS)
 _CELLS_CACHE: Final = 50_000  # placements whose 'node:k;...' text is kept
@@ -189,7 +194,7 @@ class _Texts:
 class _EventColumns:
     """The packed event rows: one column store per EVENT_COLUMNS entry."""
 
-    __slots__ = ("time", "job_id", "kind", "num_gpus", "cells", "detail")
+    __slots__ = ("time", "job_id", "kind", "num_gpus", "cells", "detail", "gpus")
 
     def __init__(self) -> None:
         self.time = _Numbers("d")
@@ -198,6 +203,7 @@ class _EventColumns:
         self.num_gpus = _Numbers("q")
         self.cells = _Texts()
         self.detail = _Texts()
+        self.gpus = _Texts()
 
     def add(self, flat: list[Any]) -> None:
         """Pack rows given flat (EVENT_COLUMNS values of each row in turn)."""
@@ -207,6 +213,7 @@ class _EventColumns:
         self.num_gpus.add(flat[3::_EV])
         self.cells.add(flat[4::_EV])
         self.detail.add(flat[5::_EV])
+        self.gpus.add(flat[6::_EV])
 
     def columns(self, *, copy: bool) -> dict[str, Column]:
         """Every column by name (see `Recorder.take_events`)."""
@@ -215,7 +222,8 @@ class _EventColumns:
                 "kind": self.kind.column(copy=copy),
                 "num_gpus": self.num_gpus.column(copy=copy),
                 "cells": self.cells.column(copy=copy),
-                "detail": self.detail.column(copy=copy)}
+                "detail": self.detail.column(copy=copy),
+                "gpus": self.gpus.column(copy=copy)}
 
 
 def _timeline_store() -> list[array]:
@@ -247,6 +255,13 @@ class Recorder:
         # cluster version, queue version and running jobs at the last sample
         self._cv = self._qv = self._running = -1
         self._cells: dict[tuple[int, ...], str] = {}
+        self._gpu_text: dict[tuple[int, ...], str] = {}
+        # every placement (start, resume, migrate, resize), kept with events on or off:
+        # the job id (a reference) and a code into the distinct GPU-name texts (jobs'
+        # `gpus` column; 12 bytes a placement)
+        self._placed_ids: list[Any] = []
+        self._placed_codes = array("I")
+        self._placed_texts: dict[str, int] = {}
         # the frames `schedlab.sim.results` built on the columns handed over (kept for the run's
         # lifetime, see `schedlab.sim.results._recorded_events`), None until then
         self.taken_events: Any = None
@@ -275,13 +290,51 @@ class Recorder:
         `job_id` names another job for the row (a container job's, for its task runs).
         """
         self.event_count += 1
+        if kind in _PLACING and job.gpus:
+            text = self.gpu_names(job.gpus)
+            code = self._placed_texts.get(text)
+            if code is None:
+                code = self._placed_texts[text] = len(self._placed_texts)
+            self._placed_ids.append(job_id or job.spec.job_id)
+            self._placed_codes.append(code)
         if self.keep_events:
             s: Any = job.spec  # its values go in the columns as given (no compiled checks)
             gpus = job.gpus
             cells = self._cells.get(gpus) if gpus else ""
+            names = self._gpu_text.get(gpus) if gpus else ""
             ev = self._events
-            ev.extend((self._now(), job_id or s.job_id, kind._value_, s.num_gpus,
-                       self.cells(gpus) if cells is None else cells, detail))
+            # a placement says the GPUs it gave (an elastic job's actual size); other
+            # events the job's request
+            ev.extend((self._now(), job_id or s.job_id, kind._value_,
+                       len(gpus) if gpus and kind in _PLACING else s.num_gpus,
+                       self.cells(gpus) if cells is None else cells, detail,
+                       self.gpu_names(gpus) if names is None else names))
+            if len(ev) >= _EV_FLAT:
+                self._events = []
+                self._ev.add(ev)
+
+    def task_event(self, job: JobState, role: str, index: int, node: int,
+                   gpus: tuple[int, ...], kind: EventKind = EventKind.START) -> None:
+        """A row for one non-gang task of a job with roles (placed or ended on its own).
+
+        Its `num_gpus`, `cells` and `gpus` are the task's; `detail` names it,
+        `task=ROLE[I]@NODE`. For the engine's placement of non-gang tasks
+        (`schedlab.sim.role_tasks.place_side`).
+        """
+        self.event_count += 1
+        if kind in _PLACING and gpus:
+            text = self.gpu_names(gpus)
+            code = self._placed_texts.get(text)
+            if code is None:
+                code = self._placed_texts[text] = len(self._placed_texts)
+            self._placed_ids.append(job.spec.job_id)
+            self._placed_codes.append(code)
+        if self.keep_events:
+            ev = self._events
+            ev.extend((self._now(), job.spec.job_id, kind._value_, len(gpus),
+                       self.cells(gpus),
+                       f"task={role}[{index}]@{self.topo.nodes[node].name}",
+                       self.gpu_names(gpus)))
             if len(ev) >= _EV_FLAT:
                 self._events = []
                 self._ev.add(ev)
@@ -306,6 +359,39 @@ class Recorder:
         if len(self._cells) >= _CELLS_CACHE:
             self._cells.clear()
         self._cells[gpus] = text
+        return text
+
+    def gpus_by_job(self) -> dict[Any, str]:
+        """Job id -> every GPU it was placed on ('node0/gpu0;node0/gpu1'), first use first.
+
+        A container job's task runs count under its id. Jobs never placed are absent.
+        """
+        texts = list(self._placed_texts)
+        names: dict[Any, dict[str, None]] = {}
+        last: dict[Any, int] = {}
+        for job, code in zip(self._placed_ids, self._placed_codes, strict=True):
+            if last.get(job) == code:
+                continue  # the same GPUs again (a resume in place)
+            last[job] = code
+            seen = names.setdefault(job, {})
+            for name in texts[code].split(";"):
+                seen[name] = None
+        return {job: ";".join(seen) for job, seen in names.items()}
+
+    def gpu_names(self, gpus: tuple[int, ...]) -> str:
+        """'node0/gpu3;node0/gpu4': the GPU cells' names of a placement, in its order."""
+        if not gpus:
+            return ""
+        text = self._gpu_text.get(gpus)
+        if text is not None:
+            return text
+        topo = self.topo
+        cells = topo.cells
+        gc = topo.gpu_cells
+        text = ";".join(cells[gc[g]].name for g in gpus)
+        if len(self._gpu_text) >= _CELLS_CACHE:
+            self._gpu_text.clear()
+        self._gpu_text[gpus] = text
         return text
 
     def sample(self, c: ClusterState, queue: PendingQueue, running: int) -> None:

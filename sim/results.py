@@ -6,7 +6,6 @@ The engine hands over flat records; pandas is used only here, once, at the end.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -37,7 +36,7 @@ from schedlab.sim.roles import side_gpu_seconds
 from schedlab.sim.tenants import TENANT_COLUMNS, tenants_frame
 from schedlab.sim.writing import atomic_text as atomic_text  # re-exported: the former home
 from schedlab.sim.writing import atomic_write as atomic_write
-from schedlab.sim.writing import text_writer, write_folder
+from schedlab.sim.writing import json_text, text_writer, write_folder
 
 JOB_COLUMNS = (
     "job_id", "user", "vc", "num_gpus", "submit_time", "start_time", "end_time",
@@ -82,8 +81,9 @@ class SimResult:
             The result folder.
         """
         # serialized first: a value JSON cannot take fails before anything is written
-        config = json.dumps(self.config, indent=2, default=_json) + "\n"
-        summary = json.dumps(self.summary, indent=2, default=_json) + "\n"
+        # strict JSON: a metric without a value (NaN) is null, never a bare NaN
+        config = json_text(self.config, default=_json) + "\n"
+        summary = json_text(self.summary, default=_json) + "\n"
         files: dict[str, Callable[[str], object]] = {
             f"{name}.parquet": _parquet_writer(df)
             for name, df in (("jobs", self.jobs), ("events", self.events),
@@ -407,6 +407,41 @@ RESULT_MARKERS = ("summary.json", "config.json", "jobs.parquet", "error.json", "
 """Files that mark a folder as a schedlab result folder."""
 
 
+def tenant_notes(policy: Any, jobs: Any) -> list[str]:
+    """A note when a policy sharing by user took jobs without one under their vc.
+
+    Not a warning: the run is as meant (`schedlab.policies.tenant_key`); the CLI says it
+    once for every policy it applies to.
+    """
+    if getattr(policy, "tenant_field", None) != "user" or not callable(
+            getattr(policy, "tenant_key", None)):
+        return []
+    n = sum(1 for j in jobs if not j.spec.user)
+    if n == 0:
+        return []
+    if n == len(jobs):
+        return ["the trace has no users: each job's vc is its tenant"]
+    return [f"{n} of {len(jobs)} jobs have no user: each counts under its vc as its tenant"]
+
+
+def null_metrics(summary: Mapping[str, Any]) -> list[str]:
+    """The summary's metrics that have no value (NaN or infinite), in summary order."""
+    return [k for k, v in summary.items() if isinstance(v, float | np.floating)
+            and not math.isfinite(float(v))]
+
+
+def _why_undefined(jobs: pd.DataFrame) -> str:
+    """Why means or percentiles of a run are empty: nothing ran, or nothing completed."""
+    if len(jobs) == 0:
+        return "no job was submitted"
+    started = jobs["start_time"].notna().sum() if "start_time" in jobs else 0
+    if started == 0:
+        return "no job ever started, so the run spans no time"
+    if not (jobs["status"] == "completed").any():
+        return "no job completed"
+    return "averaged over no jobs or no time"
+
+
 def _policy_metrics(policy: Any) -> dict[str, Any]:
     """A policy's own counters (suspend commands, demotions, ...) when it keeps any."""
     m = getattr(policy, "metrics", None)
@@ -474,6 +509,10 @@ def build_result(sim: SimInputs, run: ResultRun, end: float, wall: float) -> Sim
     # after the summary: its transient memory then meets the recorder's compact event
     # columns, not the events frame (the peak of a million-job run)
     events = _recorded_events(rec)
+    # the GPUs each job ran on, kept by the recorder at every placement
+    placed = rec.gpus_by_job()
+    jobs.insert(len(JOB_COLUMNS) + len(JOB_EXTRA_COLUMNS), "gpus",
+                [placed.get(j, "") for j in jobs["job_id"].tolist()])
     summary.update(
         policy=sim.policy.name,
         trace=_trace_label(sim),
@@ -495,6 +534,15 @@ def build_result(sim: SimInputs, run: ResultRun, end: float, wall: float) -> Sim
             summary[f"policy_{k}"] = v
     # a container job's task runs are not jobs of their own
     summary["warnings"] = result_warnings(sim.policy, run.jobs[:run.num_trace])
+    own = getattr(sim.policy, "warnings", None)  # a policy's word on its configuration
+    if callable(own):
+        summary["warnings"].extend(str(w) for w in own())
+    summary["notes"] = tenant_notes(sim.policy, run.jobs[:run.num_trace])
+    undefined = null_metrics(summary)
+    if undefined:
+        summary["warnings"].append(
+            f"{', '.join(undefined)}: no value ({_why_undefined(jobs)}); null in "
+            "summary.json")
     digest = _trace_digest(sim.jobs)
     config = {
         "trace": _trace_label(sim),

@@ -31,6 +31,8 @@ This module imports nothing of schedlab, so any layer may use it.
 from __future__ import annotations
 
 import errno
+import json
+import math
 import os
 import re
 import secrets
@@ -40,6 +42,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "STRAY_AGE_SECONDS",
@@ -47,6 +50,8 @@ __all__ = [
     "atomic_text",
     "atomic_write",
     "ensure_writable_dir",
+    "json_text",
+    "null_non_finite",
     "remove_strays",
     "text_writer",
     "write_folder",
@@ -148,6 +153,33 @@ def text_writer(text: str) -> Writer:
             f.write(text)
 
     return write
+
+
+def null_non_finite(value: Any) -> Any:
+    """`value` with every NaN or infinite float (numpy's too) replaced by None, recursively.
+
+    JSON has no NaN: a bare `NaN` is invalid for jq, JavaScript and strict parsers, so
+    every JSON file schedlab writes holds null there instead (docs/contract.md#sec-5).
+    Mappings and sequences are copied; other values are returned as they are.
+    """
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {k: null_non_finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [null_non_finite(v) for v in value]
+    if type(value).__module__ == "numpy" and hasattr(value, "dtype") \
+            and getattr(value.dtype, "kind", "") == "f" and getattr(value, "ndim", 1) == 0:
+        f = float(value)
+        return f if math.isfinite(f) else None
+    return value
+
+
+def json_text(value: Any, *, indent: int | None = 2, sort_keys: bool = False,
+              default: Callable[[Any], Any] | None = None) -> str:
+    """Strict JSON text of `value`: NaN and infinities as null, never bare (`allow_nan=False`)."""
+    return json.dumps(null_non_finite(value), indent=indent, sort_keys=sort_keys,
+                      default=default, allow_nan=False)
 
 
 # --------------------------------------------------------------------------- a folder

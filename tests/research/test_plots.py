@@ -207,6 +207,22 @@ def test_more_runs_than_max_lines_are_drawn_in_panels(sweep_dir, tmp_path):
         assert [len(ax.get_legend().get_texts()) for ax in shown] == [4, 4, 4]
         assert_png(save_png(fig, tmp_path / f"{column}.png"))
     fig = timeline_figure(runs, per_panel=6)
-    assert len(fig.axes) == 4  # utilization and fragmentation for each half
+    shown = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(shown) == 12  # one small panel per run (3 columns of 4 rows)
+    assert [ax.get_title() for ax in shown] == [r.label for r in runs]
     assert len(queue_figure(runs, per_panel=6).axes) == 2
     assert len(cdf_figure(runs, "jct").axes) == 1  # no per_panel: one panel
+
+
+def test_windowed_mean_is_the_time_weighted_mean_of_the_step_function():
+    import numpy as np
+
+    from schedlab.app.plots import windowed_mean
+
+    # 1 on [0, 1), 0 on [1, 3), 1 from 3 on: windows [0, 2) and [2, 4) average 0.5 each
+    got = windowed_mean(np.array([0.0, 1.0, 3.0]), np.array([1.0, 0.0, 1.0]),
+                        np.array([0.0, 2.0, 4.0]))
+    assert got.tolist() == [0.5, 0.5]
+    # before the first time the function counts as 0
+    assert windowed_mean(np.array([1.0]), np.array([1.0]), np.array([0.0, 2.0])).tolist() \
+        == [0.5]

@@ -257,3 +257,30 @@ def test_clicking_a_header_sorts_the_table_in_chromium(report_file: Path, tmp_pa
     assert sorted(asc.group(1).split(",")) == sorted(POLICIES)
     assert [jct[r] for r in asc.group(1).split(",")] == sorted(jct.values())
     assert [jct[r] for r in desc.group(1).split(",")] == sorted(jct.values(), reverse=True)
+
+
+def test_short_runs_show_seconds_and_every_cell_its_exact_value(report_file: Path,
+                                                                results: Path) -> None:
+    text = report_file.read_text(encoding="utf-8")
+    page = parse(text)
+    assert "JCT mean (s)" in page.headers and "JCT mean (h)" not in page.headers
+    jct = summary_json(results / "fifo")["jct_mean"]
+    assert f'title="{jct!r}">{jct:.1f}</td>' in text
+    assert "Configurations differ" not in text  # same inputs, policies only differ
+
+
+def test_runs_of_different_configurations_are_flagged(results: Path, tmp_path: Path) -> None:
+    from schedlab.topologies.build import uniform_topology
+
+    mixed = tmp_path / "mixed"
+    shutil.copytree(results / "fifo", mixed / "fifo")
+    topo = uniform_topology(2, sockets=2, switches_per_socket=2, gpus_per_switch=2,
+                            name="dgx2")
+    Simulation(make_trace(*JOBS), topo, "sjf", seed=4,
+               params={"placer": "pack"}).run().write(mixed / "sjf")
+    text = build_report([mixed])
+    assert "Configurations differ" in text
+    # labels name what differs; each line names the key and every run's value
+    assert re.search(r"<li>seed: fifo[^=<]*(\([^)]*\))?=0, sjf[^<]*=4</li>", text)
+    assert re.search(r"<li>params\.placer: fifo[^<]*=&quot;consolidated&quot;, sjf[^<]*"
+                     r"=&quot;pack&quot;</li>", text)

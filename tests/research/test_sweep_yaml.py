@@ -74,8 +74,12 @@ def test_relative_paths_resolve_against_the_sweep_file(tmp_path, monkeypatch):
     path = write_inputs(tmp_path / "in")
     monkeypatch.chdir(tmp_path)
     s = load_sweep(path)
-    assert {p.trace for p in s.points} == {str((tmp_path / "in" / "trace.csv").resolve())}
-    assert {p.topology for p in s.points} == {str((tmp_path / "in" / "topo.yaml").resolve())}
+    # named relative to the sweep file (portable run ids), resolved against it to run
+    assert {p.trace for p in s.points} == {"trace.csv"}
+    assert {p.topology for p in s.points} == {"topo.yaml"}
+    runs = [p.resolved() for p in s.points]
+    assert {p.trace for p in runs} == {str((tmp_path / "in" / "trace.csv").resolve())}
+    assert {p.topology for p in runs} == {str((tmp_path / "in" / "topo.yaml").resolve())}
 
 
 @pytest.fixture

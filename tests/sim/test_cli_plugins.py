@@ -74,8 +74,10 @@ def test_run_policy_from_a_module_path_next_to_a_registered_one(tmp_path, policy
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "plugin_policies", raising=False)
     out = tmp_path / "out"
+    # a key only the plugin takes is scoped to it (unscoped, fifo would refuse it)
     r = cli("run", "--policy", "plugin_policies:SmallestFirst", "--policy", "fifo",
-            "--param", "max_starts=3", "--max-jobs", "40", "--out", str(out))
+            "--param", "smallest-first-plugin.max_starts=3", "--max-jobs", "40",
+            "--out", str(out))
     assert r.exit_code == 0, r.output
     assert sorted(p.name for p in out.iterdir()) == ["fifo", "smallest-first-plugin"]
     assert "smallest-first-plugin" in r.stdout  # the table names it by its class's name
@@ -124,7 +126,9 @@ def test_sweep_file_names_a_policy_by_a_path_relative_to_it(tmp_path, policy_fil
         "grid: {policy: [fifo, 'plugin_policies.py:SmallestFirst'], params.max_starts: [2]}\n",
         encoding="utf-8")
     spec = load_sweep(sweep)
-    assert [p.policy for p in spec.points] == ["fifo", f"{policy_file.resolve()}:SmallestFirst"]
+    # named relative to the sweep file (portable), found there to run
+    assert [p.policy for p in spec.points] == ["fifo", "plugin_policies.py:SmallestFirst"]
+    assert spec.points[1].resolved().policy == f"{policy_file.resolve()}:SmallestFirst"
     assert spec.points[0].params == ()  # max_starts belongs to the plugin only
     out = tmp_path / "out"
     with open_executor(jobs=1) as executor:

@@ -107,6 +107,8 @@ def test_on_failure_restart_waits_retry_delay_on_its_gpus(four) -> None:
     assert runs(ev) == {0: [("start", 0.0), ("fail", 30.0), ("resume", 30.0),
                             ("finish", 135.0)]}
     assert row(jobs) == ("completed", 0.0, 135.0, 135.0, 0.0, 135.0, 135.0, 1, 30.0)
+    # the wait is the retry delay, not a restore (restore_overhead is not paid here)
+    assert list(ev.detail[ev.kind == "resume"]) == ["in place;retry_delay=5;run=0"]
 
 
 def test_active_deadline_from_first_start_kills_the_live_runs(four) -> None:

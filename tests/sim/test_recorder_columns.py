@@ -17,7 +17,7 @@ from schedlab.sim.engine import Simulation
 from schedlab.sim.jobstate import JobState
 from schedlab.sim.model import EventKind, JobSpec
 from schedlab.sim.queue import PendingQueue
-from schedlab.sim.recorder import _CHUNK, Coded, Recorder
+from schedlab.sim.recorder import _CHUNK, EVENT_COLUMNS, Coded, Recorder
 from schedlab.topologies.build import uniform_topology
 from schedlab.traces.synthetic import from_records
 
@@ -53,14 +53,16 @@ def test_event_rows_round_trip_across_packing() -> None:
         j = job(f"j{i % 7}", i % 3, (0, 1) if i % 2 else (2,))
         kind = (EventKind.START, EventKind.FINISH, EventKind.SUBMIT)[i % 3]
         rec.event(j, kind, f"d{i % 5}" if i % 4 else "")
-        want.append((i * 0.5, f"j{i % 7}", kind.value, i % 3, rec.cells(j.gpus),
-                     f"d{i % 5}" if i % 4 else ""))
+        # a start says the GPUs it gave; the other kinds the request
+        placed = len(j.gpus) if kind is EventKind.START else i % 3
+        want.append((i * 0.5, f"j{i % 7}", kind.value, placed, rec.cells(j.gpus),
+                     f"d{i % 5}" if i % 4 else "", rec.gpu_names(j.gpus)))
     copy = rec.event_columns()
     cols = rec.take_events()
     for c in (copy, cols):
         assert c["time"].dtype == np.float64 and c["num_gpus"].dtype == np.int64
         got = list(zip(*(decode(c[k]) for k in ("time", "job_id", "kind", "num_gpus",
-                                                 "cells", "detail")), strict=True))
+                                                 "cells", "detail", "gpus")), strict=True))
         assert got == want
     assert rec.event_count == n
     assert len(rec.take_events()["time"]) == 0  # handed over: the recorder forgot them
@@ -126,3 +128,26 @@ def test_a_result_asked_twice_is_the_same_and_each_is_its_own() -> None:
     pd.testing.assert_frame_equal(second.events, events)
     pd.testing.assert_frame_equal(second.timeline, timeline)
     assert second.summary["utilization_mean"] == first.summary["utilization_mean"]
+
+
+def test_gpu_names_and_the_gpus_each_job_was_placed_on() -> None:
+    rec, _ = recorder()
+    assert rec.gpu_names((1, 2)) == "node0/gpu1;node1/gpu0"
+    rec.configure(events=False)  # kept whether events are or not
+    rec.event(job("a", 2, (0, 1)), EventKind.START)
+    rec.event(job("a", 2, ()), EventKind.PREEMPT)
+    rec.event(job("a", 2, (2, 1)), EventKind.RESUME)
+    rec.event(job("b", 1, (3,)), EventKind.START)
+    rec.event(job("b", 1, (3,)), EventKind.FINISH)
+    assert rec.gpus_by_job() == {"a": "node0/gpu0;node0/gpu1;node1/gpu0", "b": "node1/gpu1"}
+
+
+def test_a_non_gang_task_s_start_is_a_row_of_its_own() -> None:
+    rec, now = recorder()
+    now[0] = 7.0
+    rec.task_event(job("j", 4, (0, 1)), "evaluator", 0, 1, (2,))
+    cols = rec.take_events()
+    assert [decode(cols[k]) for k in EVENT_COLUMNS] == [
+        [7.0], ["j"], ["start"], [1], ["node1:1"], ["task=evaluator[0]@node1"],
+        ["node1/gpu0"]]
+    assert rec.gpus_by_job() == {"j": "node1/gpu0"}
