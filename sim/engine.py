@@ -343,7 +343,8 @@ class Run(RunState):
         cluster = self.cluster
         if self.side_tried == cluster.version:
             return
-        place_side(cluster, self.placer, self.side_jobs, self.agenda, self.instant.t)
+        place_side(cluster, self.placer, self.side_jobs, self.agenda, self.instant.t,
+                   self.recorder.task_event)
         self.side_tried = cluster.version
 
     def _stop(self, job: JobState, keep_all: bool, kind: EventKind, detail: str) -> None:

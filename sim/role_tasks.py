@@ -122,12 +122,12 @@ def end_side(cluster: ClusterState, side_jobs: dict[int, JobState], now: float) 
 
 
 def place_side(cluster: ClusterState, placer: Any, side_jobs: dict[int, JobState],
-               agenda: Agenda, now: float) -> None:
+               agenda: Agenda, now: float, record: Any = None) -> None:
     """Place waiting non-gang tasks, in gang start order, while capacity allows.
 
     Through the run's placer (`place_side`; a placer without it places none). A task
     with its own `duration` ends that many seconds after it starts (a timer wakes the
-    engine then).
+    engine then). `record(job, role, index, node, gpus)` writes each start's event row.
     """
     place = getattr(placer, "place_side", None)
     if place is None:
@@ -146,6 +146,8 @@ def place_side(cluster: ClusterState, placer: Any, side_jobs: dict[int, JobState
                 continue
             t = TaskPlacement(r.role, key[1], got.node, got.gpus)
             hold_task(cluster, job.idx, t, r)
+            if record is not None:
+                record(job, t.role, t.index, t.node, t.gpus)
             end = now + r.duration if r.duration is not None else math.inf
             side[key] = (t, end, now)
             if r.duration is not None:

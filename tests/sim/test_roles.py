@@ -111,6 +111,10 @@ def test_tf_job_places_every_role_and_the_evaluator_after_the_gang() -> None:
     start = r.events[r.events.kind == "start"].detail.iloc[0]
     assert start == ("tasks=ps[0]@node0,ps[1]@node0,worker[0]@node0,worker[1]@node0,"
                      "worker[2]@node0,worker[3]@node0,chief[0]@node1")
+    # the evaluator's own start is an event too, with its GPU (issue 50)
+    ev_row = r.events[r.events.detail.str.startswith("task=evaluator[0]")]
+    assert len(ev_row) == 1 and ev_row.kind.iloc[0] == "start"
+    assert ev_row.detail.iloc[0] == "task=evaluator[0]@node1" and ev_row.num_gpus.iloc[0] == 1
     # everything is given back at the end
     assert run.cluster.free_whole == 16 and run.cluster.node_cpu_free == [32.0, 32.0]
     assert run.cluster.host_jobs == [{}, {}]
