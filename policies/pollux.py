@@ -94,7 +94,7 @@ class PolluxPolicy(Policy):
 
     def _speedup(self, ctx: Ctx, job: JobState, nodes: int, gpus: int, fair: int,
                  cache: dict[tuple[int, int, int], float]) -> float:
-        """Goodput on (nodes, gpus) over goodput on `fair` GPUs of one node."""
+        """Goodput on (nodes, gpus) over goodput on `fair` GPUs (on the fewest nodes)."""
         if gpus <= 0:
             return 0.0
         key = (job.idx, nodes, gpus)
@@ -107,7 +107,12 @@ class PolluxPolicy(Policy):
         else:
             base = cache.get((job.idx, 1, -fair))
             if base is None:
-                base = cache[(job.idx, 1, -fair)] = float(perf.goodput(job, fair, 1))
+                # Pollux evaluates its fitted model on `fair` GPUs of one node, which a
+                # measured profile may not hold: on the fewest nodes instead, else linear
+                base = float(perf.goodput(job, fair))
+                if base <= 0:
+                    base = float(perf.goodput(job, 1, 1)) * fair
+                cache[(job.idx, 1, -fair)] = base
             got = float(perf.goodput(job, gpus, nodes)) / base if base > 0 else 0.0
         cache[key] = got
         return got
@@ -202,7 +207,7 @@ class PolluxPolicy(Policy):
             return v ** p if p != 0 else -math.log(v)
 
         sign = -1.0 if p > 0 else 1.0  # p < 0 (or 0): minimise the sum; p > 0: maximise
-        num = dict(base)
+        num = dict(base)  # from the current allocation (the GA's seed)
         left = total - sum(num.values())
 
         def step(idx: int, k: int) -> int:
@@ -251,8 +256,9 @@ class PolluxPolicy(Policy):
         for _ in range(4 * len(num)):
             donors = [(sign * (term(i, num[i] - 1) - term(i, num[i])), i) for i in num
                       if i not in rigid and num[i] > lo[i]]
+            # a job at 0 takes its first GPU (an elastic job's minimum is 1 here)
             takers = [(sign * (term(i, num[i]) - term(i, num[i] + 1)), i) for i in num
-                      if i not in rigid and 0 < num[i] < cap[i]]
+                      if i not in rigid and num[i] < cap[i] and (num[i] or lo[i] == 1)]
             if not donors or not takers:
                 break
             loss, d = min(donors)
