@@ -149,6 +149,7 @@ POLICIES = Registry("policy", "schedlab.policies", {
     "gavel-mmf": "schedlab.policies.gavel:GavelPolicy",
     "gavel-mmf-agnostic": "schedlab.policies.gavel:GavelAgnosticPolicy",
     "learned": "schedlab.policies.learned:LearnedPolicy",
+    "sia": "schedlab.policies.sia:SiaPolicy",
 }, UnknownPolicy)
 """Scheduling policies (`Policy` subclasses)."""
 
@@ -170,6 +171,7 @@ SPEED_FACTORS = Registry("speed factor", "schedlab.speed_factors", {})
 PERF_MODELS = Registry("performance model", "schedlab.perf_models", {
     "table": "schedlab.sim.perf.table:CsvTable",
     "gavel": "schedlab.sim.perf.gavel:GavelTable",
+    "sia": "schedlab.sim.perf.sia:SiaProfiles",
 })
 """Job performance-model backends (`schedlab.sim.perf.base.PerfModel`), each built from
 one file or folder (`perf_model` engine parameter); asked for the throughput of jobs that

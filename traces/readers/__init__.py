@@ -32,6 +32,7 @@ from schedlab.traces.readers.philly import (
     read_philly_csv,
     read_philly_json,
 )
+from schedlab.traces.readers.sia import SIA_REQUIRED, read_sia
 from schedlab.traces.readers.swf import read_swf
 from schedlab.traces.readers.tiresias import TIRESIAS_REQUIRED, read_tiresias
 from schedlab.traces.schema import missing_columns_error, missing_required
@@ -79,6 +80,8 @@ TRACE_FORMATS: dict[str, TraceFormat] = {
         TraceFormat("gavel", "Gavel trace (+ simulation_throughputs.json)", read_gavel,
                     ("throughputs", "reference")),
         TraceFormat("tiresias", "Tiresias trace CSV", read_tiresias),
+        TraceFormat("sia", "Sia workload CSV (name,time,application,num_replicas,batch_size)",
+                    read_sia),
     )
 }
 """Every trace format by its `--trace-format` name."""
@@ -90,6 +93,7 @@ _HEADER_FORMATS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("helios", HELIOS_REQUIRED, "Helios"),
     ("tiresias", TIRESIAS_REQUIRED, "Tiresias"),
     ("openb", POD_COLUMNS[:5], "openb pod list"),
+    ("sia", SIA_REQUIRED, "Sia workload"),
 )
 """Formats told by their CSV header: name, the columns its reader needs, its message name."""
 
@@ -177,6 +181,8 @@ def detect_format(path: str | os.PathLike[str]) -> str:
         return "tiresias"
     if set(POD_COLUMNS[:5]) <= names:
         return "openb"
+    if set(SIA_REQUIRED) <= names:
+        return "sia"
     if table_kind(p) is not None:
         return "pai"
     fields = line.split()
