@@ -21,8 +21,8 @@ configuration (GPU type, nodes, GPUs), chosen jointly by a MILP (scipy's HiGHS):
 - Objective: minimise sum_jc x_jc A_jc + lambda_n (jobs - sum_jc x_jc) for p < 0
   (maximise for p > 0), A = value ** p rounded to 2 decimals and clipped at 3000,
   invalid configurations 1e-4 before the power; one configuration per job; per type, the
-  GPUs of the chosen configurations fit the type's GPUs. A job still paying its restart
-  penalty keeps its configuration.
+  GPUs of the chosen configurations fit the type's GPUs. A job still in its restart
+  pause (its model's restart cost since its last change) keeps its configuration.
 Decisions: jobs with no configuration are suspended, jobs whose configuration changed
 are resized (count or type changed) or started on concrete GPUs: multi-node
 configurations on whole free nodes, single-node ones best-fit, largest first, keeping a
@@ -239,7 +239,7 @@ class SiaPolicy(Policy):
                         cap[t_i] += 1
         fixed = {i: self.current[j.idx] for i, j in enumerate(jobs)
                  if j.idx in self.current and j.gpus
-                 and now - self.changed_at.get(j.idx, -math.inf) < self._penalty(j)}
+                 and now - self.changed_at.get(j.idx, -math.inf) < _restart_cost(perf, j)}
         choice = solve(values, self.cfg_gpus, self.cfg_type, cap, float(self.p["p"]),
                        float(self.p["lambda_n"]), fixed)
         self.solves += 1
@@ -387,3 +387,10 @@ def _batch_cap(perf: Any, job: JobState) -> int:
         return MAX_CONFIG_GPUS
     t = job.spec.gpu_type or jm.ref_type
     return max(1, int(b.max_batch(jm.model) // max(1, b.min_local(jm.model, t))))
+
+
+def _restart_cost(perf: Any, job: JobState) -> float:
+    """Seconds the engine pauses the job at a (re)start: its model's, else 30 (Sia's)."""
+    jm = perf._speed.job_model(job) if hasattr(perf, "_speed") else None
+    cost = None if jm is None else jm.backend.restart_cost(jm.model)
+    return 30.0 if cost is None else float(cost)
