@@ -153,6 +153,7 @@ POLICIES = Registry("policy", "schedlab.policies", {
     "optimus": "schedlab.policies.optimus:OptimusPolicy",
     "pollux": "schedlab.policies.pollux:PolluxPolicy",
     "slurm": "schedlab.policies.slurm:SlurmPolicy",
+    "sia": "schedlab.policies.sia:SiaPolicy",
 }, UnknownPolicy)
 """Scheduling policies (`Policy` subclasses)."""
 
@@ -175,6 +176,7 @@ PERF_MODELS = Registry("performance model", "schedlab.perf_models", {
     "table": "schedlab.sim.perf.table:CsvTable",
     "gavel": "schedlab.sim.perf.gavel:GavelTable",
     "pollux": "schedlab.sim.perf.pollux:PolluxModels",
+    "sia": "schedlab.sim.perf.sia:SiaProfiles",
 })
 """Job performance-model backends (`schedlab.sim.perf.base.PerfModel`), each built from
 one file or folder (`perf_model` engine parameter); asked for the throughput of jobs that

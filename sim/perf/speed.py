@@ -229,6 +229,15 @@ class PerfView:
         jm = self._speed.job_model(job)
         return 0.0 if jm is None else jm.ref
 
+    def job_model(self, job: JobState | JobSpec) -> JobModel | None:
+        """The job's entry (backend, model, batch size, reference; None: no model)."""
+        return self._speed.job_model(job)
+
+    def restart_cost(self, job: JobState | JobSpec) -> float | None:
+        """Seconds of no progress at each (re)start of the job (None: the run's)."""
+        jm = self._speed.job_model(job)
+        return None if jm is None else jm.backend.restart_cost(jm.model)
+
     def max_gpus(self, job: JobState | JobSpec) -> int | None:
         """Most GPUs the job's model can use at its batch size (None: no such limit)."""
         jm = self._speed.job_model(job)

@@ -27,12 +27,13 @@ SAMPLE_FORMATS = {
     "gavel_physical_sample.trace": "gavel",
     "tiresias_sample.csv": "tiresias",
     "pollux_workload_sample.csv": "pollux",
+    "sia_workload_sample.csv": "sia",
 }
 
 
 def test_formats_listed() -> None:
     assert trace_formats() == ["canonical", "philly", "philly-json", "helios", "pai", "openb",
-                               "swf", "gavel", "tiresias", "pollux"]
+                               "swf", "gavel", "tiresias", "pollux", "sia"]
     assert set(SAMPLE_FORMATS.values()) | {"canonical"} == set(TRACE_FORMATS)
 
 

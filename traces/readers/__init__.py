@@ -37,6 +37,7 @@ from schedlab.traces.readers.pollux import (
     POLLUX_WORKLOAD_FORMAT,
     read_pollux,
 )
+from schedlab.traces.readers.sia import SIA_REQUIRED, read_sia
 from schedlab.traces.readers.swf import read_swf
 from schedlab.traces.readers.tiresias import TIRESIAS_REQUIRED, read_tiresias
 from schedlab.traces.schema import missing_columns_error, missing_required
@@ -86,6 +87,8 @@ TRACE_FORMATS: dict[str, TraceFormat] = {
         TraceFormat("tiresias", "Tiresias trace CSV", read_tiresias),
         TraceFormat("pollux", "Pollux workload CSV (name,time,application,num_replicas,"
                     "batch_size)", read_pollux),
+        TraceFormat("sia", "Sia workload CSV (name,time,application,num_replicas,batch_size)",
+                    read_sia),
     )
 }
 """Every trace format by its `--trace-format` name."""
@@ -98,6 +101,7 @@ _HEADER_FORMATS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("tiresias", TIRESIAS_REQUIRED, "Tiresias"),
     ("openb", POD_COLUMNS[:5], "openb pod list"),
     ("pollux", POLLUX_WORKLOAD_COLUMNS, POLLUX_WORKLOAD_FORMAT),
+    ("sia", SIA_REQUIRED, "Sia workload"),
 )
 """Formats told by their CSV header: name, the columns its reader needs, its message name."""
 
@@ -185,6 +189,8 @@ def detect_format(path: str | os.PathLike[str]) -> str:
         return "tiresias"
     if set(POD_COLUMNS[:5]) <= names:
         return "openb"
+    if set(SIA_REQUIRED) <= names and "category" in names:
+        return "sia"
     if set(POLLUX_WORKLOAD_COLUMNS) <= names:
         return "pollux"
     if table_kind(p) is not None:
