@@ -39,6 +39,23 @@ class RoundClock:
         return True
 
 
+def start_cpu_only(ctx: PolicyContext) -> Iterator[Decision]:
+    """Start pending jobs that ask no GPU, in arrival order, wherever the placer puts them.
+
+    Round-based GPU schedulers leave them to this (at every pass): only the request
+    classes of no GPU are looked at, never the whole queue.
+    """
+    classes = ctx.pending_classes()
+    heads = [key for key in classes if key[0] == 0]
+    for key in heads:
+        for _, idx in list(classes.get(key, ())):
+            job = ctx.job_at(idx)
+            got = ctx.place(job)
+            if isinstance(got, Unschedulable):
+                break  # the rest of the class fails alike
+            yield Start(job.job_id, got)
+
+
 def node_gpus(ctx: PolicyContext) -> list[list[int]]:
     """Per node, its GPUs that are up and wholly free now, in index order."""
     topo = ctx.topology
@@ -99,8 +116,8 @@ def apply_allocation(ctx: PolicyContext, plan: Mapping[int, Sequence[int]],
         if not nodes or job.status == RUNNING:
             continue
         s = job.spec
-        if s.num_cpus or s.mem_gb or s.disk_gb or s.gpu_share < 1.0 or s.tasks:
-            # host asks, shares, roles: where the run's placer puts that many GPUs
+        if s.gpu_type or s.num_cpus or s.mem_gb or s.disk_gb or s.gpu_share < 1.0 or s.tasks:
+            # a GPU type, host asks, shares, roles: where the run's placer puts that many
             got = ctx.place(job, num_gpus=len(nodes))
             if not isinstance(got, Unschedulable):
                 yield Start(job.job_id, got)

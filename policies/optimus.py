@@ -17,7 +17,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from schedlab.policies.allocation import RoundClock, apply_allocation, held_nodes, node_fill
+from schedlab.policies.allocation import (
+    RoundClock,
+    apply_allocation,
+    held_nodes,
+    node_fill,
+    start_cpu_only,
+)
 from schedlab.policies.base import Ctx, Policy
 from schedlab.policies.elastic import bounds
 from schedlab.sim.jobstate import JobState
@@ -85,7 +91,11 @@ class OptimusPolicy(Policy):
             for i in range(ctx.num_jobs))
 
     def schedule(self, ctx: Ctx) -> Iterator[Decision]:
-        """A reallocation at each round boundary; nothing between them."""
+        """A reallocation at each round boundary; nothing between them.
+
+        Jobs that ask no GPU start at once, at any pass.
+        """
+        yield from start_cpu_only(ctx)
         if not self.clock.due(ctx):
             return
         # rigid jobs of no model: a round after no arrival, end or failure decides the same

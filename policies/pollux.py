@@ -29,7 +29,12 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-from schedlab.policies.allocation import RoundClock, apply_allocation, held_nodes
+from schedlab.policies.allocation import (
+    RoundClock,
+    apply_allocation,
+    held_nodes,
+    start_cpu_only,
+)
 from schedlab.policies.base import Ctx, Policy
 from schedlab.policies.elastic import bounds
 from schedlab.policies.optimus import most_gpus
@@ -131,7 +136,11 @@ class PolluxPolicy(Policy):
     # --- a round
 
     def schedule(self, ctx: Ctx) -> Iterator[Decision]:
-        """A reallocation at each round boundary; nothing between them."""
+        """A reallocation at each round boundary; nothing between them.
+
+        Jobs that ask no GPU start at once, at any pass.
+        """
+        yield from start_cpu_only(ctx)
         if not self.clock.due(ctx):
             return
         # rigid jobs of no model: running ones keep their GPUs, so a round in which no

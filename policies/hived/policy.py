@@ -281,6 +281,11 @@ class _QueueContext:
         """Speed of `job` on `gpus` alone (type x locality)."""
         return self._ctx.placement_speed(job, gpus)
 
+    @property
+    def perf(self) -> Any:
+        """The run's performance models (`schedlab.sim.perf.speed.PerfView`; None: none)."""
+        return self._ctx.perf
+
     def configure_sharing(self, *, time_slice: float | None = None,
                           switch_cost: float | None = None,
                           pack_penalty: float | None = None) -> None:

@@ -32,6 +32,8 @@ SET = {  # a non-default value of each rare field
     "deadline": 100.0, "disk_gb": 1.0, "lazy_preemption": True,
     "tasks": (TaskRole("worker", count=2, gpus=1),), "completions": 2, "parallelism": 2,
     "active_deadline": 50.0, "backoff_limit": 3, "restart_policy": RestartPolicy.ON_FAILURE,
+    "model": "resnet", "num_steps": 100.0, "samples": 6400.0, "batch_size": 64,
+    "adaptive": True,
 }
 
 
