@@ -28,6 +28,7 @@ __all__ = ["bundled_traces", "load_trace", "trace_formats"]
 
 _BUNDLED_FILES = {"default": "default.csv"}
 _SYNTHETIC = re.compile(r"^synthetic(?::(.*))?$")
+_LLM = re.compile(r"^llm-like(?::(.*))?$")
 _CALIBRATED = re.compile(r"^(" + "|".join(re.escape(k) for k in PROFILES) + r")(?::(.*))?$")
 _SYNTHETIC_DEFAULT_JOBS = 1000
 _PATH_SUFFIXES = TRACE_SUFFIXES
@@ -35,7 +36,7 @@ _PATH_SUFFIXES = TRACE_SUFFIXES
 
 def bundled_traces() -> list[str]:
     """Names `load_trace` accepts besides paths (generators also as `NAME:N` for N jobs)."""
-    return sorted([*_BUNDLED_FILES, "synthetic", *PROFILES])
+    return sorted([*_BUNDLED_FILES, "synthetic", "llm-like", *PROFILES])
 
 
 def trace_formats() -> list[str]:
@@ -70,7 +71,9 @@ def load_trace(
             name: `default` (a 3,000-job window of the Philly trace, see
             `traces/data/README.md`), `synthetic` or `synthetic:N` (`generate(N, seed=0)`,
             N = 1000 by default), `philly-like[:N]` or `helios-like[:N]` (calibrated
-            generators, `schedlab.traces.calibrated`); or a Trace, returned as is.
+            generators, `schedlab.traces.calibrated`), `llm-like[:N]` (LLM-era jobs,
+            `schedlab.traces.llm_like`, sizes capped at `topology`'s GPUs); or a Trace,
+            returned as is.
         skip_bad_rows: Skip and count bad rows instead of failing on the first.
         trace_format: None (detect) or a name of `trace_formats()`; bundled names are
             canonical.
@@ -99,10 +102,18 @@ def load_trace(
     text = os.fspath(source)
     if not isinstance(source, os.PathLike):
         key = text.strip()
-        bundled = key in _BUNDLED_FILES or _SYNTHETIC.match(key) or _CALIBRATED.match(key)
+        bundled = (key in _BUNDLED_FILES or _SYNTHETIC.match(key) or _CALIBRATED.match(key)
+                   or _LLM.match(key))
         if bundled and trace_format not in (None, "canonical"):
             raise InvalidTrace(f"trace {key!r} is a bundled or generated trace (canonical); "
                                f"trace format {trace_format!r} applies to files only")
+        match = _LLM.match(key)
+        if match:  # LLM-era jobs (schedlab.traces.llm_like), sized for `topology`
+            from schedlab.traces.llm_like import llm_like
+
+            n = _count(key, match.group(1), "llm-like")
+            return llm_like(n, seed=seed, name=key,
+                            max_gpus=topology.num_gpus if topology is not None else None)
         match = _CALIBRATED.match(key)
         if match:
             n = _count(key, match.group(2), match.group(1))

@@ -74,7 +74,7 @@ def test_detection_failures(tmp_path: Path) -> None:
 
 
 def test_generator_names_and_arguments() -> None:
-    assert bundled_traces() == ["default", "helios-like", "philly-like", "synthetic"]
+    assert bundled_traces() == ["default", "helios-like", "llm-like", "philly-like", "synthetic"]
     t = load_trace("philly-like:30", seed=3)
     assert len(t) == 30 and t.name == "philly-like:30"
     assert t.jobs == load_trace("philly-like:30", seed=3).jobs

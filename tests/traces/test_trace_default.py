@@ -38,7 +38,7 @@ def test_default_trace_is_reproducible(tmp_path: Path) -> None:
 
 
 def test_bundled_names() -> None:
-    assert bundled_traces() == ["default", "helios-like", "philly-like", "synthetic"]
+    assert bundled_traces() == ["default", "helios-like", "llm-like", "philly-like", "synthetic"]
 
 
 def test_unknown_name_did_you_mean() -> None:
