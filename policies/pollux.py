@@ -88,6 +88,7 @@ class PolluxPolicy(Policy):
         self._most: dict[int, int] = {}  # job -> most GPUs it has run on
         self._restarts: dict[int, int] = {}  # job -> allocations changed since its first
         self._static = False  # rigid jobs of no model only (set by attach)
+        self._held_memo: dict[int, list[int]] = {}
 
     def attach(self, ctx: Ctx) -> None:
         """Whether rounds may be skipped when nothing fits: no model, no elastic range."""
@@ -148,6 +149,7 @@ class PolluxPolicy(Policy):
         if self._static and self._nothing_fits(ctx):
             return
         running = ctx.running()
+        self._held_memo = {}
         jobs = sorted([*running.values(), *ctx.pending()],
                       key=lambda j: (ctx.attained_service(j), j.spec.submit_time, j.idx))
         jobs = [j for j in jobs if j.spec.num_gpus > 0]
@@ -165,12 +167,19 @@ class PolluxPolicy(Policy):
             blocked |= missed
         for j in jobs:
             after = len(plan.get(j.idx, ()))
-            if after and sorted(plan[j.idx]) != held_nodes(ctx, j):
+            if after and sorted(plan[j.idx]) != self._held(ctx, j):
                 # Pollux counts restarts from the first allocation on
                 self._restarts[j.idx] = self._restarts.get(j.idx, -1) + 1
             if after:
                 self._most[j.idx] = max(self._most.get(j.idx, 0), after)
         yield from apply_allocation(ctx, plan, "pollux")
+
+    def _held(self, ctx: Ctx, job: JobState) -> list[int]:
+        """`held_nodes` of a job, once a round."""
+        got = self._held_memo.get(job.idx)
+        if got is None:
+            got = self._held_memo[job.idx] = held_nodes(ctx, job)
+        return got
 
     @staticmethod
     def _nothing_fits(ctx: Ctx) -> bool:
@@ -204,7 +213,16 @@ class PolluxPolicy(Policy):
         rigid = {j.idx for j in jobs if j.spec.min_gpus is None and j.spec.max_gpus is None}
         by_idx = {j.idx: j for j in jobs}
 
+        terms: dict[tuple[int, int], float] = {}
+
         def term(idx: int, k: int) -> float:
+            """The job's term of the power mean's sum at k GPUs (memoised this round)."""
+            got = terms.get((idx, k))
+            if got is None:
+                got = terms[(idx, k)] = term_of(idx, k)
+            return got
+
+        def term_of(idx: int, k: int) -> float:
             """The job's term of the power mean's sum at k GPUs: (scaled + eps)^p."""
             j = by_idx[idx]
             s = self._speedup(ctx, j, max(1, math.ceil(k / per_node)), k, fair, cache) \
@@ -293,7 +311,7 @@ class PolluxPolicy(Policy):
         for j in jobs:
             k = num.get(j.idx, 0)
             if k and len(j.gpus) == k:
-                nodes = held_nodes(ctx, j)
+                nodes = self._held(ctx, j)
                 plan[j.idx] = nodes
                 for n in nodes:
                     free[n] -= 1
