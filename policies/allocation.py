@@ -10,7 +10,7 @@ suspend every job whose GPUs change, then start each on its new GPUs.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from schedlab.sim.jobstate import RUNNING, JobState
@@ -96,17 +96,20 @@ def node_fill(counts: Sequence[tuple[int, int]], free: list[int]) -> dict[int, l
 
 
 def apply_allocation(ctx: PolicyContext, plan: Mapping[int, Sequence[int]],
-                     reason: str) -> Iterator[Decision]:
+                     reason: str, held: Callable[[JobState], list[int]] | None = None
+                     ) -> Iterator[Decision]:
     """Decisions that make the running set equal `plan` (job index -> a node per GPU).
 
     A running job whose nodes are unchanged keeps its GPUs; every other running job is
     suspended (checkpointed: no work lost), then each planned job starts on free GPUs of
-    its nodes. Jobs absent from `plan` (or with an empty entry) hold nothing.
+    its nodes. Jobs absent from `plan` (or with an empty entry) hold nothing. `held`:
+    the nodes a running job holds (`held_nodes`, or the caller's memo of it).
     """
+    nodes_of = held if held is not None else (lambda j: held_nodes(ctx, j))
     moving = []
     for idx, job in list(ctx.running().items()):
         want = sorted(plan.get(idx, ()))
-        if want != held_nodes(ctx, job):
+        if want != nodes_of(job):
             moving.append(job)
     for job in moving:
         yield Suspend(job.job_id, reason)

@@ -88,7 +88,7 @@ class PolluxPolicy(Policy):
         self._most: dict[int, int] = {}  # job -> most GPUs it has run on
         self._restarts: dict[int, int] = {}  # job -> allocations changed since its first
         self._static = False  # rigid jobs of no model only (set by attach)
-        self._held_memo: dict[int, list[int]] = {}
+        self._held_memo: dict[int, tuple[tuple[int, ...], list[int]]] = {}
 
     def attach(self, ctx: Ctx) -> None:
         """Whether rounds may be skipped when nothing fits: no model, no elastic range."""
@@ -149,9 +149,14 @@ class PolluxPolicy(Policy):
         if self._static and self._nothing_fits(ctx):
             return
         running = ctx.running()
-        self._held_memo = {}
-        jobs = sorted([*running.values(), *ctx.pending()],
-                      key=lambda j: (ctx.attained_service(j), j.spec.submit_time, j.idx))
+
+        def key(j: JobState) -> tuple[float, float, int]:
+            return ctx.attained_service(j), j.spec.submit_time, j.idx
+
+        if self._static:  # running rigid jobs keep their GPUs: only the pending are ordered
+            jobs = [*running.values(), *sorted(ctx.pending(), key=key)]
+        else:
+            jobs = sorted([*running.values(), *ctx.pending()], key=key)
         jobs = [j for j in jobs if j.spec.num_gpus > 0]
         if not jobs:
             return
@@ -172,14 +177,14 @@ class PolluxPolicy(Policy):
                 self._restarts[j.idx] = self._restarts.get(j.idx, -1) + 1
             if after:
                 self._most[j.idx] = max(self._most.get(j.idx, 0), after)
-        yield from apply_allocation(ctx, plan, "pollux")
+        yield from apply_allocation(ctx, plan, "pollux", held=lambda j: self._held(ctx, j))
 
     def _held(self, ctx: Ctx, job: JobState) -> list[int]:
-        """`held_nodes` of a job, once a round."""
+        """`held_nodes` of a job, computed again only when its GPUs change."""
         got = self._held_memo.get(job.idx)
-        if got is None:
-            got = self._held_memo[job.idx] = held_nodes(ctx, job)
-        return got
+        if got is None or got[0] is not job.gpus:
+            got = self._held_memo[job.idx] = (job.gpus, held_nodes(ctx, job))
+        return got[1]
 
     @staticmethod
     def _nothing_fits(ctx: Ctx) -> bool:

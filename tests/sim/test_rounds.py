@@ -3,12 +3,13 @@ decides only at round boundaries and arrivals are held to the next one."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+from conftest import make_trace
 
 from schedlab.sim import Simulation
-from schedlab.sim.agenda import Agenda
 from schedlab.sim.rounds import Rounds
-from tests.conftest import make_trace
 
 # (job_id, submit, gpus, duration) on one GPU, fifo
 JOBS = (("a", 0, 1, 30), ("b", 0, 1, 10), ("c", 10, 1, 50), ("d", 150, 1, 20))
@@ -44,9 +45,13 @@ def test_boundaries():
     r = Rounds(300)
     assert (r.next_boundary(0), r.next_boundary(1), r.next_boundary(300)) == (0, 300, 300)
     assert r.at_boundary(600) and not r.at_boundary(601)
-    agenda = Agenda.__new__(Agenda)  # only `schedule` is used
     armed: list[float] = []
-    agenda.schedule = lambda t, kind, *a: armed.append(t)  # type: ignore[method-assign]
+
+    class Armed:  # only `schedule` is used (a compiled Agenda's methods cannot be patched)
+        def schedule(self, t: float, kind: object, *a: object) -> None:
+            armed.append(t)
+
+    agenda: Any = Armed()
     assert not r.open(301, agenda) and not r.open(450, agenda)
     assert armed == [600] and r.waiting(450) and r.open(600, agenda)
     with pytest.raises(ValueError, match="decision_round"):

@@ -46,7 +46,7 @@ def test_unknown_name_did_you_mean() -> None:
         load_trace("defualt")
     msg = str(e.value)
     assert "unknown trace 'defualt'" in msg and "did you mean 'default'" in msg
-    assert "known: default, helios-like, philly-like, synthetic" in msg
+    assert "known: default, helios-like, llm-like, philly-like, synthetic" in msg
 
 
 def test_missing_file() -> None:
