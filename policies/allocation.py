@@ -39,6 +39,13 @@ class RoundClock:
         return True
 
 
+def all_rigid(ctx: PolicyContext) -> bool:
+    """No job names a model nor has an elastic range: counts never change between events."""
+    return ctx.perf is None and not any(
+        ctx.job_at(i).spec.min_gpus is not None or ctx.job_at(i).spec.max_gpus is not None
+        for i in range(ctx.num_jobs))
+
+
 def start_cpu_only(ctx: PolicyContext) -> Iterator[Decision]:
     """Start pending jobs that ask no GPU, in arrival order, wherever the placer puts them.
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from schedlab.policies.allocation import (
     RoundClock,
+    all_rigid,
     apply_allocation,
     held_nodes,
     node_fill,
@@ -86,9 +87,7 @@ class OptimusPolicy(Policy):
 
     def attach(self, ctx: Ctx) -> None:
         """Whether rounds without events can be skipped: no model, no elastic range."""
-        self._static = ctx.perf is None and not any(
-            ctx.job_at(i).spec.min_gpus is not None or ctx.job_at(i).spec.max_gpus is not None
-            for i in range(ctx.num_jobs))
+        self._static = all_rigid(ctx)
 
     def schedule(self, ctx: Ctx) -> Iterator[Decision]:
         """A reallocation at each round boundary; nothing between them.

@@ -31,6 +31,7 @@ from typing import Any
 
 from schedlab.policies.allocation import (
     RoundClock,
+    all_rigid,
     apply_allocation,
     held_nodes,
     start_cpu_only,
@@ -92,9 +93,7 @@ class PolluxPolicy(Policy):
 
     def attach(self, ctx: Ctx) -> None:
         """Whether rounds may be skipped when nothing fits: no model, no elastic range."""
-        self._static = ctx.perf is None and not any(
-            ctx.job_at(i).spec.min_gpus is not None or ctx.job_at(i).spec.max_gpus is not None
-            for i in range(ctx.num_jobs))
+        self._static = all_rigid(ctx)
 
     # --- the objective's terms
 
