@@ -120,6 +120,15 @@ def apply_allocation(ctx: PolicyContext, plan: Mapping[int, Sequence[int]],
             moving.append(job)
     for job in moving:
         yield Suspend(job.job_id, reason)
+    yield from start_planned(ctx, plan)
+
+
+def start_planned(ctx: PolicyContext, plan: Mapping[int, Sequence[int]]
+                  ) -> Iterator[Decision]:
+    """Start each planned job that is not running on free GPUs of its nodes.
+
+    Running jobs are left alone (those in `plan` already hold their nodes).
+    """
     free = node_gpus(ctx)
     for idx, nodes in plan.items():
         job = ctx.job_at(idx)

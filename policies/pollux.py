@@ -35,6 +35,7 @@ from schedlab.policies.allocation import (
     apply_allocation,
     held_nodes,
     start_cpu_only,
+    start_planned,
 )
 from schedlab.policies.base import Ctx, Policy
 from schedlab.policies.elastic import bounds
@@ -152,10 +153,10 @@ class PolluxPolicy(Policy):
         def key(j: JobState) -> tuple[float, float, int]:
             return ctx.attained_service(j), j.spec.submit_time, j.idx
 
-        if self._static:  # running rigid jobs keep their GPUs: only the pending are ordered
-            jobs = [*running.values(), *sorted(ctx.pending(), key=key)]
-        else:
-            jobs = sorted([*running.values(), *ctx.pending()], key=key)
+        if self._static:
+            yield from self._rigid_round(ctx, sorted(ctx.pending(), key=key))
+            return
+        jobs = sorted([*running.values(), *ctx.pending()], key=key)
         jobs = [j for j in jobs if j.spec.num_gpus > 0]
         if not jobs:
             return
@@ -177,6 +178,77 @@ class PolluxPolicy(Policy):
             if after:
                 self._most[j.idx] = max(self._most.get(j.idx, 0), after)
         yield from apply_allocation(ctx, plan, "pollux", held=lambda j: self._held(ctx, j))
+
+    def _rigid_round(self, ctx: Ctx, pending: list[JobState]) -> Iterator[Decision]:
+        """A round when every job is rigid and names no model: what `counts` gives then.
+
+        Running jobs keep their GPUs and a pending job's gain is fixed, so the heap's
+        outcome is the pending jobs by gain (then order), each taken while it fits; only
+        pending jobs are looked at, and only new ones are started.
+        """
+        running = [j for j in ctx.running().values() if j.spec.num_gpus > 0]
+        pending = [j for j in pending if j.spec.num_gpus > 0]
+        if not pending:
+            return
+        topo = ctx.topology
+        up = ctx.cluster.node_up
+        sizes = [n.num_gpus for i, n in enumerate(topo.nodes) if up[i]]
+        per_node = max(sizes, default=0)
+        total = sum(sizes)
+        if total <= 0 or per_node <= 0:
+            return
+        fair = max(1, math.ceil(total / (len(running) + len(pending))))
+        scale = sum(1 for n in sizes if n) / total
+        p = self.p["p"]
+        delay = self.p["restart_delay"]
+        max_nodes = self.p["max_nodes"]
+        now = ctx.now
+        sign = -1.0 if p > 0 else 1.0
+        num = {j.idx: len(j.gpus) for j in running}
+        left0 = total - sum(num.values())
+
+        def term(s: float) -> float:
+            v = s * scale + EPS
+            return v ** p if p != 0 else -math.log(v)
+
+        zero = term(0.0)
+        ranked = []
+        for i, j in enumerate(pending):
+            k = j.spec.num_gpus
+            if k > left0 or math.ceil(k / per_node) > max_nodes:
+                continue
+            rf = restart_factor(max(0.0, now - j.spec.submit_time),
+                                self._restarts.get(j.idx, 0), delay)
+            g = sign * (zero - term(k / fair * rf)) / k
+            if g > 1e-15:
+                ranked.append((-g, i, j))
+        ranked.sort(key=lambda t: (t[0], t[1]))
+        kept, free0, spread0 = self._keep(ctx, running, num)
+        blocked: set[int] = set()
+        for _ in range(4):
+            left = left0
+            want = dict(num)
+            chosen = []
+            for _, _, j in ranked:
+                k = j.spec.num_gpus
+                if j.idx in blocked or k > left:
+                    continue
+                want[j.idx] = k
+                chosen.append(j)
+                left -= k
+                if left <= 0:
+                    break
+            plan = dict(kept)
+            self._place_new(chosen, want, plan, list(free0), list(spread0))
+            missed = {j.idx for j in chosen if j.idx not in plan}
+            if not missed:
+                break
+            blocked |= missed
+        new = {i: nodes for i, nodes in plan.items() if i not in kept}  # placement order
+        for i, nodes in new.items():
+            self._restarts[i] = self._restarts.get(i, -1) + 1
+            self._most[i] = max(self._most.get(i, 0), len(nodes))
+        yield from start_planned(ctx, new)
 
     def _held(self, ctx: Ctx, job: JobState) -> list[int]:
         """`held_nodes` of a job, computed again only when its GPUs change."""
@@ -307,6 +379,18 @@ class PolluxPolicy(Policy):
         A job goes to the one node that holds it (best fit), else over the nodes with the
         most free GPUs; a node takes at most one job spread over nodes.
         """
+        plan, free, spread_on = self._keep(ctx, jobs, num)
+        todo = [j for j in jobs if num.get(j.idx, 0) and j.idx not in plan]
+        self._place_new(todo, num, plan, free, spread_on)
+        return plan
+
+    def _keep(self, ctx: Ctx, jobs: list[JobState], num: dict[int, int]
+              ) -> tuple[dict[int, list[int]], list[int], list[bool]]:
+        """Keep the jobs whose count is unchanged on their nodes.
+
+        Returns their plan, the free GPUs per node left and the nodes holding a job
+        spread over nodes.
+        """
         topo = ctx.topology
         up = ctx.cluster.node_up
         free = [n.num_gpus if up[i] else 0 for i, n in enumerate(topo.nodes)]
@@ -322,18 +406,24 @@ class PolluxPolicy(Policy):
                 if len(set(nodes)) > 1:
                     for n in set(nodes):
                         spread_on[n] = True
-        todo = sorted((j for j in jobs if num.get(j.idx, 0) and j.idx not in plan),
-                      key=lambda j: (-num[j.idx], j.spec.submit_time, j.idx))
+        return plan, free, spread_on
+
+    def _place_new(self, todo: list[JobState], num: dict[int, int],
+                   plan: dict[int, list[int]], free: list[int], spread_on: list[bool]
+                   ) -> None:
+        """Add the `todo` jobs to `plan`, largest first (updating free and spread_on)."""
+        todo = sorted(todo, key=lambda j: (-num[j.idx], j.spec.submit_time, j.idx))
         avoid = self.p["interference_avoidance"]
+        nodes = range(len(free))
         for j in todo:
             k = num[j.idx]
-            fits = [n for n in range(len(free)) if free[n] >= k]
-            if fits:
-                n = min(fits, key=lambda n: (free[n], n))  # best fit
+            best = min(((free[n], n) for n in nodes if free[n] >= k), default=None)
+            if best is not None:
+                n = best[1]  # best fit
                 plan[j.idx] = [n] * k
                 free[n] -= k
                 continue
-            order = sorted((n for n in range(len(free)) if free[n] > 0
+            order = sorted((n for n in nodes if free[n] > 0
                             and not (avoid and spread_on[n])),
                            key=lambda n: (-free[n], n))
             got: list[int] = []
@@ -347,4 +437,3 @@ class PolluxPolicy(Policy):
                 for n in set(got):
                     free[n] -= got.count(n)
                     spread_on[n] = True
-        return plan
