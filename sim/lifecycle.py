@@ -161,6 +161,8 @@ class RunState:
                  ModelColocation(self.colocation, model)], params["speed_factors"], self,
                 placement=3, model=model)
         self.progress = Progress(self.agenda, chain, clock)
+        if chain.model is not None:
+            self.progress.on_rate = self._note_rate
         self.colocation.progress = self.progress
         # the failure layer (schedlab.sim.failure_layer): None unless a failure model or
         # checkpoint costs are asked for
@@ -269,6 +271,13 @@ class RunState:
         self.recorder.event(job, kind, detail)
         if self.notify is not None and (plain_spec(job.spec) or job.spec.completions is None):
             self.notify(self.ctx, job, kind)
+
+    def _note_rate(self, job: JobState) -> None:
+        """A `rate` row when a job of a model runs at a new speed or batch size."""
+        model = self.progress.chain.model
+        detail = model.note(job) if model is not None else None
+        if detail is not None and job.idx < self.num_trace:
+            self.recorder.event(job, EventKind.RATE, detail)
 
     def enqueue(self, job: JobState) -> None:
         """Queue a job now (a container job spawns its task runs instead)."""

@@ -538,6 +538,7 @@ class EventKind(StrEnum):
     FINISH = "finish"
     KILL = "kill"
     REJECT = "reject"
+    RATE = "rate"  # a job of a performance model runs at a new speed (not told to policies)
 
 
 STATUSES = tuple(str(s) for s in list(JobStatus)[5:])

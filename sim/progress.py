@@ -40,6 +40,9 @@ class Progress:
         self._at: Instant | None = clock if isinstance(clock, Instant) else None
         self.plan: CheckpointPlan | None = None  # checkpoints with a cost (failure layer)
         self.stats: AttemptStats | None = None  # where time goes, by cause (failure layer)
+        # told of a job whose completion is (re)scheduled: its rate may be new (the
+        # lifecycle's `rate` rows for jobs of a performance model)
+        self.on_rate: Callable[[JobState], None] | None = None
 
     def _now(self) -> float:
         at = self._at
@@ -122,6 +125,9 @@ class Progress:
 
     def schedule_finish(self, job: JobState) -> None:
         """Put the job's completion on the agenda at its current rate."""
+        hook = self.on_rate
+        if hook is not None:
+            hook(job)
         if job.rate <= 0:
             return
         left = job.remaining_work

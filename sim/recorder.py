@@ -57,6 +57,7 @@ TIMELINE_MODES = ("full", "coarse", "off")
 
 _PLACING: Final = frozenset({EventKind.START, EventKind.RESUME, EventKind.MIGRATE,
                              EventKind.RESIZE})
+_SIZED: Final = _PLACING | {EventKind.RATE}  # rows whose num_gpus is what the job holds
 _TL: Final = len(TIMELINE_COLUMNS)
 _EV: Final = len(EVENT_COLUMNS)
 _CELLS_CACHE: Final = 50_000  # placements whose 'node:k;...' text is kept
@@ -306,7 +307,7 @@ class Recorder:
             # a placement says the GPUs it gave (an elastic job's actual size); other
             # events the job's request
             ev.extend((self._now(), job_id or s.job_id, kind._value_,
-                       len(gpus) if gpus and kind in _PLACING else s.num_gpus,
+                       len(gpus) if gpus and kind in _SIZED else s.num_gpus,
                        self.cells(gpus) if cells is None else cells, detail,
                        self.gpu_names(gpus) if names is None else names))
             if len(ev) >= _EV_FLAT:

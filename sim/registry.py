@@ -176,6 +176,7 @@ PERF_MODELS = Registry("performance model", "schedlab.perf_models", {
     "table": "schedlab.sim.perf.table:CsvTable",
     "gavel": "schedlab.sim.perf.gavel:GavelTable",
     "pollux": "schedlab.sim.perf.pollux:PolluxModels",
+    "pollux-fit": "schedlab.sim.perf.pollux_fit:PolluxFitModels",
     "sia": "schedlab.sim.perf.sia:SiaProfiles",
 })
 """Job performance-model backends (`schedlab.sim.perf.base.PerfModel`), each built from

@@ -33,6 +33,7 @@ class ModelSpeed:
             j.idx: perf.jobs[j.spec.job_id] for j in jobs if j.spec.model}
         self._jobs = jobs
         self.batch: dict[int, int | None] = {}  # the batch size each job runs with now
+        self._noted: dict[int, tuple[float, float, int | None, int]] = {}
 
     def job_model(self, job: JobState | JobSpec) -> JobModel | None:
         """The job's model entry (None: it names no model)."""
@@ -115,6 +116,22 @@ class ModelSpeed:
         # strictly ahead: a boundary reached up to rounding is passed (no zero-length step)
         h = jm.backend.horizon(jm.model, bsz, self._progress(job, jm))
         return h / jm.ref if math.isfinite(h) else math.inf
+
+    def note(self, job: JobState) -> str | None:
+        """The `rate` row's detail when the job's speed, batch or attempt is new, else None.
+
+        `goodput` is in its model's work units a second, `rate` in ideal seconds a second.
+        """
+        jm = self._by_idx.get(job.idx)
+        if jm is None or not job.gpus:
+            return None
+        bsz = self.batch.get(job.idx, jm.batch_size)
+        key = (job.attempt_start, job.rate, bsz, len(job.gpus))
+        if self._noted.get(job.idx) == key:
+            return None
+        self._noted[job.idx] = key
+        b = "" if bsz is None else f";batch={bsz}"
+        return f"rate={job.rate:.6g};goodput={job.rate * jm.ref:.6g}{b}"
 
     def restart_cost(self, spec: JobSpec) -> float | None:
         """The model's restart cost (None: the run's `restore_overhead`)."""
