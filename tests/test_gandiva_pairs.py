@@ -3,6 +3,8 @@ it packs when the pair's normalized throughput beats time-slicing and refuses wh
 
 from __future__ import annotations
 
+import json
+import math
 from pathlib import Path
 
 import pytest
@@ -89,3 +91,22 @@ def test_measured_winner_after_a_measured_loser(table: Path) -> None:
     detail, cells = _start(res, "b")
     assert detail == "pack N=2"
     assert cells == _start(res, "c")[1]
+
+
+def test_gavel_pairs_normalized_by_the_solo_throughput(tmp_path: Path) -> None:
+    # Gavel's table in steps/s: A alone 4, B alone 2; packed A 3, B 1.5: each at 0.75 of
+    # alone, sum 1.5 > 1 -> b packs onto a's GPU (at gpu_util 1 the heuristic would not).
+    # a: 40 steps alone by t=10, its other 360 at 3/s -> ends at 130; b by then has done
+    # 180 of its 200 steps, the last 20 alone at 2/s -> ends at 140
+    a, b = "('A', 1)", "('B', 1)"
+    p = tmp_path / "simulation_throughputs.json"
+    p.write_text(json.dumps({"v100": {a: {"null": 4.0, b: [3.0, 1.5]},
+                                      b: {"null": 2.0, a: [1.5, 3.0]}}}))
+    trace = make_trace(JobSpec("a", 0.0, 1, math.nan, model="A", num_steps=400),
+                       JobSpec("b", 10.0, 1, math.nan, model="B", num_steps=200))
+    res = Simulation(trace, uniform_topology(1, name="one"), "gandiva",
+                     params={"perf_model": f"gavel={p}", "restore_overhead": 0.0}).run()
+    assert _start(res, "b")[0] == "pack N=2"
+    ends = res.jobs.set_index("job_id").end_time.to_dict()
+    assert ends["a"] == pytest.approx(130.0, rel=1e-12)
+    assert ends["b"] == pytest.approx(140.0, rel=1e-12)
