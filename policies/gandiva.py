@@ -27,8 +27,16 @@ Introspective mode, every `introspection_interval` while there is something to i
 * packing: when jobs wait and no GPU is free, a waiting job is packed onto the GPUs of a
   running job of the same size when their GPU memory fits and the pair's throughput under
   the engine's interference model, 2 x min(1, 1 / (u1 + u2)) x (1 - pack_penalty), beats
-  time-slicing's (1 - switch_cost / time_slice). With the trace's static utilizations a
-  pair that beats time-slicing when formed keeps doing so, so pairs are never unpacked;
+  time-slicing's (1 - switch_cost / time_slice). When both jobs name a model and the
+  run's performance model measured the pair both ways (`ctx.perf.pair`: Gavel's packed
+  pairs, Lucid's co-location table, `partner` rows), the pair's throughput is instead the
+  sum of each job's packed throughput over its throughput alone on that GPU type, which
+  is also the speed the engine runs the pair at (Gandiva: a pack is kept when its
+  throughput beats time-slicing, undone when it does not). Partners are tried in order of
+  utilization, as Gandiva's greedy; a measured pair that loses is skipped for the next
+  partner, an unmeasured one falls back to the heuristic. Utilizations and tables are
+  static, so a pair that beats time-slicing when formed keeps doing so: the check before
+  packing is Gandiva's keep-or-unpack check, and pairs are never unpacked;
 * grow-shrink: elastic jobs grow into idle GPUs when nobody waits and shrink back (to
   num_gpus, then min_gpus) when jobs queue; each resize pays a checkpoint/restore. Jobs
   with `target_util` grow by utilization instead (`schedlab.policies.elastic`): one task per
@@ -566,11 +574,24 @@ class GandivaPolicy(Policy):
             return None
         u = job.spec.gpu_util
         penalty = self.p["pack_penalty"]
+        perf = ctx.perf
+        by_table = perf is not None and perf.knows(job)  # pairs may be measured
+        guess_open = True  # the heuristic may still accept a (busier) unmeasured partner
+        gains: dict[tuple[str, int | None, str], float | None] = {}
         for util, idx in partners:
-            pair = 2 * min(1.0, 1.0 / (u + util)) * (1 - penalty) if u + util > 0 else 0.0
-            if pair <= self.ts_factor:
-                return None  # partners sorted by utilization: the rest are busier
             other = ctx.job_at(idx)
+            gain = self._table_gain(ctx, job, other, gains) if by_table else None
+            if gain is None:
+                if not guess_open:
+                    continue
+                pair = 2 * min(1.0, 1.0 / (u + util)) * (1 - penalty) if u + util > 0 else 0.0
+                if pair <= self.ts_factor:
+                    if not by_table:
+                        return None  # partners sorted by utilization: the rest are busier
+                    guess_open = False  # only measured partners can still pay
+                    continue
+            elif gain <= self.ts_factor:
+                continue  # measured: this pair would not beat time-slicing
             if ctx.share_mode(other) or other.status != "running":
                 continue
             node = ctx.topology.nodes[ctx.topology.gpu_node[other.gpus[0]]]
@@ -581,6 +602,30 @@ class GandivaPolicy(Policy):
                 continue  # the pair's GPU memory does not fit
             return Start(job.job_id, tuple(sorted(other.gpus)), "pack")
         return None
+
+    def _table_gain(self, ctx: Ctx, job: JobState, other: JobState,
+                    seen: dict[tuple[str, int | None, str], float | None]) -> float | None:
+        """The pair's throughput in solo units from the performance model (None: unmeasured).
+
+        Each job's packed throughput over its throughput alone on the partner's GPU type,
+        summed; `seen` caches it per (partner model, batch size, type) within one search.
+        """
+        perf = ctx.perf
+        if not other.gpus or not other.spec.model or not perf.knows(other):
+            return None
+        gtype = ctx.topology.nodes[ctx.topology.gpu_node[other.gpus[0]]].gpu_type
+        key = (other.spec.model, other.spec.batch_size, gtype)
+        if key in seen:
+            return seen[key]
+        gain = None
+        mine, theirs = perf.pair(job, other, gtype), perf.pair(other, job, gtype)
+        if mine is not None and theirs is not None:
+            alone = perf.throughput(job, gtype, job.spec.num_gpus)
+            alone_other = perf.throughput(other, gtype, other.spec.num_gpus)
+            if alone > 0 and alone_other > 0:
+                gain = mine / alone + theirs / alone_other
+        seen[key] = gain
+        return gain
 
     def _pack(self, ctx: Ctx) -> Iterator[Decision]:
         """Under overload, pack class heads that time-slicing could not take."""
