@@ -177,6 +177,7 @@ PERF_MODELS = Registry("performance model", "schedlab.perf_models", {
     "gavel": "schedlab.sim.perf.gavel:GavelTable",
     "pollux": "schedlab.sim.perf.pollux:PolluxModels",
     "sia": "schedlab.sim.perf.sia:SiaProfiles",
+    "shockwave": "schedlab.sim.perf.shockwave:ShockwaveModels",
 })
 """Job performance-model backends (`schedlab.sim.perf.base.PerfModel`), each built from
 one file or folder (`perf_model` engine parameter); asked for the throughput of jobs that
