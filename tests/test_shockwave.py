@@ -75,6 +75,9 @@ def test_schedules_follow_shockwave_simulator() -> None:
         [40, 40, 80, 80]
     # gns LM 40 on 1 GPU: pattern doubles at epoch 11, the simulator one epoch early
     assert [scheduled_batch("LM", 40, "gns", 1, e) for e in (9, 10)] == [40, 80]
+    # ResNet-50 accordion: critical while epoch mod 30 < 10, so the batch comes back down
+    assert [scheduled_batch("ResNet-50", 32, "accordion", 1, e) for e in (9, 10, 29, 30)] \
+        == [32, 128, 128, 32]
     # a job already at the model's largest batch never changes; static never does
     assert scheduled_batch("LM", 80, "gns", 1, 50) == 80
     assert scheduled_batch("LM", 40, "static", 1, 50) == 40
