@@ -179,6 +179,7 @@ PERF_MODELS = Registry("performance model", "schedlab.perf_models", {
     "pollux-fit": "schedlab.sim.perf.pollux_fit:PolluxFitModels",
     "sia": "schedlab.sim.perf.sia:SiaProfiles",
     "lucid": "schedlab.sim.perf.lucid:LucidTable",
+    "shockwave": "schedlab.sim.perf.shockwave:ShockwaveModels",
 })
 """Job performance-model backends (`schedlab.sim.perf.base.PerfModel`), each built from
 one file or folder (`perf_model` engine parameter); asked for the throughput of jobs that

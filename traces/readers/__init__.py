@@ -37,6 +37,8 @@ from schedlab.traces.readers.pollux import (
     POLLUX_WORKLOAD_FORMAT,
     read_pollux,
 )
+from schedlab.traces.readers.shockwave import layout as shockwave_layout
+from schedlab.traces.readers.shockwave import read_shockwave
 from schedlab.traces.readers.sia import SIA_REQUIRED, read_sia
 from schedlab.traces.readers.swf import read_swf
 from schedlab.traces.readers.tiresias import TIRESIAS_REQUIRED, read_tiresias
@@ -89,6 +91,8 @@ TRACE_FORMATS: dict[str, TraceFormat] = {
                     "batch_size)", read_pollux),
         TraceFormat("sia", "Sia workload CSV (name,time,application,num_replicas,batch_size)",
                     read_sia),
+        TraceFormat("shockwave", "Shockwave trace (Gavel's, 12 fields with the adaptation "
+                    "mode; perf_model=shockwave=<throughputs.json>)", read_shockwave),
     )
 }
 """Every trace format by its `--trace-format` name."""
@@ -178,6 +182,8 @@ def detect_format(path: str | os.PathLike[str]) -> str:
         return "philly-json"
     if gavel_layout(p) is not None:
         return "gavel"
+    if shockwave_layout(p) is not None:
+        return "shockwave"
     names = set(cols)
     if not missing_required(names):
         return "canonical"
