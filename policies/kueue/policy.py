@@ -158,6 +158,8 @@ class KueuePolicy(Policy):
                    "fair sharing")
     supports_roles = True
     orders = False  # its own queues and quotas: not an ordering inside another policy
+    tenant_kinds = ("clusterqueue", "cohort")
+    """tenants.parquet has a row per ClusterQueue and per cohort too (`tenant_names`)."""
     params = {
         "config": Param(None, as_optional(as_path),
                         "Kueue objects, a multi-document YAML as kubectl apply takes it "
@@ -573,6 +575,13 @@ class KueuePolicy(Policy):
             if isinstance(got, Unschedulable):
                 return f"Kueue: admitted by quota but {got.reason}"
         return ""
+
+    def tenant_names(self, idx: int) -> tuple[str, str]:
+        """The job's ClusterQueue and that queue's cohort ('' : none, or no LocalQueue)."""
+        w = self.wls.get(idx)
+        if w is None:
+            return ("", "")
+        return (w.cq.name, self.queues[w.cq.name].conf.cohort or "")
 
     def metrics(self) -> dict[str, Any]:
         """Scheduling cycles run and workloads evicted."""
