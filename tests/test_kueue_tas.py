@@ -423,3 +423,13 @@ def test_preemption_search_is_topology_aware(tmp_path):
     assert list(ev[ev.kind == "preempt"].job_id) == ["b"]
     assert starts(r)["foo"] == 1.0
     assert placed(r, "foo") == {"y1": 3}
+
+
+def test_request_without_tas_flavor_is_not_ignored(tmp_path):
+    """A job asking a topology in a config without any Topology is never silently placed
+    anyhow: no flavor supports TAS, it waits and is rejected with Kueue's reason."""
+    cfg = write(tmp_path, flavor("default"), cq("q", "default"))
+    r = run(cfg, cluster(SINGLE), job("j", 0, 1, 10, queue="q", required=HOST))
+    row = r.jobs.set_index("job_id").loc["j"]
+    assert row.status == "rejected"
+    assert 'Flavor "default" does not support TopologyAwareScheduling' in row.reason

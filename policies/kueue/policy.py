@@ -475,10 +475,11 @@ class KueuePolicy(Policy):
         Freed: by the admitted workloads whose usage the search took out (`Workload.out`).
         """
         pctx = self.ctx
+        # candidates come from its ClusterQueue and its cohort tree only
+        queues = [self.admitted[cq.name] for cq in w.cq.root().subtree_cqs()]
 
         def fit() -> bool:
-            victims = [pctx.job_at(x.idx) for q in self.admitted.values()
-                       for x in q.values() if x.out]
+            victims = [pctx.job_at(x.idx) for q in queues for x in q.values() if x.out]
             with pctx.what_if(victims) as view:
                 return isinstance(self._tas_assign(view.cluster, w, fl, gpu_type), dict)
 
@@ -573,7 +574,8 @@ class KueuePolicy(Policy):
         return assign(w.requests, w.cq, conf, self.flavors, w.gpu_type, GPU,
                       lambda fr, v: self._oracle(w, conf, fr, v),
                       self.config.fair_sharing, self.p["undeclared"] == "nofit",
-                      (lambda fl: self._tas_check(w, fl)) if self.topos else None)
+                      (lambda fl: self._tas_check(w, fl))
+                      if self.topos or w.tas is not None else None)
 
     def _search(self, w: Workload, conf: ClusterQueue, frs: set[FR],
                 requests: dict[FR, float]) -> list[preemption.Target]:
