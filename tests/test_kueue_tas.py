@@ -433,3 +433,14 @@ def test_request_without_tas_flavor_is_not_ignored(tmp_path):
     row = r.jobs.set_index("job_id").loc["j"]
     assert row.status == "rejected"
     assert 'Flavor "default" does not support TopologyAwareScheduling' in row.reason
+
+
+def test_request_columns():
+    """The columns as Kueue's annotations: one of required/preferred, unconstrained a
+    boolean; anything else is the job's rejection reason."""
+    from schedlab.policies.kueue.tas import Request, request_of
+    assert request_of({"topology_required": "rack"}) == Request(REQUIRED, "rack")
+    assert request_of({"topology_preferred": HOST}) == Request(PREFERRED, HOST)
+    assert request_of({"topology_unconstrained": "True"}) == Request(UNCONSTRAINED)
+    assert request_of({"topology_unconstrained": "false"}) is None
+    assert "allowed: true or false" in str(request_of({"topology_unconstrained": "x"}))

@@ -90,8 +90,7 @@ class Request:
     implied: bool = False  # no request, in a ClusterQueue of TAS flavors only
 
 
-def _truthy(v: object) -> bool:
-    return str(v).strip().lower() in ("1", "true", "yes")
+TRUE, FALSE = ("1", "1.0", "true", "yes"), ("0", "0.0", "false", "no", "")
 
 
 def request_of(values: dict[str, str]) -> Request | str | None:
@@ -105,7 +104,11 @@ def request_of(values: dict[str, str]) -> Request | str | None:
         return Request(REQUIRED, req)
     if pref:
         return Request(PREFERRED, pref)
-    if unc and _truthy(unc):
+    u = unc.strip().lower()
+    if u not in TRUE + FALSE:
+        return (f"topology_unconstrained {unc!r}; allowed: true or false (Kueue's "
+                "podset-unconstrained-topology annotation)")
+    if u in TRUE:
         return Request(UNCONSTRAINED)
     return None
 
