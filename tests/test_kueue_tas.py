@@ -444,3 +444,35 @@ def test_request_columns():
     assert request_of({"topology_unconstrained": "True"}) == Request(UNCONSTRAINED)
     assert request_of({"topology_unconstrained": "false"}) is None
     assert "allowed: true or false" in str(request_of({"topology_unconstrained": "x"}))
+
+
+def test_required_levels_hold_on_a_random_trace(tmp_path):
+    """Invariant over a seeded random trace (4 racks of 2 nodes of 4 GPUs, 24 jobs): a job
+    required on a node runs on one node, one required on a rack on one rack, every job
+    with a request on GPUs of the TAS flavor's type; quota (24 GPUs) never exceeded."""
+    import numpy as np
+
+    racks = {f"r{i}": {f"r{i}-n{j}": 4 for j in range(2)} for i in range(4)}
+    cfg = write(tmp_path, topology("t", RACK, HOST), flavor("tas", "t"),
+                cq("tas-main", "tas", gpus=24))
+    rng = np.random.default_rng(7)
+    jobs, want = [], {}
+    for i in range(24):
+        g = int(rng.choice([1, 2, 3, 4, 6, 8]))
+        kind = str(rng.choice(["node", "rack", "pref", "none"]))
+        if kind == "node" and g > 4:
+            kind = "rack"
+        want[f"j{i}"] = kind
+        jobs.append(job(f"j{i}", float(i * 7), g, float(rng.integers(20, 200)),
+                        required={"node": HOST, "rack": RACK}.get(kind, ""),
+                        preferred=RACK if kind == "pref" else ""))
+    r = run(cfg, cluster(racks), *jobs)
+    assert set(r.jobs.status) == {"completed"}
+    for jid, kind in want.items():
+        nodes = placed(r, jid)
+        if kind == "node":
+            assert len(nodes) == 1, (jid, nodes)
+        if kind == "rack":
+            assert len({n.split("-")[0] for n in nodes}) == 1, (jid, nodes)
+    tl = r.timeline
+    assert tl.gpus_busy.max() <= 24
