@@ -190,8 +190,8 @@ class KueuePolicy(Policy):
 
     name = "kueue"
     description = ("Kueue from its own YAML (ResourceFlavor, ClusterQueue, Cohort, "
-                   "LocalQueue, WorkloadPriorityClass): quotas, borrowing, preemption, "
-                   "fair sharing")
+                   "LocalQueue, WorkloadPriorityClass, Topology): quotas, borrowing, "
+                   "preemption, fair sharing, topology-aware scheduling")
     supports_roles = True
     orders = False  # its own queues and quotas: not an ordering inside another policy
     tenant_kinds = ("clusterqueue", "cohort")
