@@ -33,7 +33,7 @@ from schedlab.sim.recorder import (
     timeline_rows,
 )
 from schedlab.sim.roles import side_gpu_seconds
-from schedlab.sim.tenants import TENANT_COLUMNS, tenants_frame
+from schedlab.sim.tenants import TENANT_COLUMNS, policy_tenants, tenants_frame
 from schedlab.sim.writing import atomic_text as atomic_text  # re-exported: the former home
 from schedlab.sim.writing import atomic_write as atomic_write
 from schedlab.sim.writing import json_text, text_writer, write_folder
@@ -497,7 +497,10 @@ def build_result(sim: SimInputs, run: ResultRun, end: float, wall: float) -> Sim
             jobs[k] = v
     # before the events are built: its transient memory then meets the recorder's
     # compact columns, not the events frame (the peak of a million-job run)
-    tenants = tenants_frame(jobs)
+    # the kinds of tenants the policy declares (ClusterQueue, account, ...): none for most
+    tenants = tenants_frame(jobs, policy_tenants(
+        sim.policy, [j for j in run.jobs[:run.num_trace] if j.status is not WAITING]
+        if getattr(sim.policy, "tenant_kinds", ()) else []))
     rec = run.recorder
     # the summary integrates every change, whatever timeline the run writes
     exact = _recorded_timeline(rec)

@@ -7,6 +7,8 @@ boundary: pandas is used here, and the engine never imports this module.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -18,13 +20,39 @@ TENANT_COLUMNS = (
     "queueing_delay_mean", "queueing_delay_p95", "jct_mean", "sla_violations",
     "share_received",
 )
-"""One row a tenant: `kind` is "user" or "vc", `tenant` its name (users first, by name)."""
+"""One row a tenant: `kind` is "user" or "vc", `tenant` its name (users first, by name);
+then the kinds the run's policy declares (`policy_tenants`), in its order."""
 
 KINDS = ("user", "vc")
 
 
-def tenants_frame(jobs: pd.DataFrame) -> pd.DataFrame:
-    """Per user and per vc of a jobs table (columns of jobs.parquet).
+def policy_tenants(policy: Any, jobs: Sequence[Any]) -> dict[str, list[str]]:
+    """The tenant kinds a policy declares, with each job's tenant of each kind.
+
+    A policy declares `tenant_kinds` (a tuple of kind names, e.g. `("clusterqueue",
+    "cohort")`) and `tenant_names(idx)`, one name per kind for the job of run index
+    `idx`; `jobs` are the jobs-table rows' job states, in order. Empty for any other
+    policy (the engine names no policy: the table of every other policy is unchanged).
+    """
+    kinds = tuple(getattr(policy, "tenant_kinds", ()) or ())
+    names = getattr(policy, "tenant_names", None)
+    if not kinds or not callable(names):
+        return {}
+    out: dict[str, list[str]] = {k: [] for k in kinds}
+    cols = list(out.values())
+    for j in jobs:
+        got = names(j.idx)
+        for col, name in zip(cols, got, strict=True):
+            col.append(str(name))
+    return out
+
+
+def tenants_frame(jobs: pd.DataFrame,
+                  extra: Mapping[str, Sequence[str]] | None = None) -> pd.DataFrame:
+    """Per user and per vc of a jobs table (columns of jobs.parquet), then per `extra` kind.
+
+    `extra`: kind -> each row's tenant of that kind (`policy_tenants`), grouped as the
+    columns are; absent when the table is rebuilt from a jobs.parquet alone.
 
     - `jobs`: jobs submitted (every status);
     - `gpu_hours_demanded`: the ideal GPU time of those jobs (`JobSpec.gpu_time`);
@@ -51,10 +79,14 @@ def tenants_frame(jobs: pd.DataFrame) -> pd.DataFrame:
     total = float(base["received"].sum())
     waited = base["waited"].to_numpy()
     parts = []
-    for kind in KINDS:
+    groups: list[tuple[str, pd.Series]] = [(k, jobs[k]) for k in KINDS]
+    for kind, names in (extra or {}).items():
+        if kind not in KINDS:
+            groups.append((kind, pd.Series(list(names), dtype=str)))
+    for kind, col in groups:
         # by the column itself: a numpy copy of it would hold a Python str a job (at a
         # million jobs, ~150 MB at the run's peak); same groups, same order
-        grouped = base.groupby(_names(jobs[kind]), sort=True)
+        grouped = base.groupby(_names(col), sort=True)
         size = grouped.size()
         rows = grouped.indices  # each group's row positions, by name
         part = pd.DataFrame({

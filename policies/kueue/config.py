@@ -1,8 +1,9 @@
 """Kueue's own objects, read from a multi-document YAML as `kubectl apply -f` takes it.
 
-Kinds: ResourceFlavor, ClusterQueue, Cohort, LocalQueue, WorkloadPriorityClass and
-Kueue's `Configuration` (only its `fairSharing`). Every field that schedlab does not model
-is an error naming the file, the object (kind/name), the field, the value and what is
+Kinds: ResourceFlavor, ClusterQueue, Cohort, LocalQueue, WorkloadPriorityClass, Topology
+(topology-aware scheduling, `tas.py`) and Kueue's `Configuration` (only its
+`fairSharing`). Every field that schedlab does not model is an error naming the file, the
+object (kind/name), the field, the value and what is
 allowed; nothing is silently ignored (metadata labels and annotations aside).
 """
 
@@ -16,7 +17,9 @@ from typing import Any
 
 import yaml
 
+from schedlab.policies.kueue.tas import HOSTNAME, LEVEL_WORDS, TopologySpec, label_level
 from schedlab.sim.errors import InvalidParameter
+from schedlab.sim.model import Level
 
 GPU = "nvidia.com/gpu"
 CPU = "cpu"
@@ -33,7 +36,7 @@ GPU_LABELS = ("nvidia.com/gpu.product", "cloud.google.com/gke-accelerator",
 KUEUE_API = ("kueue.x-k8s.io/v1beta1", "kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1alpha1")
 CONFIG_API = ("config.kueue.x-k8s.io/v1beta1", "config.kueue.x-k8s.io/v1beta2")
 KINDS = ("ResourceFlavor", "ClusterQueue", "Cohort", "LocalQueue", "WorkloadPriorityClass",
-         "Configuration")
+         "Configuration", "Topology")
 
 UNLIMITED = math.inf
 
@@ -65,10 +68,11 @@ class ResourceGroup:
 
 @dataclass(frozen=True, slots=True)
 class Flavor:
-    """A ResourceFlavor: the GPU type its nodes have (None: any node)."""
+    """A ResourceFlavor: the GPU type its nodes have (None: any node), its Topology."""
 
     name: str
     gpu_type: str | None
+    topology: str | None = None  # spec.topologyName: a TAS flavor (policies/kueue/tas.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +130,7 @@ class KueueConfig:
     priority_classes: tuple[tuple[str, int], ...]
     fair_sharing: bool = False
     strategies: tuple[str, ...] = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
+    topologies: tuple[TopologySpec, ...] = ()
 
 
 DEFAULT_STRATEGIES: tuple[str, ...] = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
@@ -274,8 +279,9 @@ def _weight(where: _Where, spec: dict[str, Any]) -> float:
     return x
 
 
-def _flavor(where: _Where, spec: dict[str, Any]) -> Flavor:
-    where.keys(spec, "spec", ("nodeLabels",))
+def _flavor(where: _Where, spec: dict[str, Any],
+            topologies: dict[str, TopologySpec]) -> Flavor:
+    where.keys(spec, "spec", ("nodeLabels", "topologyName"))
     labels = where.mapping(spec.get("nodeLabels"), "spec.nodeLabels")
     gpu_type = None
     for k, v in labels.items():
@@ -286,7 +292,47 @@ def _flavor(where: _Where, spec: dict[str, Any]) -> Flavor:
         if gpu_type is not None and str(v) != gpu_type:
             raise where.error(f"spec.nodeLabels.{k}", v, f"the same GPU type as {gpu_type}")
         gpu_type = str(v)
-    return Flavor(where.name, gpu_type)
+    topo = spec.get("topologyName")
+    if topo is not None:
+        if topo not in topologies:
+            raise where.error("spec.topologyName", topo, "a Topology of the file: " + (
+                ", ".join(sorted(topologies)) or "(none declared)"))
+        if not labels:
+            raise where.error("spec.nodeLabels", labels, "at least one nodeLabel when "
+                              "topologyName is set (as Kueue validates)")
+    return Flavor(where.name, gpu_type, topo)
+
+
+def _topology(where: _Where, spec: dict[str, Any]) -> TopologySpec:
+    """A Topology's levels: label keys, top first, each standing for a schedlab level."""
+    where.keys(spec, "spec", ("levels",))
+    levels = spec.get("levels")
+    if not isinstance(levels, list) or not 1 <= len(levels) <= 16:
+        raise where.error("spec.levels", levels, "a list of 1 to 16 {nodeLabel: KEY}")
+    labels: list[str] = []
+    mapped: list[Level] = []
+    for i, lv in enumerate(levels):
+        field = f"spec.levels[{i}]"
+        d = where.mapping(lv, field)
+        where.keys(d, field, ("nodeLabel",))
+        key = d.get("nodeLabel")
+        level = label_level(key) if isinstance(key, str) else None
+        if level is None:
+            raise where.error(f"{field}.nodeLabel", key, f"{HOSTNAME}, schedlab.io/<level> "
+                              "or a key ending in a level word (" +
+                              ", ".join(sorted(LEVEL_WORDS)) + ")")
+        if key in labels:
+            raise where.error(f"{field}.nodeLabel", key, "labels used once (must be unique)")
+        if mapped and level >= mapped[-1]:
+            raise where.error(f"{field}.nodeLabel", key, f"a level below "
+                              f"{mapped[-1].label} (levels go from the top down)")
+        labels.append(str(key))
+        mapped.append(level)
+    if mapped[-1] != Level.NODE:
+        raise where.error(f"spec.levels[{len(levels) - 1}].nodeLabel", labels[-1],
+                          f"{HOSTNAME} (or a label of the node level) as the lowest level: "
+                          "schedlab assigns pods to nodes")
+    return TopologySpec(where.name, tuple(labels), tuple(mapped))
 
 
 def _cluster_queue(where: _Where, spec: dict[str, Any],
@@ -395,11 +441,16 @@ def load_config(path: str | Path) -> KueueConfig:
                              "description"))
         by_kind[str(kind)].append((w, doc))
 
+    topologies: dict[str, TopologySpec] = {}
+    for w, doc in by_kind["Topology"]:
+        if w.name in topologies:
+            raise w.error("metadata.name", w.name, "a name used once per kind")
+        topologies[w.name] = _topology(w, w.mapping(doc.get("spec"), "spec"))
     flavors: dict[str, Flavor] = {}
     for w, doc in by_kind["ResourceFlavor"]:
         if w.name in flavors:
             raise w.error("metadata.name", w.name, "a name used once per kind")
-        flavors[w.name] = _flavor(w, w.mapping(doc.get("spec"), "spec"))
+        flavors[w.name] = _flavor(w, w.mapping(doc.get("spec"), "spec"), topologies)
     cqs: dict[str, ClusterQueue] = {}
     for w, doc in by_kind["ClusterQueue"]:
         if w.name in cqs:
@@ -458,4 +509,4 @@ def load_config(path: str | Path) -> KueueConfig:
                                "one ClusterQueue (and LocalQueues pointing to it)")
     return KueueConfig(p, tuple(flavors.values()), tuple(cqs.values()),
                        tuple(cohorts.values()), tuple(lqs.items()), tuple(pcs.items()),
-                       fair, strategies)
+                       fair, strategies, tuple(topologies.values()))

@@ -40,6 +40,8 @@ class Assignment:
     reason: str = ""
     key: tuple[Any, ...] | None = None  # the request class, for the policy's memo
     gen: int = -1  # the quota state it was computed in
+    tas: Flavor | None = None  # the flavor with a Topology the workload takes (TAS)
+    tas_blocked: bool = False  # quota fits, its pods do not fit the nodes now (TAS)
 
 
 def preferred(a: Mode, b: Mode, f: Fungibility) -> bool:
@@ -90,8 +92,13 @@ def fits_quota(cq: Node, conf: ClusterQueue, fr: FR, val: float, oracle: Oracle,
 
 def assign(requests: dict[str, float], cq: Node, conf: ClusterQueue,
            flavors: dict[str, Flavor], job_gpu_type: str, gpu_resource: str,
-           oracle: Oracle, fair: bool, undeclared_nofit: bool) -> Assignment:
-    """AssignFlavors for a one-pod-set workload."""
+           oracle: Oracle, fair: bool, undeclared_nofit: bool,
+           tas_check: Callable[[Flavor], str] | None = None) -> Assignment:
+    """AssignFlavors for a one-pod-set workload.
+
+    `tas_check`: why a flavor does not suit the workload's topology request ('' : it
+    does), Kueue's checkPodSetAndFlavorMatchForTAS; such a flavor is skipped.
+    """
     out = Assignment()
     reasons: list[str] = []
     rep_all: Mode = BEST
@@ -112,6 +119,11 @@ def assign(requests: dict[str, float], cq: Node, conf: ClusterQueue,
             if job_gpu_type and fl.gpu_type is not None and fl.gpu_type != job_gpu_type:
                 reasons.append(f"flavor {fl.name} doesn't match node affinity")
                 continue
+            if tas_check is not None:
+                why = tas_check(fl)
+                if why:
+                    reasons.append(why)
+                    continue
             rep: Mode = BEST
             cur: dict[str, tuple[str, int]] = {}
             for r, v in req.items():
@@ -142,6 +154,8 @@ def assign(requests: dict[str, float], cq: Node, conf: ClusterQueue,
                 out.preempt.add((fname, r))
         if gpu_resource in req:
             out.gpu_type = best_flavor.gpu_type
+        if best_flavor.topology is not None and (out.tas is None or gpu_resource in req):
+            out.tas = best_flavor
     out.mode = FIT if not out.preempt else PREEMPT
     out.reason = "; ".join(reasons)
     return out

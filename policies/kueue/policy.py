@@ -19,13 +19,21 @@ dominant resource share), re-checked against the usage the earlier ones added, a
 admitted or their preemption targets (`preemption.py`) evicted at once (the evicted
 workloads go back to their queues at their original position).
 
-Departures (ours): a workload is admitted only when the run's placer also finds its GPUs
-on a node of its flavor's GPU type now (Kueue with topology-aware scheduling checks
-nodes too; without it, pods of an admitted workload may wait for kube-scheduler), else it
-waits as inadmissible until a job stops; evictions take effect at once (no graceful
-termination); the flavor search always restarts at the first flavor (Kueue resumes after
-the last flavor tried for a workload it requeued); admission checks, partial admission,
-waitForPodsReady, admission fair sharing and topology-aware scheduling are not modelled.
+Topology-aware scheduling (`tas.py`): a ResourceFlavor with `topologyName` places a
+workload's pods by Kueue's TAS rules on the cells of the Topology's levels (trace columns
+`topology_required` / `topology_preferred` / `topology_unconstrained`; implied
+unconstrained in a ClusterQueue of TAS flavors only); quota that fits where the pods do
+not is Kueue's Preempt (a preemption search that also checks the freed nodes), NoFit
+when not even an empty cluster holds them.
+
+Departures (ours): a workload on a flavor without a Topology is admitted only when the
+run's placer also finds its GPUs on a node of its flavor's GPU type now (without TAS,
+pods of an admitted workload may wait for kube-scheduler), else it waits as inadmissible
+until a job stops; evictions take effect at once (no graceful termination); the flavor
+search always restarts at the first flavor (Kueue resumes after the last flavor tried
+for a workload it requeued); admission checks, partial admission, waitForPodsReady,
+admission fair sharing, and in TAS slices, leader/worker pod groups, node affinity,
+balanced placement and node replacement are not modelled.
 Without `config`: one ClusterQueue per queue name of the trace, in one cohort, the
 cluster's GPUs split evenly as nominal quota, everything else at Kueue's defaults
 (BestEffortFIFO, no preemption) (our choice, so that the policy runs on any trace).
@@ -35,7 +43,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from schedlab.policies.base import Ctx, Policy
@@ -69,11 +77,39 @@ from schedlab.policies.kueue.quota import (
     lowest_fitting_height,
     share_key,
 )
+from schedlab.policies.kueue.tas import (
+    COLUMNS as TAS_COLUMNS,
+)
+from schedlab.policies.kueue.tas import (
+    UNCONSTRAINED,
+    Request,
+    TopologySpec,
+    Tree,
+    cell_tree,
+    gpus_for,
+    node_fit,
+    node_total,
+    pods_of,
+    request_of,
+)
+from schedlab.policies.kueue.tas import (
+    assign as tas_assign,
+)
 from schedlab.policies.kueue.workload import Workload
 from schedlab.policies.queues import EngineMirror
 from schedlab.sim.errors import InvalidParameter
+from schedlab.sim.interfaces import ClusterView
 from schedlab.sim.jobstate import PENDING, JobState
-from schedlab.sim.model import Decision, JobSpec, Preempt, Reject, Start, Unschedulable
+from schedlab.sim.model import (
+    Decision,
+    HostPlacement,
+    JobSpec,
+    Placement,
+    Preempt,
+    Reject,
+    Start,
+    Unschedulable,
+)
 from schedlab.sim.params import Param, as_choice, as_optional, as_path
 from schedlab.sim.queue import SortedKeys
 
@@ -154,10 +190,12 @@ class KueuePolicy(Policy):
 
     name = "kueue"
     description = ("Kueue from its own YAML (ResourceFlavor, ClusterQueue, Cohort, "
-                   "LocalQueue, WorkloadPriorityClass): quotas, borrowing, preemption, "
-                   "fair sharing")
+                   "LocalQueue, WorkloadPriorityClass, Topology): quotas, borrowing, "
+                   "preemption, fair sharing, topology-aware scheduling")
     supports_roles = True
     orders = False  # its own queues and quotas: not an ordering inside another policy
+    tenant_kinds = ("clusterqueue", "cohort")
+    """tenants.parquet has a row per ClusterQueue and per cohort too (`tenant_names`)."""
     params = {
         "config": Param(None, as_optional(as_path),
                         "Kueue objects, a multi-document YAML as kubectl apply takes it "
@@ -198,6 +236,20 @@ class KueuePolicy(Policy):
                     f"{f.gpu_type!r}; allowed: the topology's GPU types "
                     f"{', '.join(sorted(types))}")
         self.nodes, self.cohorts = build_tree(cfg)
+        self.topos: dict[str, TopologySpec] = {t.name: t for t in cfg.topologies}
+        have = set(ctx.topology.levels)
+        for t in cfg.topologies:
+            for i, (label, lv) in enumerate(zip(t.labels, t.levels, strict=True)):
+                if lv not in have:
+                    raise InvalidParameter(
+                        f"{cfg.path}: Topology/{t.name}: spec.levels[{i}].nodeLabel: got "
+                        f"{label!r} (schedlab level {lv.label}); allowed: labels of the "
+                        "topology's levels: " + ", ".join(x.label for x in sorted(have)))
+        self.trees: dict[tuple[str, str | None], Tree] = {}
+        fl_by = {f.name: f for f in cfg.flavors}
+        self.tas_only = {cq.name for cq in cfg.cluster_queues
+                         if cq.groups and all(fl_by[fq.flavor].topology is not None
+                                              for g in cq.groups for fq in g.flavors)}
         self.queues = {cq.name: _Queue(cq, self.nodes[cq.name]) for cq in cfg.cluster_queues}
         self.lqs = dict(cfg.local_queues)
         self.pcs = dict(cfg.priority_classes)
@@ -220,6 +272,7 @@ class KueuePolicy(Policy):
 
     def schedule(self, ctx: Ctx) -> Iterator[Decision]:
         """Sync with the engine, then Kueue's scheduling cycles until nothing changes."""
+        self.ctx = ctx
         ch = self.mirror.sync(ctx)
         if ch.rebuilt is not None:
             for q in self.queues.values():
@@ -268,13 +321,16 @@ class KueuePolicy(Policy):
                     for n in self.nominated.keys() & q.members:  # a preemptor stays head
                         idx = n
                 w = self.wls[idx]
-                key = (w.cq.name, w.priority, w.gpu_type, *w.requests.items())
+                key = (w.cq.name, w.priority, w.gpu_type, w.tas, w.pods,
+                       *w.requests.items())
                 if self.failed.get(key) == self.gen:  # an equal request failed just now
                     if self._park(q, w):
                         continue  # as Kueue's next cycle would: the next head
                     entries.append((w, Assignment(mode=NOFIT, reason="as an equal request")))
                     break
                 a = self._nominated_fit(w) or self._assign(w)
+                if a.mode == FIT and a.tas is not None:
+                    self._tas_mode(ctx, w, a)
                 a.key, a.gen = key, self.gen
                 entries.append((w, a))
                 break
@@ -303,9 +359,7 @@ class KueuePolicy(Policy):
                 continue
             if a.mode == PREEMPT:
                 targets = self._targets(w, a)
-                if targets and isinstance(ctx.place_if_freed(
-                        self._spec(ctx.job_at(w.idx), a.gpu_type),
-                        [ctx.job_at(t.workload.idx) for t in targets]), Unschedulable):
+                if targets and not self._fits_if_freed(ctx, w, a, targets):
                     targets = []  # its GPUs would not be free even then: evict nobody
                 tries = self.tries[w.idx] = self.tries.get(w.idx, 0) + 1
                 if tries > MAX_NOMINATIONS:
@@ -313,7 +367,7 @@ class KueuePolicy(Policy):
                 if not targets:
                     if a.key is not None and tries <= 1:
                         self.failed[a.key] = a.gen
-                    if self._park(q, w):
+                    if self._park(q, w, gpus=a.tas_blocked):
                         yield None
                     continue
                 if any(t.workload.idx in preempted for t in targets):
@@ -331,7 +385,8 @@ class KueuePolicy(Policy):
             if any(v > w.cq.available(fr) for fr, v in a.usage.items()):
                 continue  # no longer fits after another admission of this cycle
             job = ctx.job_at(w.idx)
-            got = ctx.place(self._spec(job, a.gpu_type))
+            got = (self._tas_place(ctx.cluster, w, a) if a.tas is not None
+                   else ctx.place(self._spec(job, a.gpu_type)))
             if isinstance(got, Unschedulable):
                 if a.key is not None and a.gen == self.gen:
                     self.failed[a.key] = a.gen
@@ -347,12 +402,95 @@ class KueuePolicy(Policy):
             self.admitted[w.cq.name][w.idx] = w
             yield Start(w.job_id, got)
 
+    # --- topology-aware scheduling (tas.py) ---
+
+    def _tas_check(self, w: Workload, fl: Flavor) -> str:
+        """checkPodSetAndFlavorMatchForTAS: why flavor `fl` does not suit `w` ('' : it does)."""
+        req = w.tas
+        if req is None:
+            return (f'Flavor "{fl.name}" supports only TopologyAwareScheduling'
+                    if fl.topology is not None else "")
+        if req.implied:
+            return ""
+        if fl.topology is None:
+            return f'Flavor "{fl.name}" does not support TopologyAwareScheduling'
+        if req.level and self.topos[fl.topology].index(req.level) is None:
+            return f'Flavor "{fl.name}" does not contain the requested level'
+        return ""
+
+    def _tas_assign(self, cluster: ClusterView, w: Workload, fl: Flavor,
+                    gpu_type: str | None, empty: bool = False) -> dict[int, int] | str:
+        """Pods per node for `w` on TAS flavor `fl` now (`empty`: on an empty cluster)."""
+        assert fl.topology is not None and w.tas is not None and w.pods is not None
+        topo = self.topos[fl.topology]
+        gtype = gpu_type if gpu_type is not None else (w.gpu_type or None)
+        tree = self.trees.get((topo.name, gtype))
+        if tree is None:
+            tree = self.trees[(topo.name, gtype)] = cell_tree(cluster.topo, topo, gtype)
+        level = topo.index(w.tas.level) if w.tas.level else 0
+        fit = node_total(cluster.topo, w.pods) if empty else node_fit(cluster, w.pods)
+        return tas_assign(tree, w.pods.count, w.tas.mode, level or 0, fit)
+
+    def _tas_mode(self, ctx: Ctx, w: Workload, a: Assignment) -> None:
+        """A quota fit whose pods do not fit the nodes now: Preempt (or NoFit).
+
+        NoFit when they would not fit an empty cluster either (Kueue's flavor assigner
+        after TAS).
+        """
+        assert a.tas is not None
+        got = self._tas_assign(ctx.cluster, w, a.tas, a.gpu_type)
+        if not isinstance(got, str):
+            return
+        never = self._tas_assign(ctx.cluster, w, a.tas, a.gpu_type, empty=True)
+        if isinstance(never, str):
+            a.mode, a.reason = NOFIT, never
+            return
+        a.mode, a.preempt, a.reason, a.tas_blocked = PREEMPT, set(a.usage), got, True
+
+    def _tas_place(self, cluster: ClusterView, w: Workload, a: Assignment) -> Placement:
+        """The GPUs Kueue's topology assignment gives `w` now, or why there are none."""
+        assert a.tas is not None
+        got = self._tas_assign(cluster, w, a.tas, a.gpu_type)
+        if isinstance(got, str):
+            return Unschedulable(f"Kueue TAS: {got}", True)
+        assert w.pods is not None
+        if not w.pods.gpus:
+            return HostPlacement(next(iter(got)))
+        return gpus_for(cluster, got, w.pods)
+
+    def _fits_if_freed(self, ctx: Ctx, w: Workload, a: Assignment,
+                       targets: list[preemption.Target]) -> bool:
+        """Whether `w` would be placed once `targets` released their GPUs."""
+        victims = [ctx.job_at(t.workload.idx) for t in targets]
+        if a.tas is None:
+            return not isinstance(ctx.place_if_freed(
+                self._spec(ctx.job_at(w.idx), a.gpu_type), victims), Unschedulable)
+        with ctx.what_if(victims) as view:
+            return isinstance(self._tas_assign(view.cluster, w, a.tas, a.gpu_type), dict)
+
+    def _tas_fit(self, w: Workload, fl: Flavor, gpu_type: str | None
+                 ) -> Callable[[], bool]:
+        """For a preemption search: whether `w`'s pods fit the nodes freed so far.
+
+        Freed: by the admitted workloads whose usage the search took out (`Workload.out`).
+        """
+        pctx = self.ctx
+        # candidates come from its ClusterQueue and its cohort tree only
+        queues = [self.admitted[cq.name] for cq in w.cq.root().subtree_cqs()]
+
+        def fit() -> bool:
+            victims = [pctx.job_at(x.idx) for q in queues for x in q.values() if x.out]
+            with pctx.what_if(victims) as view:
+                return isinstance(self._tas_assign(view.cluster, w, fl, gpu_type), dict)
+
+        return fit
+
     def _nominated_fit(self, w: Workload) -> Assignment | None:
         """A preemptor's flavors once its evictions made room there (else None)."""
         a = self.nominated.get(w.idx)
         if a is None or any(v > w.cq.available(fr) for fr, v in a.usage.items()):
             return None
-        return Assignment(FIT, a.borrow, dict(a.usage), set(), a.gpu_type)
+        return Assignment(FIT, a.borrow, dict(a.usage), set(), a.gpu_type, tas=a.tas)
 
     def _applied(self, ctx: Ctx, d: Decision) -> None:
         """Bookkeeping after the engine applied one of our decisions."""
@@ -435,11 +573,19 @@ class KueuePolicy(Policy):
         conf = self.queues[w.cq.name].conf
         return assign(w.requests, w.cq, conf, self.flavors, w.gpu_type, GPU,
                       lambda fr, v: self._oracle(w, conf, fr, v),
-                      self.config.fair_sharing, self.p["undeclared"] == "nofit")
+                      self.config.fair_sharing, self.p["undeclared"] == "nofit",
+                      (lambda fl: self._tas_check(w, fl))
+                      if self.topos or w.tas is not None else None)
 
     def _search(self, w: Workload, conf: ClusterQueue, frs: set[FR],
                 requests: dict[FR, float]) -> list[preemption.Target]:
-        ctx = preemption.Ctx(w, conf, frs, requests, self.admitted)
+        tas_fit = None
+        fl = next((self.flavors[f] for f, _ in requests
+                   if self.flavors[f].topology is not None), None) if w.tas else None
+        if fl is not None:
+            gpu_fl = next((self.flavors[f] for f, r in requests if r == GPU), None)
+            tas_fit = self._tas_fit(w, fl, gpu_fl.gpu_type if gpu_fl else None)
+        ctx = preemption.Ctx(w, conf, frs, requests, self.admitted, tas_fit)
         if self.config.fair_sharing:
             return preemption.fair(ctx, self.config.strategies)
         return preemption.classical(ctx)
@@ -490,12 +636,30 @@ class KueuePolicy(Policy):
                 prio = spec.priority
             w = Workload(job.idx, job.job_id, self.nodes[cq], prio, spec.submit_time,
                          requests_of(spec), spec.gpu_type)
+            why = self._tas_request(w, spec)
+            if why:
+                return f"Kueue: {why}"
             self.wls[job.idx] = w
         q = self.queues[w.cq.name]
         k = _key(w)
         if w.idx not in q.parked and w.idx not in q.members:
             q.active.add(k)
             q.members.add(w.idx)
+        return ""
+
+    def _tas_request(self, w: Workload, spec: JobSpec) -> str:
+        """Read the job's topology request into `w`; why it cannot be had ('' : fine)."""
+        got = request_of({c: extra_column(spec, c) for c in TAS_COLUMNS})
+        if isinstance(got, str):
+            return got
+        if got is None and w.cq.name in self.tas_only:
+            got = Request(UNCONSTRAINED, implied=True)
+        if got is None:
+            return ""
+        if spec.tasks or spec.gpu_share < 1.0:
+            return ("topology-aware scheduling of a job with task roles or a GPU share is "
+                    "not modelled (its pods are not alike)")
+        w.tas, w.pods = got, pods_of(spec)
         return ""
 
     def _park(self, q: _Queue, w: Workload, gpus: bool = False) -> bool:
@@ -568,11 +732,25 @@ class KueuePolicy(Policy):
         a = self._assign(w)
         if a.mode == NOFIT:
             return f"Kueue: ClusterQueue {q.conf.name}: {a.reason}"
-        if a.mode == FIT:
+        if a.mode == FIT and a.tas is not None:
+            never = self._tas_assign(ctx.cluster, w, a.tas, a.gpu_type, empty=True)
+            if isinstance(never, str):
+                return f"Kueue TAS: {never} (even on an empty cluster)"
+            got = self._tas_place(ctx.cluster, w, a)
+            if isinstance(got, Unschedulable):
+                return f"Kueue: admitted by quota but {got.reason}"
+        elif a.mode == FIT:
             got = ctx.place(self._spec(job, a.gpu_type))
             if isinstance(got, Unschedulable):
                 return f"Kueue: admitted by quota but {got.reason}"
         return ""
+
+    def tenant_names(self, idx: int) -> tuple[str, str]:
+        """The job's ClusterQueue and that queue's cohort ('' : none, or no LocalQueue)."""
+        w = self.wls.get(idx)
+        if w is None:
+            return ("", "")
+        return (w.cq.name, self.queues[w.cq.name].conf.cohort or "")
 
     def metrics(self) -> dict[str, Any]:
         """Scheduling cycles run and workloads evicted."""

@@ -44,8 +44,10 @@ class Ctx:
 
     def __init__(self, pre: Workload, conf: ClusterQueue, frs: set[FR],
                  requests: Mapping[FR, float],
-                 admitted: Mapping[str, Mapping[int, Workload]]) -> None:
+                 admitted: Mapping[str, Mapping[int, Workload]],
+                 tas_fit: Callable[[], bool] | None = None) -> None:
         self.pre = pre
+        self.tas_fit = tas_fit  # TAS: whether its pods fit the nodes the removed ones free
         self.cq = pre.cq
         self.conf = conf
         self.frs = frs
@@ -59,7 +61,7 @@ class Ctx:
                 return False
             if v > self.cq.available(fr):
                 return False
-        return True
+        return self.tas_fit is None or self.tas_fit()
 
 
 def satisfies(policy: str, pre: Workload, cand: Workload) -> bool:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from schedlab.policies.kueue.quota import FR, Node
+from schedlab.policies.kueue.tas import Pods, Request
 
 
 class Workload:
     """A job's Kueue state: its ClusterQueue, priority, requests, and what it holds."""
 
     __slots__ = ("idx", "job_id", "cq", "priority", "timestamp", "requests", "usage",
-                 "admitted_at", "gpu_type")
+                 "admitted_at", "gpu_type", "tas", "pods", "out")
 
     def __init__(self, idx: int, job_id: str, cq: Node, priority: int, timestamp: float,
                  requests: dict[str, float], gpu_type: str) -> None:
@@ -22,6 +23,9 @@ class Workload:
         self.usage: dict[FR, float] = {}  # flavor-resources held while admitted
         self.admitted_at = 0.0
         self.gpu_type = gpu_type  # the trace's gpu_type ('' : any)
+        self.tas: Request | None = None  # its topology request (TAS), if any
+        self.pods: Pods | None = None  # its pods, when it has a topology request
+        self.out = False  # its usage taken out of the quota tree (`remove`), not put back
 
     def __repr__(self) -> str:
         return f"Workload({self.job_id}, {self.cq.name}, prio={self.priority})"
@@ -35,11 +39,13 @@ class Workload:
 
     def remove(self) -> None:
         """Release its usage from the quota tree (admission undone or simulated)."""
+        self.out = True
         for fr, v in self.usage.items():
             self.cq.remove_usage(fr, v)
 
     def add(self) -> None:
         """Charge its usage to the quota tree."""
+        self.out = False
         for fr, v in self.usage.items():
             self.cq.add_usage(fr, v)
 

@@ -91,6 +91,8 @@ class SlurmPolicy(Policy):
                           "a `sacctmgr dump` file (accounts, users, Fairshare, QOS lines)"),
     }
     tenant_field = "user"
+    tenant_kinds = ("account",)
+    """tenants.parquet has a row per Slurm account too (`tenant_names`)."""
     container_jobs = False
     orders = False
 
@@ -125,6 +127,7 @@ class SlurmPolicy(Policy):
         self.total_cpus = sum(n.num_cpus for n in topo.nodes) or float(topo.num_gpus) or 1.0
         self.max_node_gpus = max((len(g) for g in self.node_gpus), default=1) or 1
         self.jobs: dict[int, SlurmJob] = {}
+        self.account_of: dict[int, str] = {}  # each job's account, for tenants.parquet
         for idx in range(ctx.trace_jobs):
             self._resolve(ctx, ctx.job_at(idx))
         self.queue: list[tuple[tuple[float, float, int], int]] = []
@@ -157,6 +160,7 @@ class SlurmPolicy(Policy):
         user = s.user or "root"
         account = str(_extra(s, "account") or self.acc.default_account.get(user, "")
                       or ("default" if not self.acc.given else ""))
+        self.account_of[job.idx] = account
         assoc = self.acc.user_assoc(account, user)
         if assoc is None and not self.acc.given:
             assoc = self.acc.add_user(account, user)
@@ -612,6 +616,10 @@ class SlurmPolicy(Policy):
                             f"{n} GPUs")
                 a = a.parent
         return ""
+
+    def tenant_names(self, idx: int) -> tuple[str]:
+        """The job's account (as resolved: its `account` column, else the user's default)."""
+        return (self.account_of.get(idx, ""),)
 
     def metrics(self) -> dict[str, Any]:
         """Timeouts (jobs killed at their time limit), backfilled starts, preemptions."""
