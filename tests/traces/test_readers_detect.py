@@ -28,12 +28,14 @@ SAMPLE_FORMATS = {
     "tiresias_sample.csv": "tiresias",
     "pollux_workload_sample.csv": "pollux",
     "sia_workload_sample.csv": "sia",
+    "shockwave_sample.trace": "shockwave",
 }
 
 
 def test_formats_listed() -> None:
     assert trace_formats() == ["canonical", "philly", "philly-json", "helios", "pai", "openb",
-                               "swf", "gavel", "tiresias", "pollux", "sia"]
+                               "swf", "gavel", "tiresias", "pollux", "sia",
+                               "shockwave"]
     assert set(SAMPLE_FORMATS.values()) | {"canonical"} == set(TRACE_FORMATS)
 
 
