@@ -71,6 +71,19 @@ def import_cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:
     return found
 
 
+TWO_MODEL_TABLE = """model,gpu_type,num_gpus,throughput
+a,V100,1,10
+a,V100,2,19
+a,V100,3,27
+a,V100,4,34
+b,V100,1,10
+b,V100,2,12
+b,V100,3,13
+b,V100,4,13.5
+"""
+"""A `table` perf model of two jobs: `a` scales well, `b` hardly (optimus and pollux tests)."""
+
+
 def make_trace(*jobs: JobSpec | tuple, name: str = "inline") -> Trace:
     """A Trace from JobSpecs or (job_id, submit, gpus, duration) tuples."""
     specs = tuple(j if isinstance(j, JobSpec) else JobSpec(*j) for j in jobs)

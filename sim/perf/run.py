@@ -85,6 +85,15 @@ class JobModel:
     ref: float
     work: float  # in the backend's units
 
+    def batch_for(self, shape: Shape, progress: float) -> int | None:
+        """The batch size it runs with on `shape` at `progress`.
+
+        An adaptive job's best there (the backend's choice), else its own.
+        """
+        if self.adaptive:
+            return self.backend.best_batch(self.model, shape, self.batch_size, progress)
+        return self.batch_size
+
 
 class PerfSet:
     """The run's backends and, per job that names a model, its `JobModel`."""

@@ -67,8 +67,7 @@ class ModelSpeed:
         best = math.inf
         bsz = jm.batch_size
         for shape in self.shapes(gpus):
-            if jm.adaptive:
-                bsz = b.best_batch(model, shape, jm.batch_size, progress)
+            bsz = jm.batch_for(shape, progress)
             pair = self._pair(job, jm, shape, bsz)
             g = pair if pair is not None else b.goodput(model, shape, bsz, progress)
             best = min(best, g)
@@ -204,10 +203,7 @@ class PerfView:
             return 0.0
         shape = self._shape(jm, num_gpus, num_nodes, gpu_type)
         progress = job.work * jm.ref
-        bsz = jm.batch_size
-        if jm.adaptive:
-            bsz = jm.backend.best_batch(jm.model, shape, jm.batch_size, progress)
-        return jm.backend.goodput(jm.model, shape, bsz, progress)
+        return jm.backend.goodput(jm.model, shape, jm.batch_for(shape, progress), progress)
 
     def rate(self, job: JobState, num_gpus: int, num_nodes: int | None = None,
              gpu_type: str | None = None) -> float:

@@ -6,23 +6,13 @@ import math
 from pathlib import Path
 
 import pytest
+from conftest import TWO_MODEL_TABLE as TABLE
 from conftest import make_trace
 
 from schedlab.policies.pollux import PolluxPolicy, power_mean, restart_factor
 from schedlab.sim.engine import Simulation
 from schedlab.sim.model import JobSpec
 from schedlab.topologies.build import uniform_topology
-
-TABLE = """model,gpu_type,num_gpus,throughput
-a,V100,1,10
-a,V100,2,19
-a,V100,3,27
-a,V100,4,34
-b,V100,1,10
-b,V100,2,12
-b,V100,3,13
-b,V100,4,13.5
-"""
 
 
 def test_restart_factor_and_power_mean() -> None:

@@ -17,6 +17,8 @@ model's own (its profile's progress at its last epoch; docs/contract.md#sec-2).
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -32,7 +34,8 @@ from schedlab.traces.readers._common import (
     stem_of,
 )
 
-__all__ = ["POLLUX_WORKLOAD_COLUMNS", "POLLUX_WORKLOAD_FORMAT", "read_pollux"]
+__all__ = ["POLLUX_WORKLOAD_COLUMNS", "POLLUX_WORKLOAD_FORMAT", "WorkloadFields", "read_pollux",
+           "workload_fields"]
 
 POLLUX_WORKLOAD_COLUMNS = ("name", "time", "application", "num_replicas", "batch_size")
 """Header (and required columns) of a Pollux workload."""
@@ -69,34 +72,56 @@ def read_pollux(
         df, lines = chunk.frame, chunk.lines
         check_columns(issues.label, list(df.columns), POLLUX_WORKLOAD_COLUMNS,
                       POLLUX_WORKLOAD_FORMAT)
-        bad = issues.errors((df["name"].str.strip() == "").to_numpy(), lines, "name",
-                            df["name"], "is empty (required)")
-        bad |= issues.errors((df["application"].str.strip() == "").to_numpy(), lines,
-                             "application", df["application"], "is empty (required)")
-        submit, b = number_field(df, lines, issues, "time", rule="is not a number >= 0",
-                                 lo=0.0)
-        bad |= b
-        gpus, b = number_field(df, lines, issues, "num_replicas",
-                               rule="is not an integer >= 1", lo=1.0, integer=True)
-        bad |= b
-        bsz, b = number_field(df, lines, issues, "batch_size",
-                              rule="is not an integer >= 1", lo=1.0, integer=True)
-        bad |= b
-        keep = ~bad
-        model = df["application"].str.strip().to_numpy()[keep]
+        w = workload_fields(df, lines, issues)
+        keep = ~w.bad
+        model = w.model[keep]
         # Pollux's simulator pins ncf at its batch size on one GPU under every policy
         pinned = model == "ncf"
         parts.append(pd.DataFrame({
-            "job_id": df["name"].str.strip().to_numpy()[keep],
-            "submit_time": submit[keep],
-            "num_gpus": gpus[keep].astype(np.int64),
+            "job_id": w.job_id[keep],
+            "submit_time": w.submit[keep],
+            "num_gpus": w.gpus[keep].astype(np.int64),
             "min_gpus": np.ones(len(model), dtype=np.int64),
             "max_gpus": np.where(pinned, 1, np.maximum(MAX_REPLICAS,
-                                                       gpus[keep])).astype(np.int64),
+                                                       w.gpus[keep])).astype(np.int64),
             "model": model,
-            "batch_size": bsz[keep].astype(np.int64),
+            "batch_size": w.batch_size[keep].astype(np.int64),
             "adaptive": ~pinned,
         }))
         line_parts.append(lines[keep])
     return finish(parts, line_parts, issues, name=name or stem_of(p), source=str(p),
                   shift=False)
+
+
+@dataclass(frozen=True)
+class WorkloadFields:
+    """The five columns of a Pollux-layout chunk, parsed, and its bad rows."""
+
+    bad: np.ndarray
+    job_id: np.ndarray
+    submit: np.ndarray
+    model: np.ndarray
+    gpus: np.ndarray
+    batch_size: np.ndarray
+
+
+def workload_fields(df: Any, lines: np.ndarray, issues: RowErrors) -> WorkloadFields:
+    """Parse `name,time,application,num_replicas,batch_size` (Pollux's and Sia's layout).
+
+    Each bad value is reported through `issues` with its line, field and value.
+    """
+    bad = issues.errors((df["name"].str.strip() == "").to_numpy(), lines, "name",
+                        df["name"], "is empty (required)")
+    bad |= issues.errors((df["application"].str.strip() == "").to_numpy(), lines,
+                         "application", df["application"], "is empty (required)")
+    submit, b = number_field(df, lines, issues, "time", rule="is not a number >= 0",
+                             lo=0.0)
+    bad |= b
+    gpus, b = number_field(df, lines, issues, "num_replicas",
+                           rule="is not an integer >= 1", lo=1.0, integer=True)
+    bad |= b
+    bsz, b = number_field(df, lines, issues, "batch_size",
+                          rule="is not an integer >= 1", lo=1.0, integer=True)
+    bad |= b
+    return WorkloadFields(bad, df["name"].str.strip().to_numpy(), submit,
+                          df["application"].str.strip().to_numpy(), gpus, bsz)

@@ -24,14 +24,14 @@ from schedlab.traces.readers._common import (
     finish,
     iter_csv,
     label_of,
-    number_field,
     resolve,
     stem_of,
 )
+from schedlab.traces.readers.pollux import POLLUX_WORKLOAD_COLUMNS, workload_fields
 
 __all__ = ["SIA_COLUMNS", "SIA_MAX_GPUS", "SIA_REQUIRED", "read_sia"]
 
-SIA_COLUMNS = ("name", "time", "application", "num_replicas", "batch_size")
+SIA_COLUMNS = POLLUX_WORKLOAD_COLUMNS
 """Header of a Sia workload."""
 
 SIA_REQUIRED = SIA_COLUMNS
@@ -60,19 +60,8 @@ def read_sia(
         df, lines = chunk.frame, chunk.lines
         cols = list(df.columns)
         check_columns(issues.label, cols, SIA_REQUIRED, "Sia workload")
-        bad = issues.errors((df["name"].str.strip() == "").to_numpy(), lines, "name",
-                            df["name"], "is empty (required)")
-        bad |= issues.errors((df["application"].str.strip() == "").to_numpy(), lines,
-                             "application", df["application"], "is empty (required)")
-        gpus, b = number_field(df, lines, issues, "num_replicas",
-                               rule="is not an integer >= 1", lo=1.0, integer=True)
-        bad |= b
-        submit, b = number_field(df, lines, issues, "time", rule="is not a number >= 0",
-                                 lo=0.0)
-        bad |= b
-        bsz, b = number_field(df, lines, issues, "batch_size", rule="is not an integer >= 1",
-                              lo=1.0, integer=True)
-        bad |= b
+        w = workload_fields(df, lines, issues)
+        bad = w.bad
         if "category" in cols:
             cat = df["category"].fillna("").str.strip().str.lower().to_numpy()
             bad |= issues.errors(~np.isin(cat, ("", *CATEGORIES)), lines, "category",
@@ -82,13 +71,13 @@ def read_sia(
         keep = ~bad
         rigid = cat[keep] == "rigid"
         adaptive = (cat[keep] == "") | (cat[keep] == "adaptive")
-        ngpus = gpus[keep].astype(np.int64)
+        ngpus = w.gpus[keep].astype(np.int64)
         parts.append(pd.DataFrame({
-            "job_id": df["name"].str.strip().to_numpy()[keep],
-            "submit_time": submit[keep],
+            "job_id": w.job_id[keep],
+            "submit_time": w.submit[keep],
             "num_gpus": ngpus,
-            "model": df["application"].str.strip().to_numpy()[keep],
-            "batch_size": bsz[keep].astype(np.int64),
+            "model": w.model[keep],
+            "batch_size": w.batch_size[keep].astype(np.int64),
             "adaptive": np.where(adaptive, "true", "false"),
             "min_gpus": np.where(rigid, "", "1"),
             "max_gpus": np.where(rigid, "", np.maximum(ngpus, SIA_MAX_GPUS).astype(str)),
