@@ -50,7 +50,7 @@ import functools
 import math
 from collections.abc import Generator, Iterable, Iterator
 from operator import attrgetter
-from typing import ClassVar, Final, NamedTuple
+from typing import Any, ClassVar, Final, NamedTuple
 
 import numpy as np
 from mypy_extensions import mypyc_attr
@@ -58,9 +58,11 @@ from scipy.sparse import csc_matrix, csr_matrix
 
 from schedlab.policies import gavel_lp
 from schedlab.policies.base import Ctx, Policy, owner
+from schedlab.policies.gavel_packing import PackedRounds
 from schedlab.policies.priority import STOP_PARAM, cpu_only_pending, start_cpu_only
 from schedlab.sim.cluster import ClusterState
 from schedlab.sim.compact import hot_replacer
+from schedlab.sim.errors import InvalidParameter
 from schedlab.sim.interfaces import Placer
 from schedlab.sim.jobstate import RUNNING, JobState
 from schedlab.sim.model import (
@@ -74,7 +76,7 @@ from schedlab.sim.model import (
     job_milli,
     request_class,
 )
-from schedlab.sim.params import Param, as_choice, as_float
+from schedlab.sim.params import Param, as_bool, as_choice, as_float
 from schedlab.sim.registry import PLACERS
 
 EPS: Final = 1e-9
@@ -358,6 +360,11 @@ class GavelPolicy(Policy):
             "a job that arrived after the last allocation: spare (runs on GPUs the "
             "allocated jobs leave free) or wait (nothing until the next recomputation, "
             "as Gavel's simulator)"),
+        "packing": Param(
+            False, as_bool,
+            "space sharing (Gavel's max_min_fairness_packed): when the run's performance "
+            "model measured packed pairs, pairs of jobs of the same size get LP time and "
+            "run packed on the same GPUs (policies/gavel_packing.py)"),
     }
     aware: ClassVar[bool] = True
 
@@ -407,9 +414,20 @@ class GavelPolicy(Policy):
         # whether any job asks for no GPU (else the per-pass scan for them is skipped)
         self._cpu_only = not bool(self.jobs.gpu.all())
         self._one_type = k == 1  # typed specs are the jobs' own then
+        # packing=true in a run whose jobs name models: Gavel's packed LP and rounds
+        self._packed: Any = None
+        if self.p["packing"]:
+            if not self.aware:
+                raise InvalidParameter(f"{self.name}: packing=true needs the "
+                                       "heterogeneity-aware gavel-mmf (Gavel has no "
+                                       "agnostic packing)")
+            if ctx.perf is not None:
+                self._packed = PackedRounds(self, ctx)
 
     def metrics(self) -> dict[str, float]:
         """Counters of this run: rounds and allocation (LP) recomputations."""
+        if self._packed is not None:
+            return {**self.counts, **self._packed.counts}
         return dict(self.counts)
 
     # --- allocation ---
@@ -690,6 +708,8 @@ class GavelPolicy(Policy):
 
     def schedule(self, ctx: Ctx) -> Iterable[Decision]:
         """A round's decisions at a round boundary, else none (CPU-only jobs aside)."""
+        if self._packed is not None:
+            return self._packed.schedule(ctx)
         if self._cpu_only or ctx.now >= self.next_round - EPS:
             return self._pass(ctx)
         return ()  # between rounds: no generator to make (most passes)
