@@ -247,13 +247,16 @@ class PackedRounds:
         ids = sorted(pend + held)
         if not ids:
             return
+        pol._tputs(ctx, np.array(ids, dtype=np.int64))  # rows of jobs new since (once each)
         if frozenset(ids) != self.alloc_ids and (
                 not self.alloc or ctx.now - self.alloc_time >= pol.p["reset_interval"]):
             self._reallocate(ctx, ids)
         pol.counts["rounds"] += 1
         made = yield from self._round(ctx, ids, current)
-        if (made or ctx.running() or ctx.cluster.healthy_gpus < ctx.topology.num_gpus) \
-                and self.armed < self.next_round:
+        waiting = made or ctx.running() or ctx.cluster.healthy_gpus < ctx.topology.num_gpus
+        if not waiting and pol.p["unallocated"] == "wait":
+            waiting = not self.alloc_ids.issuperset(ids)  # for the next allocation
+        if waiting and self.armed < self.next_round:
             self.armed = self.next_round
             ctx.wake_at(self.next_round)
 
