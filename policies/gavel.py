@@ -42,6 +42,23 @@ its work at every switch, so rounds shorter than such jobs can keep them from ev
 finishing: the engine fails such a job after `stop_retries` stops without checkpointed
 progress, so the run ends. Per-job priority weights and Gavel's deficit tie-break are not
 modelled (ties go to the larger allocation, then the earlier submission).
+
+Space sharing (`packing`, default false; Gavel's `max_min_fairness_packed`,
+`MaxMinFairnessPolicyWithPacking` in its scheduler/policies/max_min_fairness.py), in
+`gavel_packing`: when the run has a performance model (`perf_model`) and jobs name models,
+the LP gets a variable per combination and type: each job alone and each pair of jobs
+of the same GPU count whose packed throughputs the model measured (Gavel's pair table),
+a job's normalized throughput summing over the combinations holding it; a job's time
+fractions sum to <= 1, a pair counts its GPUs once against each type's capacity, and the
+objective and its normalization are Gavel's (as above, from the jobs' throughputs
+alone). Rounds rank combinations by Gavel's priority (allocation over the share of the
+type's time the combination received) and run a chosen pair packed on the same GPUs, at
+the table's pair throughputs. Gavel's code: the LP, its normalization, the priorities and
+the greedy choice. Our choices: the same second LP (total throughput) as tie-break, a
+pair with no allocation on a type never runs there, a member already on the chosen type
+keeps its GPUs and its partner is packed onto them, fractional and elastic jobs are never
+paired. Without a performance model `packing=true` changes nothing; the agnostic variant
+rejects it (Gavel has no agnostic packing).
 """
 
 from __future__ import annotations

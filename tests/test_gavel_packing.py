@@ -136,3 +136,16 @@ def test_default_does_not_pack(table: Path) -> None:
     starts = res.events[res.events.kind == "start"]
     assert not starts.detail.fillna("").str.startswith("pack").any()
     assert res.jobs.end_time.max() > 170.0
+
+
+def test_a_job_arriving_after_the_allocation_runs_on_spare_gpus(table: Path) -> None:
+    # a (700 steps) alone from t=0 ends at 70 s; b arrives at 10 s, after the allocation:
+    # priority 0, it takes the GPU nobody wants at the next round (360 s), 1400 steps at
+    # 10/s alone: ends at 500 s
+    trace = make_trace(JobSpec("a", 0.0, 1, math.nan, model="A", num_steps=700),
+                       JobSpec("b", 10.0, 1, math.nan, model="B", num_steps=1400))
+    res = Simulation(trace, uniform_topology(1, name="one"), "gavel-mmf",
+                     params={"perf_model": f"gavel={table}", "restore_overhead": 0.0,
+                             "packing": True}).run()
+    ends = res.jobs.set_index("job_id").end_time.to_dict()
+    assert ends == pytest.approx({"a": 70.0, "b": 500.0}, rel=1e-9)
