@@ -105,8 +105,10 @@ def table(tmp_path: Path) -> Path:
     # A and B: 10 steps/s alone on a V100; packed 7 and 7 (1.4 of alone in total)
     a, b = "('A', 1)", "('B', 1)"
     p = tmp_path / "simulation_throughputs.json"
-    p.write_text(json.dumps({"v100": {a: {"null": 10.0, b: [7.0, 7.0]},
-                                      b: {"null": 10.0, a: [7.0, 7.0]}}}))
+    c = "('C', 1)"
+    p.write_text(json.dumps({"v100": {a: {"null": 10.0, b: [7.0, 7.0], c: [7.0, 7.0]},
+                                      b: {"null": 10.0, a: [7.0, 7.0], c: [7.0, 7.0]},
+                                      c: {"null": 10.0, a: [7.0, 7.0], b: [7.0, 7.0]}}}))
     return p
 
 
@@ -149,3 +151,35 @@ def test_a_job_arriving_after_the_allocation_runs_on_spare_gpus(table: Path) -> 
                              "packing": True}).run()
     ends = res.jobs.set_index("job_id").end_time.to_dict()
     assert ends == pytest.approx({"a": 70.0, "b": 500.0}, rel=1e-9)
+
+
+def test_the_agnostic_variant_rejects_packing(table: Path) -> None:
+    from schedlab.sim.errors import InvalidParameter
+
+    trace = make_trace(JobSpec("a", 0.0, 1, math.nan, model="A", num_steps=700))
+    with pytest.raises(InvalidParameter, match="packing=true"):
+        Simulation(trace, uniform_topology(1, name="one"), "gavel-mmf-agnostic",
+                   params={"perf_model": f"gavel={table}", "packing": True}).run()
+
+
+def test_three_jobs_take_turns_in_pairs(table: Path) -> None:
+    # three jobs on one GPU, every pair at 0.7 + 0.7: the LP gives each pair a third of
+    # the time (z = 2/3 x 0.7 = 0.467 against 1/3 alone); rounds rotate the pairs
+    x, z = packed_allocation(np.full((3, 1), 10.0), np.ones(3), np.array([1.0]),
+                             [PairRates(a, b, (7.0,), (7.0,))
+                              for a, b in itertools.combinations(range(3), 2)])
+    assert z == pytest.approx(0.7 * 2 / 3, abs=1e-6)
+    assert x[3:, 0] == pytest.approx([1 / 3] * 3, abs=1e-6)
+    trace = make_trace(*(JobSpec(m.lower(), 0.0, 1, math.nan, model=m, num_steps=7000)
+                         for m in "ABC"))
+    res = Simulation(trace, uniform_topology(1, name="one"), "gavel-mmf",
+                     params={"perf_model": f"gavel={table}", "restore_overhead": 0.0,
+                             "packing": True}).run()
+    packs = res.events[res.events.detail.fillna("").str.startswith("pack")]
+    assert len(packs) == 4
+    # 7000 steps each. Fresh pairs first (ties: the pair's jobs in order): (a, b) from 0,
+    # (a, c) from 360 (a keeps its GPU, c packs on), (b, c) from 720 (c keeps it): each
+    # job 5040 steps by 1080. All pairs got 360 s: (a, b) again, 1960 steps at 7/s: a and
+    # b end at 1360; c waits for the round at 1440, its 1960 alone at 10/s: ends at 1636
+    ends = res.jobs.set_index("job_id").end_time.to_dict()
+    assert ends == pytest.approx({"a": 1360.0, "b": 1360.0, "c": 1636.0}, rel=1e-9)
