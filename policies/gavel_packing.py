@@ -144,6 +144,7 @@ class PackedRounds:
         self.last_round = -math.inf
         self.armed = -math.inf
         self._rates: dict[tuple, float | None] = {}
+        self._mem: list[float] | None = None  # `_type_mem`
         self.counts = {"packed_starts": 0, "packed_allocations": 0}
 
     # --- allocation ---
@@ -164,6 +165,16 @@ class PackedRounds:
         return (bool(s.model) and ctx.perf.knows(job) and s.num_gpus > 0
                 and s.gpu_share >= 1.0 and s.min_gpus is None and s.max_gpus is None)
 
+    def _type_mem(self, ctx: Ctx) -> list[float]:
+        """GPU memory (GB) of each type's smallest modelled GPUs (0: none), made once."""
+        if self._mem is None:
+            mem = dict.fromkeys(self.pol.types, math.inf)
+            for node in ctx.topology.nodes:
+                if node.num_gpus and node.gpu_mem_gb > 0 and node.gpu_type in mem:
+                    mem[node.gpu_type] = min(mem[node.gpu_type], node.gpu_mem_gb)
+            self._mem = [0.0 if not math.isfinite(m) else m for m in mem.values()]
+        return self._mem
+
     def _reallocate(self, ctx: Ctx, ids: list[int]) -> None:
         pol = self.pol
         idx = np.array(ids, dtype=np.int64)
@@ -179,8 +190,12 @@ class PackedRounds:
             for b in range(a + 1, len(ids)):
                 if not ok[b] or jobs[a].spec.num_gpus != jobs[b].spec.num_gpus:
                     continue
-                ra = tuple(self._pair_rate(ctx, jobs[a], jobs[b], t) for t in pol.types)
-                rb = tuple(self._pair_rate(ctx, jobs[b], jobs[a], t) for t in pol.types)
+                mem = jobs[a].spec.gpu_mem_gb + jobs[b].spec.gpu_mem_gb
+                fit = [m <= 0 or mem <= m + 1e-9 for m in self._type_mem(ctx)]
+                ra = tuple(self._pair_rate(ctx, jobs[a], jobs[b], t) if f else 0.0
+                           for t, f in zip(pol.types, fit, strict=True))
+                rb = tuple(self._pair_rate(ctx, jobs[b], jobs[a], t) if f else 0.0
+                           for t, f in zip(pol.types, fit, strict=True))
                 if any(x > 0 and y > 0 for x, y in zip(ra, rb, strict=True)):
                     pairs.append(PairRates(a, b, ra, rb))
         x, _ = packed_allocation(single, scale, capacity, pairs)

@@ -183,3 +183,16 @@ def test_three_jobs_take_turns_in_pairs(table: Path) -> None:
     # b end at 1360; c waits for the round at 1440, its 1960 alone at 10/s: ends at 1636
     ends = res.jobs.set_index("job_id").end_time.to_dict()
     assert ends == pytest.approx({"a": 1360.0, "b": 1360.0, "c": 1636.0}, rel=1e-9)
+
+
+def test_a_pair_whose_memory_does_not_fit_is_not_packed(table: Path) -> None:
+    # 16 GB GPUs, each job 10 GB: the pair is not an LP combination, they take turns
+    trace = make_trace(JobSpec("a", 0.0, 1, math.nan, model="A", num_steps=700,
+                               gpu_mem_gb=10.0),
+                       JobSpec("b", 0.0, 1, math.nan, model="B", num_steps=700,
+                               gpu_mem_gb=10.0))
+    res = Simulation(trace, uniform_topology(1, gpu_mem_gb=16.0, name="one"), "gavel-mmf",
+                     params={"perf_model": f"gavel={table}", "restore_overhead": 0.0,
+                             "packing": True}).run()
+    assert not res.events.detail.fillna("").str.startswith("pack").any()
+    assert (res.jobs.status == "completed").all()
