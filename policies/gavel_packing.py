@@ -143,7 +143,7 @@ class PackedRounds:
         self.next_round = -math.inf
         self.last_round = -math.inf
         self.armed = -math.inf
-        self._rates: dict[tuple, float | None] = {}
+        self._rates: dict[tuple, float] = {}  # `_pair_rate`
         self._mem: list[float] | None = None  # `_type_mem`
         self.counts = {"packed_starts": 0, "packed_allocations": 0}
 
@@ -152,13 +152,13 @@ class PackedRounds:
     def _pair_rate(self, ctx: Ctx, job: JobState, other: JobState, t: str) -> float:
         """`job`'s rate (ideal s per s) packed with `other` on type t (0: unmeasured)."""
         s, o = job.spec, other.spec
-        key = (s.model, s.batch_size, s.num_gpus, o.model, o.batch_size, t)
-        got = self._rates.get(key, -1.0)
-        if got == -1.0:
+        key = (s.model, s.batch_size, s.num_gpus, s.gpu_type, o.model, o.batch_size, t)
+        got = self._rates.get(key)
+        if got is None:  # the reference depends on the job's model, size, batch and type
             v = ctx.perf.pair(job, other, t)
             ref = ctx.perf.reference(job)
             got = self._rates[key] = v / ref if v is not None and ref > 0 else 0.0
-        return got or 0.0
+        return got
 
     def _packable(self, ctx: Ctx, job: JobState) -> bool:
         s = job.spec
