@@ -42,6 +42,23 @@ its work at every switch, so rounds shorter than such jobs can keep them from ev
 finishing: the engine fails such a job after `stop_retries` stops without checkpointed
 progress, so the run ends. Per-job priority weights and Gavel's deficit tie-break are not
 modelled (ties go to the larger allocation, then the earlier submission).
+
+Space sharing (`packing`, default false; Gavel's `max_min_fairness_packed`,
+`MaxMinFairnessPolicyWithPacking` in its scheduler/policies/max_min_fairness.py), in
+`gavel_packing`: when the run has a performance model (`perf_model`) and jobs name models,
+the LP gets a variable per combination and type: each job alone and each pair of jobs
+of the same GPU count whose packed throughputs the model measured (Gavel's pair table),
+a job's normalized throughput summing over the combinations holding it; a job's time
+fractions sum to <= 1, a pair counts its GPUs once against each type's capacity, and the
+objective and its normalization are Gavel's (as above, from the jobs' throughputs
+alone). Rounds rank combinations by Gavel's priority (allocation over the share of the
+type's time the combination received) and run a chosen pair packed on the same GPUs, at
+the table's pair throughputs. Gavel's code: the LP, its normalization, the priorities and
+the greedy choice. Our choices: the same second LP (total throughput) as tie-break, a
+pair with no allocation on a type never runs there, a member already on the chosen type
+keeps its GPUs and its partner is packed onto them, fractional and elastic jobs are never
+paired. Without a performance model `packing=true` changes nothing; the agnostic variant
+rejects it (Gavel has no agnostic packing).
 """
 
 from __future__ import annotations
@@ -50,7 +67,7 @@ import functools
 import math
 from collections.abc import Generator, Iterable, Iterator
 from operator import attrgetter
-from typing import ClassVar, Final, NamedTuple
+from typing import Any, ClassVar, Final, NamedTuple
 
 import numpy as np
 from mypy_extensions import mypyc_attr
@@ -58,9 +75,11 @@ from scipy.sparse import csc_matrix, csr_matrix
 
 from schedlab.policies import gavel_lp
 from schedlab.policies.base import Ctx, Policy, owner
+from schedlab.policies.gavel_packing import PackedRounds
 from schedlab.policies.priority import STOP_PARAM, cpu_only_pending, start_cpu_only
 from schedlab.sim.cluster import ClusterState
 from schedlab.sim.compact import hot_replacer
+from schedlab.sim.errors import InvalidParameter
 from schedlab.sim.interfaces import Placer
 from schedlab.sim.jobstate import RUNNING, JobState
 from schedlab.sim.model import (
@@ -74,7 +93,7 @@ from schedlab.sim.model import (
     job_milli,
     request_class,
 )
-from schedlab.sim.params import Param, as_choice, as_float
+from schedlab.sim.params import Param, as_bool, as_choice, as_float
 from schedlab.sim.registry import PLACERS
 
 EPS: Final = 1e-9
@@ -358,6 +377,11 @@ class GavelPolicy(Policy):
             "a job that arrived after the last allocation: spare (runs on GPUs the "
             "allocated jobs leave free) or wait (nothing until the next recomputation, "
             "as Gavel's simulator)"),
+        "packing": Param(
+            False, as_bool,
+            "space sharing (Gavel's max_min_fairness_packed): when the run's performance "
+            "model measured packed pairs, pairs of jobs of the same size get LP time and "
+            "run packed on the same GPUs (policies/gavel_packing.py)"),
     }
     aware: ClassVar[bool] = True
 
@@ -407,9 +431,20 @@ class GavelPolicy(Policy):
         # whether any job asks for no GPU (else the per-pass scan for them is skipped)
         self._cpu_only = not bool(self.jobs.gpu.all())
         self._one_type = k == 1  # typed specs are the jobs' own then
+        # packing=true in a run whose jobs name models: Gavel's packed LP and rounds
+        self._packed: Any = None
+        if self.p["packing"]:
+            if not self.aware:
+                raise InvalidParameter(f"{self.name}: packing=true needs the "
+                                       "heterogeneity-aware gavel-mmf (Gavel has no "
+                                       "agnostic packing)")
+            if ctx.perf is not None:
+                self._packed = PackedRounds(self, ctx)
 
     def metrics(self) -> dict[str, float]:
         """Counters of this run: rounds and allocation (LP) recomputations."""
+        if self._packed is not None:
+            return {**self.counts, **self._packed.counts}
         return dict(self.counts)
 
     # --- allocation ---
@@ -690,6 +725,8 @@ class GavelPolicy(Policy):
 
     def schedule(self, ctx: Ctx) -> Iterable[Decision]:
         """A round's decisions at a round boundary, else none (CPU-only jobs aside)."""
+        if self._packed is not None:
+            return self._packed.schedule(ctx)
         if self._cpu_only or ctx.now >= self.next_round - EPS:
             return self._pass(ctx)
         return ()  # between rounds: no generator to make (most passes)
