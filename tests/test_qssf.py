@@ -98,3 +98,26 @@ def test_qssf_estimate_column_missing_is_one_clear_error():
     trace = make_trace(job("a", 0.0, 1, 10.0), job("b", 0.0, 1, 10.0))
     with pytest.raises(InvalidTrace, match=r"job 'a': column 'estimate' is None"):
         Simulation(trace, one, QssfPolicy(estimator="column")).run()
+
+
+# what Helios' own `NaiveEstimator.inference` (HeliosArtifact @bdaae10, run unmodified
+# under pandas 1.2.4 with this history as its training jobs) returns for each query
+HELIOS_HISTORY = [
+    ("u", "train_resnet", 1, 100), ("u", "train_resnet", 1, 51), ("u", "train_resnet", 4, 400),
+    ("v", "eval_bert", 1, 10), ("v", "misc", 1, 30), ("w", "train_resnet", 2, 700),
+    ("u", "resnet50_imagenet", 8, 3600), ("u", "resnet18_imagenet", 8, 1800),
+    ("w", "bert_large", 2, 5000), ("x", "gpt_small", 1, 999)]
+HELIOS_ANSWERS = [
+    (("u", "train_resnet", 1), 75), (("u", "train_resnet", 2), 367),
+    (("v", "train_resnet", 1), 312.75), (("y", "train_resnet", 4), 1251.0),
+    (("u", "train_resnet50", 1), 75), (("v", "eval_bertx", 2), 20),
+    (("u", "eval_bertx", 3), 30.0), (("u", "resnet34_imagenet", 8), 21600),
+    (("v", "qqqq", 1), 20.0), (("y", "qqqq", 2), 2538.0), (("w", "bert_large", 2), 10000),
+    (("w", "bert_larg", 1), 5000), (("x", "gpt_smal", 4), 3996)]
+
+
+def test_history_gives_helios_naive_estimator_answers():
+    h = ServiceHistory()
+    for user, name, gpus, duration in HELIOS_HISTORY:
+        h.add(user, name, gpus, duration)
+    assert [h.service(*q) for q, _ in HELIOS_ANSWERS] == [a for _, a in HELIOS_ANSWERS]
