@@ -172,14 +172,14 @@ class SrtfPolicy(PriorityPolicy):
         for key, idx in self.queued():
             cands.append((key[0], 0, since.get(idx, 0), ctx.job_at(idx)))
         for job in ctx.running().values():
-            if job.spec.num_gpus > 0 and job.spec.gpu_share >= 1.0:
+            if job.spec.num_gpus > 0:
                 cands.append((self.running_key(ctx, job)[0], 1, since.get(job.idx, 0), job))
         cands.sort(key=lambda c: c[:3])
-        quota = ctx.cluster.total_gpus
+        quota: float = ctx.cluster.total_gpus
         admitted: list[JobState] = []
         stopped: list[JobState] = []
         for _, running, _, job in cands:
-            need = job.spec.num_gpus
+            need = job.spec.num_gpus * job.spec.gpu_share  # (a GPU share counts its part)
             if need <= quota:
                 quota -= need
                 if not running:
