@@ -1,6 +1,7 @@
-"""Helios' Philly set-up, VC 2869ce: fifo, sjf blocked=stop and qssf estimator=column give
-Helios' own simulator's start and end of every job; srtf admit=gpus of all but the jobs
-its per-size checkpoint cost moves (benchmarks/crosscheck/helios.py)."""
+"""Helios' Philly set-up (VC 2869ce; 103959 and 7f04ca on fewer nodes): fifo, sjf
+blocked=stop and qssf estimator=column give Helios' own simulator's start and end of
+every job; srtf admit=gpus of all but the jobs its per-size checkpoint cost moves
+(benchmarks/crosscheck/helios.py)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PEER = ROOT / "tests" / "crosscheck" / "data" / "helios_philly_2869ce.csv"
-SRTF_MOVED = {"j80285", "j80301", "j80297", "j77680", "j76835", "j7027"}
-"""The 32-GPU jobs Helios charges 60 s a stop (30 here) and the three 8-GPU jobs behind
-them (the ledger's cause)."""
+PEER = ROOT / "tests" / "crosscheck" / "data" / "helios_philly_jobs.csv"
+SRTF_MOVED = {
+    # the 32-GPU jobs Helios charges 60 s a stop (30 here) and three 8-GPU jobs behind them
+    ("helios", "2869ce"): {"j80285", "j80301", "j80297", "j77680", "j76835", "j7027"},
+    # 1-GPU jobs Helios charges 7 s a stop (30 here)
+    ("fewer nodes", "103959"): {"j80279", "j80280", "j80282"},
+}
+"""Jobs whose times differ under srtf, by set-up and VC (the ledger's causes)."""
 
 
 @pytest.fixture(scope="module")
@@ -35,18 +40,21 @@ def helios():
     return mod
 
 
-def peer(policy):
+def peer(setup, vc, policy):
     with PEER.open() as f:
-        return {r["jobname"]: r for r in csv.DictReader(f) if r["policy"] == policy}
+        return {r["jobname"]: r for r in csv.DictReader(f)
+                if (r["setup"], r["vc"], r["policy"]) == (setup, vc, policy)}
 
 
 @pytest.mark.parametrize("policy", ["fifo", "sjf", "qssf", "srtf"])
-def test_every_job_as_in_helios_simulator(helios, policy):
-    want = peer(policy)
-    jobs = helios.run("2869ce", policy).jobs.set_index("job_id")
-    assert set(jobs.index) == set(want) and len(want) == 94
+@pytest.mark.parametrize(("setup", "vc", "jobs"), [
+    ("helios", "2869ce", 94), ("fewer nodes", "103959", 109), ("fewer nodes", "7f04ca", 53)])
+def test_every_job_as_in_helios_simulator(helios, setup, vc, jobs, policy):
+    want = peer(setup, vc, policy)
+    got = helios.run(setup, vc, policy).jobs.set_index("job_id")
+    assert set(got.index) == set(want) and len(want) == jobs
     moved = {j for j, r in want.items()
              if (float(r["start_time"]), float(r["end_time"]))
-             != (jobs.at[j, "start_time"], jobs.at[j, "end_time"])}
-    assert moved == (SRTF_MOVED if policy == "srtf" else set())
-    assert all(int(r["ckpt_times"]) == jobs.at[j, "preemptions"] for j, r in want.items())
+             != (got.at[j, "start_time"], got.at[j, "end_time"])}
+    assert moved == (SRTF_MOVED.get((setup, vc), set()) if policy == "srtf" else set())
+    assert all(int(r["ckpt_times"]) == got.at[j, "preemptions"] for j, r in want.items())

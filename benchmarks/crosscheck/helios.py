@@ -22,11 +22,11 @@ Peer numbers: Helios' simulator @bdaae10 run unmodified (`python simulator.py -e
 estimates are its `estimators/Philly_lgb.csv`, made by its `philly_estimate.py` (the
 true run time with noise of Helios' error distribution, looked up by jobname; the script
 assigns `random.seed = 6` instead of calling it, so it was run with `random.seed(6)`
-called first: `philly_estimates` draws the same numbers, except that 4 jobs of VC 103959
-submitted in the same second as another get each other's draw, Helios' unstable sort of
-equal submit times; no job of 103959 waits, so nothing moves). Sums of the `jct` and
+called first: `philly_estimates` draws the same numbers, in the order Helios' pandas
+sort leaves jobs submitted in the same second, `numpy119_argsort`). Sums of the `jct` and
 `queue` columns of its `log/Philly/<vc>/<policy>_consolidate_<vc>_log.csv` over its jobs;
-its per-job times for 2869ce are `tests/crosscheck/data/helios_philly_2869ce.csv`, and
+its per-job times on the VCs that queue jobs are
+`tests/crosscheck/data/helios_philly_jobs.csv`, and
 `tests/test_sjf_helios_crosscheck.py` holds the job-by-job agreement.
 
 How each policy is run here (docs/authors-mode.md, Helios section):
@@ -42,8 +42,12 @@ How each policy is run here (docs/authors-mode.md, Helios section):
   estimate (`Philly_lgb.csv`'s priority): on Philly Helios' QSSF reads that file, not the
   history estimator (the Philly trace has no users or job names).
 
-Results: fifo, sjf and qssf agree job by job on every VC (2869ce: every start and end);
-srtf on all but 6 of 2869ce's 94 jobs, with the same 81 stops (`CAUSES`).
+A second run takes two of the VCs on fewer nodes (`FEWER`: 103959 on 2, 7f04ca on 6),
+so that jobs of 1-4 GPUs queue and share nodes (best-fit placement matters there).
+
+Results: fifo, sjf and qssf agree job by job on every VC of both runs (every start and
+end); srtf on every job of 7f04ca, all but 6 of 2869ce's 94 jobs and 3 of 103959's 109
+(on fewer nodes), with the same stops (`CAUSES`: Helios' per-size checkpoint cost).
 
 Run: `python benchmarks/crosscheck/helios.py`.
 """
@@ -62,6 +66,13 @@ SOURCE = ("Helios simulator (S-Lab-System-Group/HeliosArtifact@bdaae10, framewor
           "input; means of its per-VC logs")
 VCS = {"2869ce": 16, "103959": 8, "0e4a51": 32, "7f04ca": 32}
 """The VCs checked and their nodes (Helios' data/philly_vc.csv)."""
+FEWER = {"103959": 2, "7f04ca": 6}
+"""Two of them on fewer nodes (a `philly_vc.csv` of these two), so that jobs of 1, 2 and 4
+GPUs queue and share nodes: placement by best fit is exercised (2869ce's jobs take whole
+nodes)."""
+SETUPS = {"helios": VCS, "fewer nodes": FEWER}
+"""Set-ups by name: VC -> nodes (each its own Helios run; the estimates are drawn over
+its own rows)."""
 FIRST, LAST = "2017-10-01 00:00:00", "2017-10-07 23:59:59"
 """Submissions taken (Helios' Philly range starts at FIRST)."""
 CAP = 172800
@@ -69,24 +80,37 @@ CAP = 172800
 SEED = 6
 """The seed Helios' philly_estimate.py means (`random.seed = 6`)."""
 
-# (vc, policy) -> {metric: Helios' number}: sums of the jct / queue columns of its
-# log/Philly/<vc>/<policy>_consolidate_<vc>_log.csv over its jobs, and its ckpt_times
-PEER: dict[tuple[str, str], dict[str, float]] = {
-    ("2869ce", "fifo"): {"jct_mean": 8132707 / 94, "queue_mean": 2999774 / 94},
-    ("2869ce", "sjf"): {"jct_mean": 6195517 / 94, "queue_mean": 1062584 / 94},
-    ("2869ce", "srtf"): {"jct_mean": 6073712 / 94, "queue_mean": 937895 / 94,
-                         "preemptions": 81.0},
-    ("2869ce", "qssf"): {"jct_mean": 6094698 / 94, "queue_mean": 961765 / 94},
-    ("103959", "fifo"): {"jct_mean": 3048139 / 109},
-    ("103959", "sjf"): {"jct_mean": 3048139 / 109},
-    ("103959", "srtf"): {"jct_mean": 3048248 / 109},
-    ("103959", "qssf"): {"jct_mean": 3048139 / 109},
-    ("7f04ca", "fifo"): {"jct_mean": 4440576 / 53},
-    ("7f04ca", "srtf"): {"jct_mean": 4440629 / 53},
-    ("0e4a51", "fifo"): {"jct_mean": 301464 / 3},
+# (set-up, vc, policy) -> {metric: Helios' number}: sums of the jct / queue columns of
+# its log/Philly/<vc>/<policy>_consolidate_<vc>_log.csv over its jobs, its ckpt_times
+H, F = "helios", "fewer nodes"
+PEER: dict[tuple[str, str, str], dict[str, float]] = {
+    (H, "2869ce", "fifo"): {"jct_mean": 8132707 / 94, "queue_mean": 2999774 / 94},
+    (H, "2869ce", "sjf"): {"jct_mean": 6195517 / 94, "queue_mean": 1062584 / 94},
+    (H, "2869ce", "srtf"): {"jct_mean": 6073712 / 94, "queue_mean": 937895 / 94,
+                            "preemptions": 81.0},
+    (H, "2869ce", "qssf"): {"jct_mean": 6094698 / 94, "queue_mean": 961765 / 94},
+    (H, "103959", "fifo"): {"jct_mean": 3048139 / 109},
+    (H, "103959", "sjf"): {"jct_mean": 3048139 / 109},
+    (H, "103959", "srtf"): {"jct_mean": 3048248 / 109},
+    (H, "103959", "qssf"): {"jct_mean": 3048139 / 109},
+    (H, "7f04ca", "fifo"): {"jct_mean": 4440576 / 53},
+    (H, "7f04ca", "srtf"): {"jct_mean": 4440629 / 53},
+    (H, "0e4a51", "fifo"): {"jct_mean": 301464 / 3},
+    # the same week on fewer nodes (FEWER): a second Helios run
+    (F, "103959", "fifo"): {"jct_mean": 9569425 / 109, "queue_mean": 6521286 / 109},
+    (F, "103959", "sjf"): {"jct_mean": 5666051 / 109, "queue_mean": 2617912 / 109},
+    (F, "103959", "srtf"): {"jct_mean": 4503237 / 109, "queue_mean": 1454548 / 109,
+                            "preemptions": 17.0},
+    (F, "103959", "qssf"): {"jct_mean": 5908897 / 109, "queue_mean": 2860758 / 109},
+    (F, "7f04ca", "fifo"): {"jct_mean": 9527781 / 53, "queue_mean": 5087205 / 53},
+    (F, "7f04ca", "sjf"): {"jct_mean": 6932834 / 53, "queue_mean": 2492258 / 53},
+    (F, "7f04ca", "srtf"): {"jct_mean": 6158439 / 53, "queue_mean": 1717000 / 53,
+                            "preemptions": 27.0},
+    (F, "7f04ca", "qssf"): {"jct_mean": 7247138 / 53, "queue_mean": 2806562 / 53},
 }
-"""Only 2869ce queues jobs in this week (the other VCs: every job starts on arrival under
-each policy, so their rows check the clock and the + 1 s of Helios' SRTF)."""
+"""With Helios' node counts only 2869ce queues jobs that week (in the other VCs every
+job starts on arrival, so their rows check the clock and the + 1 s of Helios' SRTF); on
+fewer nodes 103959 and 7f04ca queue too."""
 RUNS: dict[str, tuple[str, dict[str, Any]]] = {
     "fifo": ("fifo", {}),
     "sjf": ("sjf", {"blocked": "stop"}),
@@ -102,29 +126,121 @@ def trace_path() -> Path:
 
 
 @cache
-def jobs_table() -> Any:
-    """The jobs of this check, sorted by submit time (stable), as Helios reads them.
-
-    Columns: name (`j<row>`), vc, gpus, duration (whole s, cut at CAP), submit (s from
-    the first job), estimate (Helios' noisy estimate, `philly_estimates`).
-    """
+def _file_rows(setup: str) -> Any:
+    """A set-up's jobs in the order of the `cluster_log.csv` Helios was given (stable by
+    submit time). Columns: name (`j<row>`), vc, gpus, duration (whole s, cut at CAP),
+    submit (s from the first job), timestamp."""
     import pandas as pd
 
     df = pd.read_csv(trace_path())
     df["row"] = range(len(df))
-    df = df[df["cluster"].isin(list(VCS)) & (df["timestamp"] >= FIRST)
+    df = df[df["cluster"].isin(list(SETUPS[setup])) & (df["timestamp"] >= FIRST)
             & (df["timestamp"] <= LAST) & (df["num_gpus"] > 0)]
     df = df.sort_values("timestamp", kind="mergesort").reset_index(drop=True)
     t = pd.to_datetime(df["timestamp"])
-    out = pd.DataFrame({
+    return pd.DataFrame({
         "name": [f"j{r}" for r in df["row"]], "vc": df["cluster"].astype(str),
         "gpus": df["num_gpus"].astype(int),
         "duration": df["duration"].clip(upper=CAP).astype(int),
         "submit": (t - t.iloc[0]).dt.total_seconds().astype(int),
         "timestamp": df["timestamp"],
     })
+
+
+@cache
+def jobs_table(setup: str = "helios") -> Any:
+    """A set-up's jobs in the order Helios reads them, with its estimates.
+
+    Helios sorts its jobs by submit time with pandas' default (quicksort) sort, which
+    does not keep the file's order of jobs submitted in the same second: that order
+    decides FIFO ties and which job gets which estimate draw, so it is reproduced here
+    (`numpy119_argsort`). Columns of `_file_rows`, plus estimate (`philly_estimates`).
+    """
+    rows = _file_rows(setup)
+    out = rows.iloc[numpy119_argsort(rows["submit"].tolist())].reset_index(drop=True)
     out["estimate"] = philly_estimates(out["duration"].tolist())
     return out
+
+
+def numpy119_argsort(values: list[int]) -> list[int]:
+    """The permutation numpy 1.19's `argsort(kind="quicksort")` gives (Helios' pandas
+    1.2.4 sorts with it): an introsort (median-of-3 partitions, insertion sort below 16
+    items, heapsort past a depth of 2 log2 n), whose order of equal values is its own.
+    Checked equal to numpy 1.19.5 on 3,000 random lists with ties; numpy 2 orders ties
+    otherwise."""
+    v = values
+    t = list(range(len(v)))
+    if len(v) < 2:
+        return t
+    lo, hi = 0, len(v) - 1
+    depth = 2 * (len(v).bit_length() - 1)
+    stack: list[tuple[int, int, int]] = []
+    while True:
+        if depth < 0:
+            _heapsort(v, t, lo, hi - lo + 1)
+        else:
+            while hi - lo > 15:
+                mid = lo + ((hi - lo) >> 1)
+                if v[t[mid]] < v[t[lo]]:
+                    t[mid], t[lo] = t[lo], t[mid]
+                if v[t[hi]] < v[t[mid]]:
+                    t[hi], t[mid] = t[mid], t[hi]
+                if v[t[mid]] < v[t[lo]]:
+                    t[mid], t[lo] = t[lo], t[mid]
+                pivot = v[t[mid]]
+                i, j = lo, hi - 1
+                t[mid], t[j] = t[j], t[mid]
+                while True:
+                    i += 1
+                    while v[t[i]] < pivot:
+                        i += 1
+                    j -= 1
+                    while pivot < v[t[j]]:
+                        j -= 1
+                    if i >= j:
+                        break
+                    t[i], t[j] = t[j], t[i]
+                t[i], t[hi - 1] = t[hi - 1], t[i]
+                depth -= 1
+                if i - lo < hi - i:
+                    stack.append((i + 1, hi, depth))
+                    hi = i - 1
+                else:
+                    stack.append((lo, i - 1, depth))
+                    lo = i + 1
+            for i in range(lo + 1, hi + 1):
+                x = t[i]
+                j = i
+                while j > lo and v[x] < v[t[j - 1]]:
+                    t[j] = t[j - 1]
+                    j -= 1
+                t[j] = x
+        if not stack:
+            return t
+        lo, hi, depth = stack.pop()
+
+
+def _heapsort(v: list[int], t: list[int], lo: int, n: int) -> None:
+    """numpy 1.19's argsort heapsort of `t[lo:lo + n]` (the introsort's fallback)."""
+    def sift(i: int, size: int, x: int) -> None:
+        j = 2 * i
+        while j <= size:
+            if j < size and v[t[lo + j - 1]] < v[t[lo + j]]:
+                j += 1
+            if v[x] < v[t[lo + j - 1]]:
+                t[lo + i - 1] = t[lo + j - 1]
+                i, j = j, 2 * j
+            else:
+                break
+        t[lo + i - 1] = x
+
+    for i in range(n >> 1, 0, -1):
+        sift(i, n, t[lo + i - 1])
+    while n > 1:
+        x = t[lo + n - 1]
+        t[lo + n - 1] = t[lo]
+        n -= 1
+        sift(1, n, x)
 
 
 def philly_estimates(durations: list[int], seed: int = SEED) -> list[int]:
@@ -148,9 +264,9 @@ def philly_estimates(durations: list[int], seed: int = SEED) -> list[int]:
     return out
 
 
-def helios_input(path: Path) -> None:
-    """Write this check's jobs as Helios' `data/Philly/cluster_log.csv` (one user)."""
-    t = jobs_table()
+def helios_input(path: Path, setup: str = "helios") -> None:
+    """Write a set-up's jobs as Helios' `data/Philly/cluster_log.csv` (one user)."""
+    t = _file_rows(setup)
     frame = t.assign(user="u", state="Pass")[
         ["user", "vc", "name", "gpus", "state", "timestamp", "duration"]]
     frame.columns = ["user", "vc", "jobname", "gpu_num", "state", "submit_time", "duration"]
@@ -158,7 +274,7 @@ def helios_input(path: Path) -> None:
 
 
 @cache
-def run(vc: str, policy: str) -> Any:
+def run(setup: str, vc: str, policy: str) -> Any:
     """schedlab's result of one policy on one VC (cached: tests read per-job times)."""
     from schedlab.sim import Simulation
     from schedlab.sim.model import JobSpec
@@ -166,33 +282,34 @@ def run(vc: str, policy: str) -> Any:
     from schedlab.traces.base import Trace
 
     name, params = RUNS[policy]
-    t = jobs_table()
+    t = jobs_table(setup)
     t = t[t["vc"] == vc]
     plus = 1.0 if policy == "srtf" else 0.0
     jobs = tuple(JobSpec(r.name, float(r.submit), int(r.gpus), float(r.duration) + plus,
                          vc=vc, extra=(("name", r.name), ("estimate", int(r.estimate))))
                  for r in t.itertuples())
-    topo = uniform_topology(VCS[vc], gpus_per_switch=8, name=f"philly-{vc}")
+    topo = uniform_topology(SETUPS[setup][vc], gpus_per_switch=8, name=f"philly-{vc}")
     return Simulation(Trace(f"helios-philly-{vc}", jobs), topo, name, seed=0,
                       params={**ENGINE, **params}).run()
 
 
-def metrics(vc: str, policy: str) -> dict[str, float]:
+def metrics(setup: str, vc: str, policy: str) -> dict[str, float]:
     """Mean JCT and queueing delay of schedlab's run, as Helios' logs have them."""
-    r = run(vc, policy)
+    r = run(setup, vc, policy)
     j = r.jobs
     return {"jct_mean": float((j["end_time"] - j["submit_time"]).mean()),
             "queue_mean": float(j["queueing_delay"].mean()),
             "preemptions": float(r.summary["preemptions"])}
 
 
-def check_name(vc: str, policy: str) -> str:
+def check_name(setup: str, vc: str, policy: str) -> str:
     """The ledger's check of one VC and policy."""
     name, params = RUNS[policy]
     mode = " ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
                     for k, v in params.items())
-    return (f"Philly week 1, VC {vc} ({VCS[vc]} x 8 GPUs), Helios {policy} vs "
-            f"{name}{' ' + mode if mode else ''}")
+    where = "" if setup == "helios" else f", {setup}"
+    return (f"Philly week 1{where}, VC {vc} ({SETUPS[setup][vc]} x 8 GPUs), Helios "
+            f"{policy} vs {name}{' ' + mode if mode else ''}")
 
 
 _SRTF_COST = (
@@ -202,7 +319,12 @@ _SRTF_COST = (
     "earlier, and three 8-GPU jobs behind them 12-53 s earlier; the other 88 of 94 jobs "
     "start, stop and end as in Helios, and the stop count is the same (81)")
 CAUSES: dict[Any, str] = {
-    check_name("2869ce", "srtf"): _SRTF_COST,
+    check_name(H, "2869ce", "srtf"): _SRTF_COST,
+    check_name(F, "103959", "srtf"): (
+        "Helios charges a stopped job of 1 GPU 7 s of extra remaining time (30 s for 2-8 "
+        "GPUs); schedlab's engine has one restore_overhead for every job (30 here). Three "
+        "1-GPU jobs stopped once end 23 s later; the other 106 of 109 jobs start, stop "
+        "and end as in Helios, and the stop count is the same (17)"),
 }
 """Why a check differs from Helios' simulator; keyed by check or (check, metric)."""
 
@@ -210,9 +332,9 @@ CAUSES: dict[Any, str] = {
 def rows() -> list[dict[str, Any]]:
     """schedlab beside Helios on each VC, policy and metric."""
     out = []
-    for (vc, policy), peer in PEER.items():
-        ours = metrics(vc, policy)
-        check = check_name(vc, policy)
+    for (setup, vc, policy), peer in PEER.items():
+        ours = metrics(setup, vc, policy)
+        check = check_name(setup, vc, policy)
         for metric, value in peer.items():
             out.append(row("helios", check, metric, value, ours[metric], SOURCE,
                            cause_of(CAUSES, check, metric)))
