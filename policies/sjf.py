@@ -7,11 +7,18 @@ way). `srtf` preempts: a pending job whose remaining work is smaller than a runn
 takes that job's GPUs when it needs them (`stop`: suspend, i.e. checkpoint then stop, by
 default; `preempt` loses the work since the job's last checkpoint). With `weight=gpus`
 the size is GPU-seconds (duration x GPUs), as in Tiresias' `shortest-gpu`.
+
+Helios' simulator (HeliosArtifact, `framework/QSSF Service/policies/sjf.py`, `srtf.py`)
+runs both differently, and one parameter value each reproduces it: `blocked=stop` (sjf:
+the walk stops at the first job that does not fit, head-of-line blocking) and
+`admit=gpus` (srtf: every pass ranks the waiting and running jobs together by remaining
+time, admits them greedily while their GPU count fits the cluster's GPUs, places the
+admitted waiting ones and stops every running job it did not admit).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from operator import attrgetter
 from typing import Final
 
@@ -21,12 +28,13 @@ from mypy_extensions import mypyc_attr
 from schedlab.policies.priority import STOP_PARAM, Ctx, Key, PriorityPolicy
 from schedlab.policies.victims import ArrayPool, Spans, VictimPool, gpu_spans
 from schedlab.sim.agenda import drain_watch
+from schedlab.sim.context import start_on
 from schedlab.sim.interfaces import PolicyContext
-from schedlab.sim.jobstate import RUNNING, JobState
-from schedlab.sim.model import JobSpec
+from schedlab.sim.jobstate import PENDING, RUNNING, JobState
+from schedlab.sim.model import Decision, JobSpec, Preempt, Suspend, Unschedulable
 from schedlab.sim.params import Param, as_choice
 
-__all__ = ["SjfPolicy", "SrtfPolicy"]
+__all__ = ["BLOCKED_PARAM", "SjfPolicy", "SrtfPolicy", "blocking_pass"]
 
 
 def _size(spec: JobSpec, work: float, weight: str) -> float:
@@ -39,6 +47,54 @@ _VERSION: Final = attrgetter("version")  # bumped whenever `_STATE` of a running
 WEIGHT_PARAM = Param("none", as_choice("none", "gpus"),
                      "job size: none = run time, gpus = GPU time (run time x GPUs)")
 
+BLOCKED_PARAM = Param("skip", as_choice("skip", "stop"),
+                      "a waiting job that does not fit: skip = later jobs may start, stop = "
+                      "nobody behind it starts this pass (head-of-line blocking, as Helios' "
+                      "simulator)")
+
+ADMIT_PARAM = Param("victims", as_choice("victims", "gpus"),
+                    "victims = a waiting job stops running jobs with more work left when it "
+                    "needs their GPUs; gpus = Helios' simulator: waiting and running jobs "
+                    "ranked together by remaining time are admitted while their GPUs fit the "
+                    "cluster's count, and every running job not admitted is stopped")
+
+
+def _start_cpu_only(policy: PriorityPolicy, ctx: Ctx) -> Iterator[Decision]:
+    """Sync the policy's index with the events, then start the CPU-only jobs that fit."""
+    for job in policy.feed.changed(ctx):
+        policy._observe(ctx, job)
+    policy.before_walk(ctx)
+    left = []
+    while policy.cpu_only:
+        job = policy.cpu_only.popleft()
+        if job.status != PENDING:
+            continue
+        got = ctx.place(job)
+        if isinstance(got, Unschedulable):
+            left.append(job)
+            continue
+        yield start_on(job.job_id, got)
+        policy._observe(ctx, job)
+    policy.cpu_only.extend(left)
+
+
+def blocking_pass(policy: PriorityPolicy, ctx: Ctx) -> Iterator[Decision]:
+    """A pass of `policy` that starts jobs in key order until the first that does not fit.
+
+    Head-of-line blocking, as Helios' simulator walks its sorted queue (`else: break`):
+    one placement attempt per job started, plus one for the job that blocks.
+    """
+    yield from _start_cpu_only(policy, ctx)
+    queue = policy.queue
+    while queue:
+        job = ctx.job_at(queue[0][1])
+        got = ctx.place(job)
+        if isinstance(got, Unschedulable):
+            break
+        yield start_on(job.job_id, got)
+        policy._observe(ctx, job)  # leaves the queue
+    policy.after_walk(ctx)
+
 
 @mypyc_attr(allow_interpreted_subclasses=True)
 class SjfPolicy(PriorityPolicy):
@@ -46,11 +102,18 @@ class SjfPolicy(PriorityPolicy):
 
     name = "sjf"
     description = "shortest job first by trace duration (oracle); non-preemptive"
-    params = {"weight": WEIGHT_PARAM}
+    params = {"weight": WEIGHT_PARAM, "blocked": BLOCKED_PARAM}
 
     def pending_key(self, ctx: Ctx, job: JobState) -> Key:
         """(size, submit time): ties go to the earlier arrival."""
         return (_size(job.spec, job.spec.duration, self.p["weight"]), job.spec.submit_time)
+
+    def schedule(self, ctx: Ctx) -> Iterator[Decision]:
+        """The priority walk (`blocked=skip`), or a walk that stops at the first misfit."""
+        if self.p["blocked"] == "stop":
+            yield from blocking_pass(self, ctx)
+        else:
+            yield from super().schedule(ctx)
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -59,7 +122,7 @@ class SrtfPolicy(PriorityPolicy):
 
     name = "srtf"
     description = "shortest remaining time first (oracle); preempts longer running jobs"
-    params = {"weight": WEIGHT_PARAM, "stop": STOP_PARAM}
+    params = {"weight": WEIGHT_PARAM, "stop": STOP_PARAM, "admit": ADMIT_PARAM}
     preemptive = True
 
     def pending_key(self, ctx: Ctx, job: JobState) -> Key:
@@ -80,12 +143,73 @@ class SrtfPolicy(PriorityPolicy):
         super().attach(ctx)
         self._cols = _Columns(ctx)
         self._spans: dict[int, tuple[tuple[int, ...], Spans]] = {}  # see VictimPool
+        # admit=gpus: when each job last joined the waiting or running jobs (a counter)
+        self._since: dict[int, int] = {}
+        self._seq = 0
+
+    def schedule(self, ctx: Ctx) -> Iterator[Decision]:
+        """The priority walk (`admit=victims`), or Helios' admission (`admit=gpus`)."""
+        if self.p["admit"] == "gpus":
+            yield from self._admit_by_gpus(ctx)
+        else:
+            yield from super().schedule(ctx)
+
+    def _admit_by_gpus(self, ctx: Ctx) -> Iterator[Decision]:
+        """Helios' SRTF pass (`srtf.py`, `simulate` steps 3-5).
+
+        The waiting and running GPU jobs sorted by remaining size (ties: waiting before
+        running, then the one that joined its list first, as Helios' stable sort of
+        `que_list + run_list`) are admitted while their GPUs fit what is left of the
+        cluster's GPU count (placement is not asked); a job that does not fit is passed
+        over and the count goes on. Every running job not admitted is stopped, then the
+        admitted waiting jobs are placed in that order (one the placer cannot place
+        waits). The whole set is ranked every pass: Helios' simulator does it every
+        second.
+        """
+        yield from _start_cpu_only(self, ctx)
+        since = self._since
+        cands: list[tuple[float, int, int, JobState]] = []
+        for key, idx in self.queued():
+            cands.append((key[0], 0, since.get(idx, 0), ctx.job_at(idx)))
+        for job in ctx.running().values():
+            if job.spec.num_gpus > 0:
+                cands.append((self.running_key(ctx, job)[0], 1, since.get(job.idx, 0), job))
+        cands.sort(key=lambda c: c[:3])
+        quota: float = ctx.cluster.total_gpus
+        admitted: list[JobState] = []
+        stopped: list[JobState] = []
+        for _, running, _, job in cands:
+            need = job.spec.num_gpus * job.spec.gpu_share  # (a GPU share counts its part)
+            if need <= quota:
+                quota -= need
+                if not running:
+                    admitted.append(job)
+            elif running:
+                stopped.append(job)
+        kind = Suspend if self.p["stop"] == "suspend" else Preempt
+        for job in stopped:
+            yield kind(job.job_id, "srtf: not admitted (admit=gpus)")
+            self._observe(ctx, job)
+        for job in admitted:
+            got = ctx.place(job)
+            if isinstance(got, Unschedulable):
+                continue
+            yield start_on(job.job_id, got)
+            self._observe(ctx, job)
+        self.after_walk(ctx)
 
     def on_status(self, ctx: Ctx, job: JobState, old: str | None) -> None:
         """A job that starts or stops running is noted for the columns (`_Columns.note`).
 
-        One that stopped leaves the spans cache (it holds running jobs only).
+        One that stopped leaves the spans cache (it holds running jobs only). With
+        `admit=gpus` the job's place in the order it joined the waiting or running jobs
+        is kept.
         """
+        if job.status in (PENDING, RUNNING):
+            self._seq += 1
+            self._since[job.idx] = self._seq
+        else:
+            self._since.pop(job.idx, None)
         if old == RUNNING:
             self._cols.note(job)
             self._spans.pop(job.idx, None)

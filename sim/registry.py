@@ -141,6 +141,7 @@ POLICIES = Registry("policy", "schedlab.policies", {
     "kueue": "schedlab.policies.kueue:KueuePolicy",
     "sjf": "schedlab.policies.sjf:SjfPolicy",
     "srtf": "schedlab.policies.sjf:SrtfPolicy",
+    "qssf": "schedlab.policies.qssf:QssfPolicy",
     "tiresias-las": "schedlab.policies.tiresias:TiresiasLasPolicy",
     "tiresias-gittins": "schedlab.policies.tiresias:TiresiasGittinsPolicy",
     "easy-backfill": "schedlab.policies.backfill:EasyBackfillPolicy",
