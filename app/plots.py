@@ -453,10 +453,10 @@ def comparison_table(runs: Sequence[RunData]) -> pd.DataFrame:
             for lbl, r in zip(labels, runs, strict=True)]
     frame = pd.DataFrame(rows, columns=["label", *[k for k, *_ in COMPARED]])
     frame[[k for k, *_ in COMPARED]] = frame[[k for k, *_ in COMPARED]].astype(float)
-    return frame.groupby("label", sort=False).agg(["mean", "std", "count", _ci95])
+    return frame.groupby("label", sort=False).agg(["mean", "std", "count", ci95])
 
 
-def _ci95(values: pd.Series) -> float:
+def ci95(values: pd.Series) -> float:
     """Half-width of the 95% Student-t interval of the mean (NaN below two values)."""
     return mean_ci(values.tolist())[1]
 
@@ -506,10 +506,10 @@ def comparison_figure(runs: Sequence[RunData]) -> Figure:
     axes = fig.subplots(2, 3).ravel()
     ypos = np.arange(n)
     seeds = int(table[(COMPARED[0][0], "count")].max()) if n else 0
-    spread = "_ci95" if has_replicas(runs) else "std"
+    spread = "ci95" if has_replicas(runs) else "std"
     bars: np.ndarray | list[float] = np.concatenate(
         [table[(k, spread)].to_numpy() for k, *_ in COMPARED]) if n else []
-    note = replica_note(bars, seeds) if spread == "_ci95" else seed_note(bars, seeds)
+    note = replica_note(bars, seeds) if spread == "ci95" else seed_note(bars, seeds)
     for ax, (key, title, unit, scale) in zip(axes, COMPARED, strict=True):
         mean = table[(key, "mean")].to_numpy() * scale
         std = np.nan_to_num(table[(key, spread)].to_numpy() * scale)
@@ -548,7 +548,7 @@ def sweep_figure(sweep: pd.DataFrame, x: str, metric: str = "jct_mean") -> Figur
     ax = fig.add_subplot()
     data = sweep.assign(_y=sweep[metric].astype(float) * scale)
     replicas = "replica" in sweep and bool(sweep["replica"].notna().any())
-    spread = _ci95 if replicas else "std"
+    spread = ci95 if replicas else "std"
     seeds = 1
     stds: list[float] = []
     for key, part in data.groupby(group_by, sort=True, dropna=False):

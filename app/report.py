@@ -212,7 +212,7 @@ def sweep_table(sweep: pd.DataFrame) -> str:
     axes = [c for c in plots.varied_axes(sweep) if c != "seed"] or ["policy"]
     metrics = [k for k, *_ in plots.COMPARED if k in sweep]
     replicas = has_replicas(sweep)
-    spread_of = plots._ci95 if replicas else "std"
+    spread_of = plots.ci95 if replicas else "std"
     stats = sweep.groupby(axes, dropna=False, sort=True)[metrics].agg(
         ["mean", spread_of, "count"])
     stats.columns = pd.MultiIndex.from_tuples(
