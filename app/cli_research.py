@@ -158,7 +158,7 @@ Examples:
               help="baseline: each run within the baseline's rtol/atol; replicas: each "
                    "configuration's mean over its replicas within the replicas' 95% "
                    "intervals (a baseline written from a sweep with replicas:).")
-@click.option("--widen", type=click.FloatRange(min=0), default=2.0, show_default=True,
+@click.option("--widen", type=click.FloatRange(min=0), default=2.5, show_default=True,
               help="With --tolerance replicas: factor on the combined interval half-width.")
 def check(results: str, baseline: str, update: bool, rtol: float | None, atol: float | None,
           only_failures: bool, tolerance: str, widen: float) -> None:
