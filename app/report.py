@@ -279,8 +279,7 @@ def failure_section(runs: Sequence[RunData]) -> str:
     if buckets:
         from schedlab.sim.failure_stats import SIZE_BUCKETS
 
-        order = {(f"{lo}" if lo == hi else (f"{lo}+" if hi >= 1 << 62 else f"{lo}-{hi}")): i
-                 for i, (lo, hi) in enumerate(SIZE_BUCKETS)}
+        order = {plots.size_bucket(lo): i for i, (lo, _) in enumerate(SIZE_BUCKETS)}
         buckets.sort(key=lambda b: order.get(b, len(order)))
         head = "".join(f"<th>{html.escape(h)}</th>" for h in
                        ["run", *[f"{b} GPUs" for b in buckets]])
