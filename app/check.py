@@ -9,6 +9,16 @@ overriding the file's `defaults`. A metric passes when |now - value| <= atol + r
      "runs": {"fifo": {"config": {...},
                        "metrics": {"jct_mean": {"value": 104808.9},
                                    "utilization_mean": {"value": 0.66, "atol": 0.01}}}}}
+
+Replica tolerance: a baseline written from a sweep with `replicas:` also holds, per
+configuration (the replicas of one sweep point, named by its label), each metric's mean
+and the half-width of its 95% interval over the replicas (`"replicas": {label:
+{"config": {...}, "runs": n, "metrics": {m: {"mean": x, "ci95": h, "n": k}}}}`).
+`compare_replicas` then checks the mean over the new replicas of that configuration:
+it passes when |now - mean| <= widen x sqrt(h_baseline^2 + h_now^2) (the two intervals'
+combined half-width, widen 2.5 by default: `REPLICA_WIDEN`; never below the file's
+rtol/atol), so a rerun with other replica seeds passes and a change larger than the
+input's own sensitivity does not.
 """
 
 from __future__ import annotations
@@ -57,6 +67,7 @@ class Row:
     baseline: Any
     now: Any
     verdict: str  # ok | DRIFT | new | missing metric | missing run | no baseline | config differs
+    tolerance: float | None = None  # the allowed |now - baseline| (replica tolerance only)
 
     @property
     def failed(self) -> bool:
@@ -139,6 +150,14 @@ def read_baseline(path: str | os.PathLike[str]) -> dict[str, Any]:
     if not isinstance(runs, dict):
         raise SimError(f"baseline file {str(path)!r}: \"runs\" must be an object of run -> "
                        "{config, metrics}")
+    groups = data.get("replicas", {})
+    if not isinstance(groups, dict) or not all(
+            isinstance(g, dict) and isinstance(g.get("metrics"), dict)
+            and all(isinstance(m, dict) and "mean" in m for m in g["metrics"].values())
+            for g in groups.values()):
+        raise SimError(f"baseline file {str(path)!r}: \"replicas\" must be an object of "
+                       "label -> {config, runs, metrics: {name: {\"mean\": x, \"ci95\": h, "
+                       "\"n\": k}}}")
     for key, entry in runs.items():
         metrics = entry.get("metrics") if isinstance(entry, dict) else None
         if not isinstance(metrics, dict) or not all(
@@ -232,7 +251,158 @@ def make_baseline(runs: Mapping[str, RunRecord], previous: Mapping[str, Any] | N
             metrics[m] = spec
         config = {k: rec.config[k] for k in CONFIG_KEYS if k in rec.config}
         out["runs"][key] = {"config": config, "metrics": metrics}
+    replicas = make_replica_baseline(runs)
+    if replicas:
+        out["replicas"] = replicas
     return out
+
+
+REPLICA_WIDEN = 2.5
+"""Default factor on the combined replica half-width (`compare_replicas`).
+
+|now - mean| / sqrt(h^2 + h_now^2) is a Welch t statistic scaled by 1 / t(0.975, n - 1):
+with 5 replicas on each side and normal metrics, a factor 1 fails 2.4% of unchanged
+metrics (too many when a check compares hundreds), 2 fails 0.05%, 2.5 0.01% (3
+replicas: 0.04%). Metrics are not all normal: on the whole default trace (26 policies,
+910 metrics, benchmarks/RESULTS_replicas.md) a rerun with other replica seeds reached
+2.31 (optimus' fragmentation_fgd_mean) and a changed policy parameter 3.1 to 67. Our
+choice."""
+
+
+def _replica_info(record: RunRecord) -> tuple[dict[str, Any], Any] | None:
+    """(the configuration without its replica, the replica) of a replica run; else None."""
+    point = record.config.get("sweep_point")
+    if not isinstance(point, Mapping) or not isinstance(point.get("replica"), Mapping):
+        return None
+    return {k: v for k, v in point.items() if k != "replica"}, point["replica"]
+
+
+def replica_groups(runs: Mapping[str, RunRecord]) -> dict[str, list[RunRecord]]:
+    """The replica runs grouped by configuration, each named by its label.
+
+    A label is the policy, plus `key=value` for each setting that differs between
+    configurations of that policy (so a changed parameter of one policy keeps its label
+    and shows as a config difference, not as a run missing).
+    """
+    configs: dict[str, dict[str, Any]] = {}
+    members: dict[str, list[RunRecord]] = {}
+    for key in sorted(runs):
+        info = _replica_info(runs[key])
+        if info is None:
+            continue
+        text = json.dumps(info[0], sort_keys=True, default=str)
+        configs.setdefault(text, info[0])
+        members.setdefault(text, []).append(runs[key])
+    labels = _labels([_flat(c) for c in configs.values()])
+    out: dict[str, list[RunRecord]] = {}
+    for label, text in zip(labels, configs, strict=True):
+        out.setdefault(label, []).extend(members[text])
+    return out
+
+
+def _labels(idents: list[dict[str, Any]]) -> list[str]:
+    """Per configuration: its policy, plus `key=value` for keys varying within that policy."""
+    out = []
+    for ident in idents:
+        same = [i for i in idents if i.get("policy") == ident.get("policy")]
+        keys = sorted({k for i in same for k in i} - {"policy"})
+        varying = [k for k in keys if len({repr(i.get(k)) for i in same}) > 1]
+        extra = ", ".join(f"{k.removeprefix('params.')}={ident.get(k)}" for k in varying)
+        out.append(f"{ident.get('policy')} ({extra})" if extra else str(ident.get("policy")))
+    return out
+
+
+def _flat(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A sweep point's configuration as label keys: `params.KEY` for each parameter."""
+    out = {k: v for k, v in config.items() if k != "params"}
+    out.update({f"params.{k}": v for k, v in sorted((config.get("params") or {}).items())})
+    return {k: json.dumps(v, sort_keys=True) if isinstance(v, dict | list) else v
+            for k, v in out.items()}
+
+
+def _replica_metrics(records: list[RunRecord]) -> dict[str, dict[str, Any]]:
+    """Per numeric metric of the group: mean, 95% half-width (None: one run) and count."""
+    from schedlab.app.sweep_summary import mean_ci
+
+    names = dict.fromkeys(m for r in records for m in metrics_of(r.summary))
+    out = {}
+    for m in names:
+        values = [metrics_of(r.summary).get(m, math.nan) for r in records]
+        mean, half, n = mean_ci(values)
+        out[m] = {"mean": None if math.isnan(mean) else mean,
+                  "ci95": None if math.isnan(half) else half, "n": n}
+    return out
+
+
+def make_replica_baseline(runs: Mapping[str, RunRecord]) -> dict[str, Any]:
+    """The `replicas` section of a baseline ({} without replicas).
+
+    Per configuration label: its config, the number of replicas and each metric's mean
+    and 95% half-width.
+    """
+    out = {}
+    for label, records in replica_groups(runs).items():
+        info = _replica_info(records[0])
+        out[label] = {"config": info[0] if info else {}, "runs": len(records),
+                      "metrics": _replica_metrics(records)}
+    return out
+
+
+def compare_replicas(baseline: Mapping[str, Any], runs: Mapping[str, RunRecord], *,
+                     widen: float = REPLICA_WIDEN) -> list[Row]:
+    """Check with replica tolerance.
+
+    Replica runs are compared by configuration (module doc), the other runs as
+    `compare_all` does.
+
+    Raises:
+        SimError: The baseline has no replica intervals.
+    """
+    groups = baseline.get("replicas")
+    if not isinstance(groups, Mapping) or not groups:
+        raise SimError("the baseline has no replica intervals (\"replicas\"): write it "
+                       "with `schedlab check SWEEP --baseline FILE --update` from a sweep "
+                       "with `replicas:`")
+    rtol0, atol0 = _defaults(baseline)
+    plain = {k: r for k, r in runs.items() if _replica_info(r) is None}
+    entries = {k: e for k, e in baseline["runs"].items()
+               if _replica_info(RunRecord(k, {}, e.get("config") or {})) is None}
+    rows = compare_all({**baseline, "runs": entries}, plain)
+    now_groups = replica_groups(runs)
+    for label, entry in groups.items():
+        records = now_groups.get(label)
+        if records is None:
+            rows.append(Row(label, "*", None, None, "missing run"))
+            continue
+        info = _replica_info(records[0])
+        want, have = entry.get("config") or {}, info[0] if info else {}
+        for k in sorted(set(want) | set(have)):
+            if want.get(k) != have.get(k):
+                rows.append(Row(label, f"config.{k}", want.get(k), have.get(k),
+                                "config differs"))
+        now = _replica_metrics(records)
+        for metric, spec in entry["metrics"].items():
+            got = now.get(metric)
+            if got is None:
+                rows.append(Row(label, metric, spec.get("mean"), None, "missing metric"))
+                continue
+            base, mean = spec.get("mean"), got["mean"]
+            if base is None or mean is None:
+                ok = base is None and mean is None
+                rows.append(Row(label, metric, base, mean, "ok" if ok else "DRIFT"))
+                continue
+            halves = [h for h in (spec.get("ci95"), got["ci95"]) if h is not None]
+            tol = max(widen * math.sqrt(sum(h * h for h in halves)),
+                      atol0 + rtol0 * abs(float(base)))
+            ok = abs(float(mean) - float(base)) <= tol
+            rows.append(Row(label, metric, base, mean, "ok" if ok else "DRIFT", tol))
+        for metric in now:
+            if metric not in entry["metrics"]:
+                rows.append(Row(label, metric, None, now[metric]["mean"], "new"))
+    for label in now_groups:
+        if label not in groups:
+            rows.append(Row(label, "*", None, None, "no baseline"))
+    return rows
 
 
 def write_baseline(path: str | os.PathLike[str], data: Mapping[str, Any]) -> None:
@@ -252,7 +422,16 @@ def write_baseline(path: str | os.PathLike[str], data: Mapping[str, Any]) -> Non
             compact[mark] = json.dumps(spec, allow_nan=False)
             metrics[m] = mark
         runs[key] = {**entry, "metrics": metrics}
-    text = json.dumps({**data, "runs": runs}, indent=2, allow_nan=False)
+    groups = {}
+    for label, entry in (data.get("replicas") or {}).items():
+        metrics = {}
+        for m, spec in entry["metrics"].items():
+            mark = f"@@metric{len(compact)}@@"
+            compact[mark] = json.dumps(spec, allow_nan=False)
+            metrics[m] = mark
+        groups[label] = {**entry, "metrics": metrics}
+    shown = {**data, "runs": runs, **({"replicas": groups} if groups else {})}
+    text = json.dumps(shown, indent=2, allow_nan=False)
     for mark, spec_text in compact.items():
         text = text.replace(f'"{mark}"', spec_text, 1)
     try:
@@ -262,12 +441,21 @@ def write_baseline(path: str | os.PathLike[str], data: Mapping[str, Any]) -> Non
 
 
 def format_report(rows: list[Row]) -> str:
-    """A plain-text table: run, metric, baseline, now, change, verdict."""
-    table = [["run", "metric", "baseline", "now", "change", "verdict"]]
+    """A plain-text table: run, metric, baseline, now, change, verdict.
+
+    With replica tolerance (some row has a `tolerance`) a `tolerance` column (the
+    allowed |now - baseline|) comes before the verdict.
+    """
+    tolerance = any(r.tolerance is not None for r in rows)
+    table = [["run", "metric", "baseline", "now", "change",
+              *(["tolerance"] if tolerance else []), "verdict"]]
     for r in rows:
-        table.append([r.run, r.metric, _fmt(r.baseline), _fmt(r.now), r.change, r.verdict])
-    widths = [max(len(row[i]) for row in table) for i in range(6)]
-    lines = ["  ".join(c.rjust(w) if 2 <= i <= 4 else c.ljust(w)
+        tol = [_fmt(r.tolerance)] if tolerance else []
+        table.append([r.run, r.metric, _fmt(r.baseline), _fmt(r.now), r.change, *tol,
+                      r.verdict])
+    ncol = len(table[0])
+    widths = [max(len(row[i]) for row in table) for i in range(ncol)]
+    lines = ["  ".join(c.rjust(w) if 2 <= i <= ncol - 2 else c.ljust(w)
                        for i, (c, w) in enumerate(zip(row, widths, strict=True))).rstrip()
              for row in table]
     lines.insert(1, "  ".join("-" * w for w in widths))

@@ -141,6 +141,7 @@ Examples:
   schedlab run --quiet --out results/golden
   schedlab check results/golden --baseline baselines/default.json
   schedlab check results/golden --baseline mine.json --update --rtol 0.01
+  schedlab check results/sweep2 --baseline sweep.json --tolerance replicas
 """)
 @click.argument("results", type=click.Path(exists=True))
 @click.option("--baseline", "baseline", required=True, type=click.Path(dir_okay=False),
@@ -152,12 +153,20 @@ Examples:
 @click.option("--atol", type=click.FloatRange(min=0), default=None,
               help="With --update: the default absolute tolerance.")
 @click.option("--only-failures", is_flag=True, help="List only the rows that fail.")
+@click.option("--tolerance", type=click.Choice(["baseline", "replicas"]), default="baseline",
+              show_default=True,
+              help="baseline: each run within the baseline's rtol/atol; replicas: each "
+                   "configuration's mean over its replicas within the replicas' 95% "
+                   "intervals (a baseline written from a sweep with replicas:).")
+@click.option("--widen", type=click.FloatRange(min=0), default=2.5, show_default=True,
+              help="With --tolerance replicas: factor on the combined interval half-width.")
 def check(results: str, baseline: str, update: bool, rtol: float | None, atol: float | None,
-          only_failures: bool) -> None:
+          only_failures: bool, tolerance: str, widen: float) -> None:
     """Compare summary metrics with a baseline; exit 1 on drift or a missing run."""
     from schedlab.app.check import (
         collect_runs,
         compare_all,
+        compare_replicas,
         format_report,
         make_baseline,
         read_baseline,
@@ -173,7 +182,9 @@ def check(results: str, baseline: str, update: bool, rtol: float | None, atol: f
             n = sum(len(r["metrics"]) for r in data["runs"].values())
             click.echo(f"wrote {baseline}: {len(data['runs'])} run(s), {n} metrics")
             return
-        rows = compare_all(read_baseline(baseline), runs)
+        data = read_baseline(baseline)
+        rows = compare_replicas(data, runs, widen=widen) if tolerance == "replicas" \
+            else compare_all(data, runs)
     except SimError as e:
         fail(e)
     bad = [r for r in rows if r.failed]

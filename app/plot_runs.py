@@ -80,6 +80,8 @@ def _identity(summary: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str
         if k in ("trace", "topology") and isinstance(v, str) and os.sep in v:
             v = Path(v).name
         ident[k] = v
+    if isinstance(point.get("replica"), dict):  # a shaken replica (sweep `replicas:`)
+        ident["replica"] = point["replica"].get("index")
     params = point.get("params", config.get("params")) or {}
     ident.update({f"params.{k}": v for k, v in sorted(params.items())})
     return ident

@@ -22,6 +22,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from schedlab.app.plot_runs import IDENTITY_KEYS, RunData, labels_of, load_results, short
+from schedlab.app.sweep_summary import mean_ci
 from schedlab.sim.errors import SimError
 from schedlab.sim.writing import FolderNotWritable, atomic_write, ensure_writable_dir
 
@@ -442,14 +443,41 @@ def _tab20() -> list[tuple[float, ...]]:
 
 
 def comparison_table(runs: Sequence[RunData]) -> pd.DataFrame:
-    """Per label (runs differing only by seed pooled): mean, std and count of each metric."""
+    """Per label (runs differing only by seed or replica pooled): statistics of each metric.
+
+    Mean, std, count and the half-width of the 95% Student-t interval (`ci95`) of each metric.
+    """
     idents = [r.identity for r in runs]
-    labels = labels_of(idents, skip=("seed",)) if idents else []
+    labels = labels_of(idents, skip=("seed", "replica")) if idents else []
     rows = [{"label": lbl, **{k: r.summary.get(k, math.nan) for k, *_ in COMPARED}}
             for lbl, r in zip(labels, runs, strict=True)]
     frame = pd.DataFrame(rows, columns=["label", *[k for k, *_ in COMPARED]])
     frame[[k for k, *_ in COMPARED]] = frame[[k for k, *_ in COMPARED]].astype(float)
-    return frame.groupby("label", sort=False).agg(["mean", "std", "count"])
+    return frame.groupby("label", sort=False).agg(["mean", "std", "count", ci95])
+
+
+def ci95(values: pd.Series) -> float:
+    """Half-width of the 95% Student-t interval of the mean (NaN below two values)."""
+    return mean_ci(values.tolist())[1]
+
+
+def has_replicas(runs: Sequence[RunData]) -> bool:
+    """True when some run is a shaken replica of a sweep (`replicas:`)."""
+    return any(r.identity.get("replica") is not None for r in runs)
+
+
+def replica_note(halves: Sequence[float] | np.ndarray, replicas: int) -> str:
+    """What a figure says of its replicas.
+
+    Their count and 95% intervals, or that the shaking changed nothing (all intervals
+    of zero width).
+    """
+    if replicas <= 1:
+        return ""
+    spread = np.nan_to_num(np.asarray(halves, dtype=float))
+    if not np.any(spread > 0):
+        return f"{replicas} replicas, identical results: the shaking changed nothing"
+    return f"mean over {replicas} replicas, error bars: 95% CI (Student t)"
 
 
 def seed_note(stds: Sequence[float] | np.ndarray, seeds: int) -> str:
@@ -467,18 +495,24 @@ def seed_note(stds: Sequence[float] | np.ndarray, seeds: int) -> str:
 
 
 def comparison_figure(runs: Sequence[RunData]) -> Figure:
-    """Bar chart of the main summary metrics per policy (mean, error bar = std over seeds)."""
+    """Bar chart of the main summary metrics per policy (mean and error bars).
+
+    Error bars are the std over seeds, or the 95% confidence interval over replicas when
+    the runs are shaken replicas.
+    """
     table = comparison_table(runs)
     n = len(table)
     fig = _figure(13, max(4.5, 1.2 + 0.35 * n * 2))
     axes = fig.subplots(2, 3).ravel()
     ypos = np.arange(n)
     seeds = int(table[(COMPARED[0][0], "count")].max()) if n else 0
-    note = seed_note(np.concatenate([table[(k, "std")].to_numpy() for k, *_ in COMPARED])
-                     if n else [], seeds)
+    spread = "ci95" if has_replicas(runs) else "std"
+    bars: np.ndarray | list[float] = np.concatenate(
+        [table[(k, spread)].to_numpy() for k, *_ in COMPARED]) if n else []
+    note = replica_note(bars, seeds) if spread == "ci95" else seed_note(bars, seeds)
     for ax, (key, title, unit, scale) in zip(axes, COMPARED, strict=True):
         mean = table[(key, "mean")].to_numpy() * scale
-        std = np.nan_to_num(table[(key, "std")].to_numpy() * scale)
+        std = np.nan_to_num(table[(key, spread)].to_numpy() * scale)
         ax.barh(ypos, mean, xerr=std if seeds > 1 else None, color=_tab20()[0::2][:n] or None,
                 capsize=3)
         ax.set_yticks(ypos, list(table.index) if ax in (axes[0], axes[3]) else [""] * n,
@@ -501,7 +535,9 @@ def sweep_figure(sweep: pd.DataFrame, x: str, metric: str = "jct_mean") -> Figur
     """A metric against a numeric sweep axis, one line per policy (and other varied axes).
 
     Points are the mean over seeds; error bars are one standard deviation over seeds.
-    When the seeds change nothing the title says so instead (`seed_note`).
+    When the seeds change nothing the title says so instead (`seed_note`). A sweep with
+    replicas (a `replica` column) pools seeds and replicas: error bars are the 95%
+    Student-t interval of the mean (`replica_note`).
     """
     if metric not in sweep:
         raise SimError(f"metric {metric!r} not in the sweep summary; known: "
@@ -511,24 +547,96 @@ def sweep_figure(sweep: pd.DataFrame, x: str, metric: str = "jct_mean") -> Figur
     fig = _figure()
     ax = fig.add_subplot()
     data = sweep.assign(_y=sweep[metric].astype(float) * scale)
+    replicas = "replica" in sweep and bool(sweep["replica"].notna().any())
+    spread = ci95 if replicas else "std"
     seeds = 1
     stds: list[float] = []
     for key, part in data.groupby(group_by, sort=True, dropna=False):
         key = key if isinstance(key, tuple) else (key,)
-        stats = part.groupby(x)["_y"].agg(["mean", "std", "count"]).sort_index()
+        stats = part.groupby(x)["_y"].agg(["mean", spread, "count"]).sort_index()
+        stats.columns = ["mean", "spread", "count"]
         seeds = max(seeds, int(stats["count"].max()))
-        stds += stats["std"].tolist()
+        stds += stats["spread"].tolist()
         label = ", ".join(f"{c.removeprefix('params.')}={short(v)}" if c != "policy"
                           else str(v) for c, v in zip(group_by, key, strict=True))
         ax.errorbar(stats.index.to_numpy(dtype=float), stats["mean"],
-                    yerr=np.nan_to_num(stats["std"].to_numpy()), marker="o", capsize=3,
+                    yerr=np.nan_to_num(stats["spread"].to_numpy()), marker="o", capsize=3,
                     label=label)
     ax.set_xlabel(AXIS_LABELS.get(x, x.removeprefix("params.")))
     ax.set_ylabel(f"{title} ({unit})" if unit else title)
-    note = seed_note(stds, seeds)
+    note = replica_note(stds, seeds) if replicas else seed_note(stds, seeds)
     spread = f" ({note})" if note else ""
     ax.set_title(f"{title} vs {x.removeprefix('params.').replace('_', ' ')}{spread}")
     ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small")
+    return fig
+
+
+def has_failures(run: RunData) -> bool:
+    """True when the run has the failure layer's metrics (`ettr_mean` in its summary)."""
+    return "ettr_mean" in run.summary
+
+
+def size_bucket(num_gpus: int) -> str:
+    """The job-size bucket of `mttf_hours_by_size` a GPU count falls in ('2-8', '513-4096')."""
+    from schedlab.sim.failure_stats import SIZE_BUCKETS
+
+    for lo, hi in SIZE_BUCKETS:
+        if lo <= num_gpus <= hi:
+            return f"{lo}" if lo == hi else (f"{lo}+" if hi >= 1 << 62 else f"{lo}-{hi}")
+    return "0"
+
+
+def ettr_by_size(run: RunData) -> pd.DataFrame:
+    """ETTR per job-size bucket (in size order) of a failure-layer run.
+
+    Columns: jobs with an ETTR, its mean, and the GPU-weighted ETTR (productive / wall
+    GPU-hours) of the bucket.
+    """
+    jobs = run.table("jobs")
+    cols = ["bucket", "jobs", "ettr_mean", "ettr_gpu_weighted"]
+    if "ettr" not in jobs or not len(jobs):
+        return pd.DataFrame(columns=cols)
+    lost = [c for c in jobs.columns if c.startswith("lost_") and c.endswith("_gpu_hours")]
+    frame = jobs[jobs["ettr"].notna()].assign(
+        bucket=lambda f: [size_bucket(int(n)) for n in f["num_gpus"]],
+        _size=lambda f: f["num_gpus"].astype(int),
+        _wall=lambda f: f["productive_gpu_hours"] + f[lost].sum(axis=1))
+    rows = []
+    for bucket, part in frame.groupby("bucket", sort=False):
+        wall = float(part["_wall"].sum())
+        rows.append((int(part["_size"].min()), bucket, len(part), float(part["ettr"].mean()),
+                     float(part["productive_gpu_hours"].sum()) / wall if wall > 0
+                     else math.nan))
+    rows.sort()
+    return pd.DataFrame([r[1:] for r in rows], columns=cols)
+
+
+def ettr_figure(runs: Sequence[RunData]) -> Figure:
+    """Effective training time ratio against job size.
+
+    Per run, the mean ETTR of each job-size bucket (points) and its GPU-weighted ETTR
+    (dashed), sizes on a log axis.
+    """
+    fig = _figure(8.0, 5.0)
+    ax = fig.add_subplot()
+    for run, color in zip(runs, _line_colors(len(runs)), strict=True):
+        table = ettr_by_size(run)
+        if not len(table):
+            continue
+        jobs = run.table("jobs")
+        sizes = [float(jobs.loc[[size_bucket(int(n)) == b for n in jobs["num_gpus"]],
+                                "num_gpus"].median()) for b in table["bucket"]]
+        ax.plot(sizes, table["ettr_mean"], marker="o", color=color,
+                label=f"{run.label} (mean per job)")
+        ax.plot(sizes, table["ettr_gpu_weighted"], ls="--", color=color, alpha=0.7,
+                label=f"{run.label} (GPU-weighted)")
+    ax.set_xscale("log", base=2)
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("job size (GPUs, median of each size bucket; log scale)")
+    ax.set_ylabel("ETTR (productive time / wall time)")
+    ax.set_title("Effective training time ratio against job size")
+    ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize="small")
     return fig
 
@@ -576,6 +684,9 @@ def render_all(paths: Sequence[str | os.PathLike[str]], out_dir: str | os.PathLi
         made.append(save_png(tenants_heatmap_figure(runs) if many else tenants_figure(runs),
                              out / "tenants.png"))
     made.append(save_png(comparison_figure(runs), out / "policy_comparison.png"))
+    failing = [r for r in runs if has_failures(r)]
+    if failing:
+        made.append(save_png(ettr_figure(failing), out / "ettr_vs_size.png"))
     small = [r for r in runs if r.summary.get("jobs_submitted", math.inf) <= gantt_max_jobs]
     if not many:
         for run in small:

@@ -197,13 +197,29 @@ def summary_table(runs: Sequence[RunData]) -> str:
             f'<tbody>{"".join(rows)}</tbody></table>')
 
 
+def has_replicas(sweep: pd.DataFrame) -> bool:
+    """True when the sweep's runs are shaken replicas (a `replica` column with values)."""
+    return "replica" in sweep and bool(sweep["replica"].notna().any())
+
+
 def sweep_table(sweep: pd.DataFrame) -> str:
-    """Metric mean and std over seeds per sweep point (the varied axes but the seed)."""
+    """Metric mean and std over seeds per sweep point (the varied axes but the seed).
+
+    With replicas the spread is the half-width of the 95% Student-t interval of the mean
+    over the point's seeds and replicas (`data-ci95` holds it exactly), and the last
+    column counts replicas.
+    """
     axes = [c for c in plots.varied_axes(sweep) if c != "seed"] or ["policy"]
     metrics = [k for k, *_ in plots.COMPARED if k in sweep]
-    stats = sweep.groupby(axes, dropna=False, sort=True)[metrics].agg(["mean", "std", "count"])
+    replicas = has_replicas(sweep)
+    spread_of = plots.ci95 if replicas else "std"
+    stats = sweep.groupby(axes, dropna=False, sort=True)[metrics].agg(
+        ["mean", spread_of, "count"])
+    stats.columns = pd.MultiIndex.from_tuples(
+        [(m, "std" if s not in ("mean", "count") else s) for m, s in stats.columns])
     head = "".join(f"<th>{html.escape(a.removeprefix('params.'))}</th>" for a in axes)
-    head += "".join(f"<th>{html.escape(m)}</th>" for m in metrics) + "<th>seeds</th>"
+    head += "".join(f"<th>{html.escape(m)}</th>" for m in metrics)
+    head += "<th>replicas</th>" if replicas else "<th>seeds</th>"
     rows = []
     for key, row in stats.iterrows():
         key = key if isinstance(key, tuple) else (key,)
@@ -211,13 +227,94 @@ def sweep_table(sweep: pd.DataFrame) -> str:
         for m in metrics:
             mean, std = float(row[(m, "mean")]), float(row[(m, "std")])
             spread = f" ± {std:.3g}" if math.isfinite(std) else ""
-            cells.append(f'<td data-value="{_exact(mean)}">{mean:.4g}{spread}</td>')
+            ci = f' data-ci95="{_exact(std)}"' if replicas else ""
+            cells.append(f'<td data-value="{_exact(mean)}"{ci}>{mean:.4g}{spread}</td>')
         cells.append(f'<td data-value="{int(row[(metrics[0], "count")]) if metrics else 0}">'
                      f'{int(row[(metrics[0], "count")]) if metrics else 0}</td>')
         rows.append(f"<tr>{''.join(cells)}</tr>")
     # the first column of a sweep table is an axis: keep it left-aligned like a label
     return (f'<table class="sortable" id="sweep"><thead><tr>{head}</tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table>')
+
+
+FAILURE_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("ettr_mean", "ETTR mean", "{:.3f}"),
+    ("ettr_gpu_weighted", "ETTR GPU-weighted", "{:.3f}"),
+    ("interruptions_total", "interruptions", "{:.0f}"),
+    ("productive_gpu_hours", "productive GPU-h", "{:.1f}"),
+    ("lost_recompute_gpu_hours", "lost: recompute GPU-h", "{:.1f}"),
+    ("lost_checkpoint_gpu_hours", "lost: checkpoint GPU-h", "{:.1f}"),
+    ("lost_restart_gpu_hours", "lost: restart GPU-h", "{:.1f}"),
+    ("lost_wait_gpu_hours", "lost: wait GPU-h", "{:.1f}"),
+    ("spare_swaps", "spare swaps", "{:.0f}"),
+)
+"""The failure layer's summary keys in the report (docs/failures.md), header, format."""
+
+
+def failure_section(runs: Sequence[RunData]) -> str:
+    """ETTR and lost GPU-hours by cause of the runs with failure metrics ("" when none).
+
+    A table per run, ETTR by job-size bucket, and interruptions by component.
+    """
+    failing = [r for r in runs if plots.has_failures(r)]
+    if not failing:
+        return ""
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in
+                   ["run", *[h for _, h, _ in FAILURE_COLUMNS]])
+    rows = []
+    for run in failing:
+        cells = [f"<td>{html.escape(run.label)}</td>"]
+        cells += [_cell(run.summary.get(k), fmt, 1.0) for k, _, fmt in FAILURE_COLUMNS]
+        rows.append(f'<tr data-run="{html.escape(run.label, quote=True)}">{"".join(cells)}</tr>')
+    parts = ['<h2 id="failures">Failures: effective training time and lost GPU-hours</h2>',
+             '<p class="note">ETTR: productive time / wall time from a job\'s first start '
+             "to its end (mean over jobs; GPU-weighted: productive / wall GPU-hours). Lost "
+             "GPU-hours by cause: recomputing work lost since the last checkpoint, writing "
+             "checkpoints, restarting, waiting for capacity after an interruption "
+             '(<a href="#fig-ettr">figure</a>; docs/failures.md).</p>',
+             f'<table class="sortable" id="failures-table"><thead><tr>{head}</tr></thead>'
+             f'<tbody>{"".join(rows)}</tbody></table>']
+    sizes = {run.label: plots.ettr_by_size(run) for run in failing}
+    buckets = list(dict.fromkeys(b for t in sizes.values() for b in t["bucket"]))
+    if buckets:
+        from schedlab.sim.failure_stats import SIZE_BUCKETS
+
+        order = {plots.size_bucket(lo): i for i, (lo, _) in enumerate(SIZE_BUCKETS)}
+        buckets.sort(key=lambda b: order.get(b, len(order)))
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in
+                       ["run", *[f"{b} GPUs" for b in buckets]])
+        rows = []
+        for run in failing:
+            table = sizes[run.label].set_index("bucket")
+            cells = [f"<td>{html.escape(run.label)}</td>"]
+            for b in buckets:
+                if b in table.index:
+                    v, n = float(table.loc[b, "ettr_mean"]), int(table.loc[b, "jobs"])
+                    cells.append(f'<td data-value="{_exact(v)}" title="{_exact(v)}">'
+                                 f"{v:.3f} ({n})</td>")
+                else:
+                    cells.append('<td data-value="nan">-</td>')
+            rows.append(f'<tr data-run="{html.escape(run.label, quote=True)}">'
+                        f'{"".join(cells)}</tr>')
+        parts += ['<h3 id="ettr-by-size">ETTR by job size (mean over jobs; jobs in '
+                  "brackets)</h3>",
+                  f'<table class="sortable" id="ettr-by-size-table"><thead><tr>{head}</tr>'
+                  f'</thead><tbody>{"".join(rows)}</tbody></table>']
+    causes = sorted({c for r in failing
+                     for c in (r.summary.get("interruptions_by_component") or {})})
+    if causes:
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in ["run", *causes])
+        rows = []
+        for run in failing:
+            got = run.summary.get("interruptions_by_component") or {}
+            cells = [f"<td>{html.escape(run.label)}</td>"]
+            cells += [_cell(got.get(c, 0), "{:.0f}", 1.0) for c in causes]
+            rows.append(f'<tr data-run="{html.escape(run.label, quote=True)}">'
+                        f'{"".join(cells)}</tr>')
+        parts += ['<h3 id="interruptions">Interruptions by component</h3>',
+                  f'<table class="sortable" id="interruptions-table"><thead><tr>{head}</tr>'
+                  f'</thead><tbody>{"".join(rows)}</tbody></table>']
+    return "\n".join(parts)
 
 
 def report_figures(runs: Sequence[RunData], sweep: pd.DataFrame | None, *,
@@ -231,7 +328,9 @@ def report_figures(runs: Sequence[RunData], sweep: pd.DataFrame | None, *,
     def add(fig_id: str, caption: str, fig: Any) -> None:
         out.append(ReportFigure(fig_id, caption, _png(fig)))
 
-    add("comparison", "Main metrics per policy (error bars: std over seeds).",
+    replicas = plots.has_replicas(runs)
+    add("comparison", "Main metrics per policy (error bars: 95% confidence interval over "
+        "replicas)." if replicas else "Main metrics per policy (error bars: std over seeds).",
         plots.comparison_figure(runs))
     if len(runs) > plots.MAX_PANELS * max_lines:
         say(f"{len(runs)} runs: per-run CDFs, timelines and tenants left out (more than "
@@ -248,14 +347,20 @@ def report_figures(runs: Sequence[RunData], sweep: pd.DataFrame | None, *,
         add("tenants", "Per-tenant fairness (tenants.parquet): GPU-hours received vs "
             "demanded and queueing delay per tenant.",
             plots.tenants_heatmap_figure(runs) if many else plots.tenants_figure(runs))
+    failing = [r for r in runs if plots.has_failures(r)]
+    if failing:
+        add("ettr", "Effective training time ratio against job size (per run: mean ETTR of "
+            "each job-size bucket, and GPU-weighted, dashed).", plots.ettr_figure(failing))
     if sweep is not None:
         xs = [c for c in plots.varied_axes(sweep) if c not in ("seed", "policy")
               and pd.api.types.is_numeric_dtype(sweep[c])]
         for x in xs:
             for metric in metrics or ["jct_mean", "queueing_delay_mean"]:
+                bars = ("mean over replicas; error bars: 95% confidence interval "
+                        "(Student t)" if replicas else "mean over seeds; error bars: one "
+                        "standard deviation over seeds")
                 add(f"sweep-{metric}-vs-{plots._slug(x)}",
-                    f"{metric} against {x.removeprefix('params.')} (mean over seeds; error "
-                    "bars: one standard deviation over seeds).",
+                    f"{metric} against {x.removeprefix('params.')} ({bars}).",
                     plots.sweep_figure(sweep, x, metric))
     return out
 
@@ -309,8 +414,12 @@ def build_report(paths: Sequence[str | os.PathLike[str]], *, title: str | None =
         parts.append("<h3>Warnings</h3><ul>" + "".join(
             f"<li>{html.escape(lbl)}: {html.escape(str(w))}</li>" for lbl, w in warnings)
             + "</ul>")
+    failures = failure_section(runs)
+    if failures:
+        parts.append(failures)
     if sweep is not None and len(sweep):
-        parts += ["<h2 id=\"sweep-table\">Sweep: metrics per point (mean ± std over seeds)"
+        spread = "95% CI over replicas" if has_replicas(sweep) else "std over seeds"
+        parts += [f"<h2 id=\"sweep-table\">Sweep: metrics per point (mean ± {spread})"
                   "</h2>", sweep_table(sweep)]
     parts.append("<h2 id=\"figures\">Figures</h2>")
     for f in figures:

@@ -1,14 +1,16 @@
 """Sweep files (contract.md#sec-1, #sec-7): parsing and expansion into validated, distinct runs.
 
 A sweep file names a base run and the axes to vary (`grid:` cartesian, `zip:` paired,
-`seeds:` repeats). Each run is a frozen `RunPoint` whose folder is named by its policy
-and a hash of its full config. Every run is checked before any runs: policy names or
+`seeds:` repeats, `replicas:` shaken copies of the trace, `schedlab.traces.shake`). Each
+run is a frozen `RunPoint` whose folder is named by its policy and a hash of its full
+config. Every run is checked before any runs: policy names or
 'module:Class' / 'file.py:Class' paths, parameters (split and parsed by
 `schedlab.sim.engine_params`, the one splitting path), traces, topologies and shaping values.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -32,8 +34,9 @@ from schedlab.app.sweep_values import (
 from schedlab.sim.engine_params import check_params, split_params
 from schedlab.sim.errors import InvalidParameter, SimError, did_you_mean
 from schedlab.sim.registry import POLICIES
+from schedlab.traces.shake import SHAKE_KEYS, Shaking, shaking_from
 
-TOP_KEYS = ("base", "grid", "zip", "seeds")
+TOP_KEYS = ("base", "grid", "zip", "seeds", "replicas")
 """Keys allowed at the top of a sweep file."""
 
 POINT_KEYS = ("policy", "trace", "topology", "seed", "load_scale", "max_jobs", "trace_window",
@@ -64,6 +67,9 @@ class RunPoint:
     max_jobs: int | None = None
     trace_window: str | None = None
     until: float | None = None
+    replica: int | None = None
+    replica_seed: int | None = None
+    shaking: tuple[tuple[str, float], ...] = ()
     root: str = field(default="", compare=False, repr=False)
 
     def resolved(self) -> RunPoint:
@@ -80,15 +86,30 @@ class RunPoint:
             topology=resolve_path(self.topology, root), seed=self.seed,
             params=tuple((k, resolve_path(v, root)) for k, v in self.params),
             load_scale=self.load_scale, max_jobs=self.max_jobs,
-            trace_window=self.trace_window, until=self.until, root=self.root)
+            trace_window=self.trace_window, until=self.until, replica=self.replica,
+            replica_seed=self.replica_seed, shaking=self.shaking, root=self.root)
 
     def config(self) -> dict[str, Any]:
-        """The run's full config as plain JSON data (the input of its hash)."""
-        return {
+        """The run's full config as plain JSON data (the input of its hash).
+
+        A replica adds `replica` (its index, seed and shaking); a point without one has
+        exactly the keys it always had, so its run id does not change.
+        """
+        out: dict[str, Any] = {
             "policy": self.policy, "trace": self.trace, "topology": self.topology,
             "seed": self.seed, "params": dict(self.params), "load_scale": self.load_scale,
             "max_jobs": self.max_jobs, "trace_window": self.trace_window, "until": self.until,
         }
+        if self.replica is not None:
+            out["replica"] = {"index": self.replica, "seed": self.replica_seed,
+                              **dict(self.shaking)}
+        return out
+
+    def configuration(self) -> dict[str, Any]:
+        """The config without the replica: what the replicas of one configuration share."""
+        out = self.config()
+        out.pop("replica", None)
+        return out
 
     @property
     def run_id(self) -> str:
@@ -108,6 +129,8 @@ class RunPoint:
     def columns(self) -> dict[str, Any]:
         """The run's parameters as summary columns (`params.KEY` for each parameter)."""
         cols = {k: getattr(self, k) for k in POINT_KEYS}
+        if self.replica is not None:
+            cols.update(replica=self.replica, replica_seed=self.replica_seed)
         cols.update({f"params.{k}": _scalar(v) for k, v in self.params})
         return cols
 
@@ -121,6 +144,8 @@ class Sweep:
     source: str = "<sweep>"
     duplicates: int = 0
     param_columns: tuple[str, ...] = ()
+    replicas: int = 0
+    """Shaken replicas of each configuration (0: none asked)."""
 
 
 # --------------------------------------------------------------------------- parsing
@@ -145,7 +170,8 @@ def parse_sweep(data: Any, base_dir: str | os.PathLike[str] | None = None,
     """Expand a sweep mapping (the YAML of docs/contract.md#sec-7) into validated, distinct runs.
 
     An empty sweep (None: an empty file or only comments; an empty mapping) is an error,
-    not the default run: a sweep names at least one of `base`, `grid`, `zip`, `seeds`.
+    not the default run: a sweep names at least one of `base`, `grid`, `zip`, `seeds`,
+    `replicas`. With `replicas`, every point is run once per replica (index 0..count-1).
     """
     where = f"sweep {source}"
     if data is None or (isinstance(data, Mapping) and not data):
@@ -175,8 +201,10 @@ def parse_sweep(data: Any, base_dir: str | os.PathLike[str] | None = None,
     if seeds is not None and "seed" in {**grid, **zipped}:
         raise InvalidParameter(f"{where}: 'seeds' and a 'seed' axis both vary the seed; "
                                "keep one of them")
+    replicas = _parse_replicas(data.get("replicas"), where)
     combos = _combinations(grid, zipped, seeds)
-    axes = tuple(dict.fromkeys([*grid, *zipped, *(["seed"] if seeds is not None else [])]))
+    axes = tuple(dict.fromkeys([*grid, *zipped, *(["seed"] if seeds is not None else []),
+                                *(["replica"] if replicas is not None else [])]))
     overrides = [dict(c) for c in combos]
     named = [o.get("policy", base["policy"]) for o in overrides]
     for name in named:
@@ -189,13 +217,57 @@ def parse_sweep(data: Any, base_dir: str | os.PathLike[str] | None = None,
     checked: set[tuple[str, str]] = set()
     for combo in overrides:
         point = _make_point(base, combo, policies, root, where, checked)
-        if point.run_id in seen:
-            duplicates += 1
-            continue
-        seen.add(point.run_id)
-        points.append(point)
+        copies = [point] if replicas is None else [
+            dataclasses.replace(point, replica=i, replica_seed=replicas.seed,
+                                shaking=tuple(replicas.shaking.as_dict().items()))
+            for i in range(replicas.count)]
+        for p in copies:
+            if p.run_id in seen:
+                duplicates += 1
+                continue
+            seen.add(p.run_id)
+            points.append(p)
     cols = tuple(sorted({f"params.{k}" for p in points for k, _ in p.params}))
-    return Sweep(tuple(points), axes, source, duplicates, cols)
+    return Sweep(tuple(points), axes, source, duplicates, cols,
+                 replicas.count if replicas is not None else 0)
+
+
+@dataclass(frozen=True)
+class Replicas:
+    """The `replicas:` of a sweep file: how many shaken copies, their seed and shaking."""
+
+    count: int
+    seed: int
+    shaking: Shaking
+
+
+REPLICA_KEYS = ("count", "seed", *SHAKE_KEYS)
+"""Keys of `replicas:` (the shaking keys of `schedlab.traces.shake`)."""
+
+
+def _parse_replicas(raw: Any, where: str) -> Replicas | None:
+    """`replicas: N` or `replicas: {count: N, seed: S, jitter: .., ...}` (count >= 2)."""
+    if raw is None:
+        return None
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        raw = {"count": raw}
+    if not isinstance(raw, Mapping):
+        raise InvalidParameter(f"{where}: replicas: {raw!r}: expected a count >= 2 or a "
+                               f"mapping of {', '.join(REPLICA_KEYS)}")
+    for key in raw:
+        if key not in REPLICA_KEYS:
+            raise InvalidParameter(f"{where}: replicas: unknown key {key!r}"
+                                   f"{did_you_mean(str(key), REPLICA_KEYS)}; allowed: "
+                                   f"{', '.join(REPLICA_KEYS)}")
+    count, seed = raw.get("count"), raw.get("seed", 0)
+    if isinstance(count, bool) or not isinstance(count, int) or count < 2:
+        raise InvalidParameter(f"{where}: replicas: count {count!r}: expected an integer "
+                               ">= 2 (a confidence interval needs two replicas)")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise InvalidParameter(f"{where}: replicas: seed {seed!r}: expected an integer >= 0")
+    shaking = shaking_from({k: v for k, v in raw.items() if k in SHAKE_KEYS},
+                           f"{where}: replicas")
+    return Replicas(count, seed, shaking)
 
 
 def _norm_key(key: Any, where: str, allowed_extra: tuple[str, ...]) -> str:

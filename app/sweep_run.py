@@ -65,14 +65,24 @@ def _load_trace(source: str) -> Any:
 
 
 def shaped_trace(point: RunPoint) -> Any:
-    """The point's trace after `trace_window`, `load_scale` and `max_jobs` (`traces.shaping`)."""
+    """The point's trace after `trace_window`, `load_scale` and `max_jobs` (`traces.shaping`).
+
+    A replica's trace is then shaken (`traces.shake`) from its replica seed and index
+    alone, so every policy of the sweep runs the same replica.
+    """
     from schedlab.traces.shaping import shape
 
     trace = _load_trace(point.trace)
-    if point.trace_window is None and point.load_scale is None and point.max_jobs is None:
+    if point.trace_window is not None or point.load_scale is not None \
+            or point.max_jobs is not None:
+        trace = shape(trace, window=point.trace_window, load_scale=point.load_scale,
+                      max_jobs=point.max_jobs)
+    if point.replica is None:
         return trace
-    return shape(trace, window=point.trace_window, load_scale=point.load_scale,
-                 max_jobs=point.max_jobs)
+    from schedlab.traces.shake import replica_rng, shake, shaking_from
+
+    return shake(trace, shaking_from(dict(point.shaking)),
+                 replica_rng(point.replica_seed or 0, point.replica))
 
 
 def run_point(point: RunPoint, out: str) -> RunOutcome:

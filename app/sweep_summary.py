@@ -1,9 +1,16 @@
-"""What a sweep folder holds: finished runs, summary.parquet and the --dry-run table."""
+"""What a sweep folder holds: finished runs, summary.parquet, replicas.parquet, the --dry-run table.
+
+With `replicas:`, replicas.parquet has one row per configuration (the runs that differ
+only in their replica): each numeric summary metric's mean over the finished replicas
+and the half-width of its 95% confidence interval (Student t, `mean_ci`).
+"""
 
 from __future__ import annotations
 
 import json
+import math
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,11 +63,78 @@ def summary_frame(sweep: Sweep, root: str | os.PathLike[str]) -> pd.DataFrame:
 
 
 def write_summary(sweep: Sweep, root: str | os.PathLike[str]) -> Path:
-    """Write OUT/summary.parquet atomically; return its path."""
+    """Write OUT/summary.parquet atomically (and replicas.parquet for replicas); its path."""
     path = Path(root) / "summary.parquet"
     frame = summary_frame(sweep, root)
     atomic_write(path, lambda p: frame.to_parquet(p, index=False))
+    if sweep.replicas:
+        table = replicas_frame(frame)
+        atomic_write(Path(root) / "replicas.parquet",
+                     lambda p: table.to_parquet(p, index=False))
     return path
+
+
+CONFIDENCE = 0.95
+"""Level of the replica confidence intervals."""
+
+REPLICA_COLUMNS = ("replica", "replica_seed")
+"""Summary columns that tell replicas of one configuration apart."""
+
+NOT_METRICS = frozenset({"seed", "wall_seconds", "events_processed", "replica",
+                         "replica_seed", "load_scale", "max_jobs", "until"})
+"""Numeric summary columns that are inputs or machine cost, not results to aggregate."""
+
+
+def mean_ci(values: Sequence[float], level: float = CONFIDENCE) -> tuple[float, float, int]:
+    """(mean, half-width of the `level` Student-t interval, n) of the finite values.
+
+    The half-width is t(1 - (1 - level) / 2, n - 1) x std / sqrt(n) (std with n - 1);
+    NaN for fewer than two values.
+    """
+    xs = [float(v) for v in values if v is not None and math.isfinite(float(v))]
+    n = len(xs)
+    if n == 0:
+        return math.nan, math.nan, 0
+    mean = sum(xs) / n
+    if n < 2:
+        return mean, math.nan, n
+    from scipy.special import stdtrit  # the t quantile, without scipy.stats' import time
+
+    std = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
+    return mean, float(stdtrit(n - 1, 1 - (1 - level) / 2)) * std / math.sqrt(n), n
+
+
+def configuration_columns(frame: pd.DataFrame) -> list[str]:
+    """Columns that name a configuration: the run keys and `params.*` but the replica."""
+    from schedlab.app.sweep_file import POINT_KEYS
+
+    return [c for c in frame.columns if (c in POINT_KEYS or c.startswith("params."))]
+
+
+def replicas_frame(summary: pd.DataFrame) -> pd.DataFrame:
+    """Per configuration of a sweep with replicas: its statistics over the replicas.
+
+    Columns: `replicas` (finished), and per numeric metric `METRIC_mean` and
+    `METRIC_ci95` (half-width), in sweep order.
+    """
+    import pandas as pd
+
+    ok = summary[summary["status"] == "ok"] if "status" in summary else summary
+    keys = configuration_columns(summary)
+    metrics = [c for c in ok.columns if c not in keys and c not in NOT_METRICS
+               and c not in RESERVED_COLUMNS and pd.api.types.is_numeric_dtype(ok[c])
+               and not pd.api.types.is_bool_dtype(ok[c])]
+    rows = []
+    for key, part in ok.groupby(keys, dropna=False, sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        row: dict[str, Any] = dict(zip(keys, key, strict=True))
+        row["replicas"] = len(part)
+        for m in metrics:
+            mean, half, _ = mean_ci(part[m].tolist())
+            row[f"{m}_mean"], row[f"{m}_ci95"] = mean, half
+        rows.append(row)
+    return pd.DataFrame(rows, columns=[*keys, "replicas",
+                                       *[f"{m}_{s}" for m in metrics for s in ("mean", "ci95")]])
 
 
 def _summary_cell(v: Any) -> Any:
