@@ -363,8 +363,9 @@ class GandivaPolicy(Policy):
         for n, gpus in lst:
             if n >= self.p["max_timeshare"]:
                 return None  # sorted by sharers: all the rest are full too
-            if t and ctx.topology.nodes[ctx.topology.gpu_node[gpus[0]]].gpu_type != t:
-                continue
+            if t and any(ctx.topology.nodes[ctx.topology.gpu_node[g]].gpu_type != t
+                         for g in gpus):
+                continue  # every GPU of the group (it may span types) must be of its type
             if any(not ctx.cluster.node_up[ctx.topology.gpu_node[g]] for g in gpus):
                 continue
             return Start(job.job_id, gpus, "timeshare")
@@ -594,14 +595,28 @@ class GandivaPolicy(Policy):
                 continue  # measured: this pair would not beat time-slicing
             if ctx.share_mode(other) or other.status != "running":
                 continue
-            node = ctx.topology.nodes[ctx.topology.gpu_node[other.gpus[0]]]
-            if job.spec.gpu_type and node.gpu_type != job.spec.gpu_type:
+            if not self._fits_on(ctx, job, other):
                 continue
-            mem = job.spec.gpu_mem_gb + other.spec.gpu_mem_gb
-            if node.gpu_mem_gb > 0 and mem > node.gpu_mem_gb:
-                continue  # the pair's GPU memory does not fit
             return Start(job.job_id, tuple(sorted(other.gpus)), "pack")
         return None
+
+    @staticmethod
+    def _fits_on(ctx: Ctx, job: JobState, other: JobState) -> bool:
+        """Whether `job` may share every GPU of `other`.
+
+        Its GPU type on each of their nodes (a job may span types), and the pair's GPU
+        memory on each.
+        """
+        topo = ctx.topology
+        mem = job.spec.gpu_mem_gb + other.spec.gpu_mem_gb
+        want = job.spec.gpu_type
+        for n in {topo.gpu_node[g] for g in other.gpus}:
+            node = topo.nodes[n]
+            if want and node.gpu_type != want:
+                return False
+            if node.gpu_mem_gb > 0 and mem > node.gpu_mem_gb:
+                return False  # the pair's GPU memory does not fit
+        return True
 
     def _table_gain(self, ctx: Ctx, job: JobState, other: JobState,
                     seen: dict[tuple[str, int | None, str], float | None]) -> float | None:

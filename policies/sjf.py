@@ -175,7 +175,7 @@ class SrtfPolicy(PriorityPolicy):
             if job.spec.num_gpus > 0:
                 cands.append((self.running_key(ctx, job)[0], 1, since.get(job.idx, 0), job))
         cands.sort(key=lambda c: c[:3])
-        quota: float = ctx.cluster.total_gpus
+        quota = float(ctx.cluster.total_gpus)
         admitted: list[JobState] = []
         stopped: list[JobState] = []
         for _, running, _, job in cands:

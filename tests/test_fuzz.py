@@ -62,6 +62,9 @@ REGRESSIONS = [
     # a job queued under hived failed at the end of a pass (stop_retries): hived's
     # tracker kept it in its queue, whose count then said one job more than it gave
     (15329, "hived", {"order": "gavel-mmf-agnostic"}),
+    # gandiva time-shared a V100-only job onto a group whose first GPU is a V100 but which
+    # also holds K80s (it checked the type of the group's first node only; packing too)
+    (1363, "gandiva", {}),
 ]
 
 
