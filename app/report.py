@@ -354,8 +354,11 @@ def report_figures(runs: Sequence[RunData], sweep: pd.DataFrame | None, *,
     if sweep is not None:
         xs = [c for c in plots.varied_axes(sweep) if c not in ("seed", "policy")
               and pd.api.types.is_numeric_dtype(sweep[c])]
+        shown = ["jct_mean", "queueing_delay_mean"]
+        if "ettr_mean" in sweep.columns and sweep["ettr_mean"].notna().any():
+            shown.append("ettr_mean")  # runs with failures: ETTR against, say, the interval
         for x in xs:
-            for metric in metrics or ["jct_mean", "queueing_delay_mean"]:
+            for metric in metrics or shown:
                 bars = ("mean over replicas; error bars: 95% confidence interval "
                         "(Student t)" if replicas else "mean over seeds; error bars: one "
                         "standard deviation over seeds")

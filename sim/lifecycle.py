@@ -15,6 +15,7 @@ touches SimPy's private state: a subclass over copying SimPy's `step`.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
@@ -195,6 +196,10 @@ class RunState:
         pol = sim.policy
         listens = not getattr(type(pol).notify, "__schedlab_noop__", False)
         self.notify = pol.notify if listens else None
+        # a policy that places some jobs by its own rules (Kueue's topology-aware
+        # scheduling) says which: the run's placer is not asked whether they could ever fit
+        self.places_itself: Callable[[JobSpec], bool] | None = getattr(
+            pol, "places_itself", None)
         self.health.schedule()
 
     # the read-only face speed factors see (schedlab.sim.interfaces.RunView)
@@ -355,13 +360,14 @@ class RunState:
                           f"depends on jobs not in this run: {';'.join(missing)}")
             return
         plain = plain_spec(s)  # no roles, no container, not elastic: none of their checks
+        own = self.places_itself is not None and self.places_itself(s)
         if plain:
-            bad = self.infeasible(s, job.request_class())
+            bad = "" if own else self.infeasible(s, job.request_class())
         else:
             bad = (not_simulated(s, self.sim.policy) if s.tasks else "") or (
                 self.containers.refuse(s) if self.containers and s.completions else "") \
-                or (self.infeasible(s, job.request_class()) if s.min_gpus is None
-                    else self.infeasible(resized(s, s.min_gpus)))
+                or ("" if own else self.infeasible(s, job.request_class())
+                    if s.min_gpus is None else self.infeasible(resized(s, s.min_gpus)))
         if bad:
             self.finalize(job, REJECTED, EventKind.REJECT, bad)
             return

@@ -198,11 +198,9 @@ def job(jid: str, t: float, gpus: int, dur: float, queue: str = "tas-main",
 
 
 def run(cfg: str, topo: Topology, *jobs: JobSpec):
-    """A kueue run. The engine asks the run's placer at submission whether a job could
-    ever be placed; `consolidated` refuses some spreads Kueue's TAS makes on these odd
-    node sizes, so the runs name `first-fit` (TAS jobs are placed by Kueue's rules)."""
-    return Simulation(Trace("tas", tuple(jobs)), topo, "kueue",
-                      params={"config": cfg, "placer": "first-fit"}).run()
+    """A kueue run with the default placer: TAS jobs are placed by Kueue's rules (the
+    engine does not ask the placer whether they could ever fit: `places_itself`)."""
+    return Simulation(Trace("tas", tuple(jobs)), topo, "kueue", params={"config": cfg}).run()
 
 
 def placed(result, jid: str) -> dict[str, int]:

@@ -647,6 +647,21 @@ class KueuePolicy(Policy):
             q.members.add(w.idx)
         return ""
 
+    def places_itself(self, spec: JobSpec) -> bool:
+        """Whether topology-aware scheduling places the job.
+
+        It does for a job with a topology request, or in a ClusterQueue of TAS flavors
+        only. The engine then does not ask the run's placer at submission whether the job
+        could ever fit: TAS decides, and rejects with Kueue's message.
+        """
+        got = request_of({c: extra_column(spec, c) for c in TAS_COLUMNS})
+        if isinstance(got, str) or spec.tasks or spec.gpu_share < 1.0:
+            return False  # refused when queued, with its reason
+        if got is not None:
+            return True
+        cq = self.lqs.get(queue_of(spec))
+        return cq is not None and cq in self.tas_only
+
     def _tas_request(self, w: Workload, spec: JobSpec) -> str:
         """Read the job's topology request into `w`; why it cannot be had ('' : fine)."""
         got = request_of({c: extra_column(spec, c) for c in TAS_COLUMNS})
