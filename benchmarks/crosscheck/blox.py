@@ -189,7 +189,11 @@ def compare(policy: str, setup: str) -> dict[str, Any]:
     result = run(policy, setup)
     ours = schedlab_events(result, horizon)
     ends = result.jobs.set_index("job_id")["end_time"]
-    same_events = sum(_events(r["blox_events"]) == ours.get(r["job_id"], []) for r in peer)
+    # the jobs launched before the horizon, in Blox or in schedlab (not those both kept
+    # waiting all along)
+    launched = [r for r in peer if r["blox_events"] or ours.get(r["job_id"])]
+    same_events = sum(_events(r["blox_events"]) == ours.get(r["job_id"], [])
+                      for r in launched)
     tracked = [r for r in peer if r["tracked"] == "1"]
     out: list[tuple[str, float, str, str, float, float]] = []
     for r in tracked:
@@ -200,7 +204,7 @@ def compare(policy: str, setup: str) -> dict[str, Any]:
     done = all(not math.isnan(be) for *_, be, _ in out)
     same_end = sum(abs(be - to_round(e)) < 1e-6 for *_, be, e in out)
     res: dict[str, Any] = {
-        "jobs": out, "n_all": len(peer), "same_events": same_events, "n": len(out),
+        "jobs": out, "n_all": len(launched), "same_events": same_events, "n": len(out),
         "same_end": same_end, "horizon": horizon, "done": done}
     if done:
         res["jct_blox"] = sum(be - sub for _, sub, _, _, be, _ in out) / len(out)
@@ -221,7 +225,7 @@ def rows() -> list[dict[str, Any]]:
                      f"{'decision_round=300' if setup == 'rounds' else 'no rounds'}")
             src = SOURCE.format(sched=sched, policy=policy, flags=flags)
             out.append(row("blox", check,
-                           f"{jobs} whose launches and suspensions match, to "
+                           f"{jobs} launched whose launches and suspensions match, to "
                            f"{c['horizon']:,.0f} s", c["n_all"], c["same_events"], src,
                            cause_of_check(policy, setup, "events")))
             if c["done"]:
@@ -241,8 +245,8 @@ def cause_of_check(policy: str, setup: str, metric: str) -> str:
 def job_table(policy: str, setup: str) -> str:
     """Every tracked job: submit, launches and suspensions, end, in Blox and schedlab."""
     c = compare(policy, setup)
-    head = (f"{policy}, {setup}: {c['same_events']}/{c['n_all']} jobs with the same "
-            f"launches and suspensions up to {c['horizon']:,.0f} s; tracked jobs: "
+    head = (f"{policy}, {setup}: {c['same_events']}/{c['n_all']} jobs launched with the "
+            f"same launches and suspensions up to {c['horizon']:,.0f} s; tracked jobs: "
             f"{c['same_end']}/{c['n']} same end (schedlab's rounded up to the round)")
     if c["done"]:
         head += (f"; mean JCT Blox {c['jct_blox']:,.0f} s, schedlab {c['jct']:,.0f} s "

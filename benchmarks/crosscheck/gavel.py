@@ -14,6 +14,15 @@ Also printed, schedlab only (no peer number on this machine): `themis-ftf` with 
 without `perf` (Gavel's `finish_time_fairness_perf` and `finish_time_fairness`), whose
 JCT shows what using the GPU types is worth on this trace.
 
+The 1,000-job continuous trace (issue 49): the first 1,000 lines of Gavel's msr trace
+(`traces/gavel/msr_seed0_6214e9.trace`, seed=0/6214e9 of Gavel's repository; 989 jobs
+once the 11 whose (model, GPUs) has no throughput are dropped, as Gavel's simulator and
+schedlab's reader both drop them), arrivals over 4.06e6 s (half of them in the last
+3.2e5 s), on 128 V100 + 128 P100 + 128 K80 as 4-GPU servers. Peer numbers: Gavel's
+simulator @c4fa400 run once here (`GAVEL_1000_CMD`; its mean JCT over every job, as
+`get_average_jct` prints it), kept in `PEER_1000` with the command: its run takes far
+longer than schedlab's, so run_all reads the stored values.
+
 Run: `python benchmarks/crosscheck/gavel.py`.
 """
 
@@ -44,7 +53,49 @@ CAUSES = {
         "the peer's value is rounded ('about 20,000 s'), so the difference is within "
         "its rounding; the mechanisms of the gavel-mmf row apply too"),
 }
+GAVEL_1000_CMD = (
+    "first 1,000 lines of scheduler/traces/msr/seed=0/6214e9.trace converted to the current "
+    "10-column layout (job_type, command, '.', num_steps_arg, needs_data_dir, total_steps, "
+    "scale_factor, 1, -1.000000, arrival_time; the 11 without a throughput dropped: 989 "
+    "jobs); cd scheduler && python scripts/drivers/simulate_scheduler_with_trace.py -t "
+    "first1000.trace -p {policy} -c 128:128:128 --num_gpus_per_server 4:4:4 --seed 0 "
+    "(Gavel @c4fa400, Python 3.11, cvxpy with ECOS; run here, issue 49); its 'Average "
+    "job completion time'")
+PEER_1000: dict[str, tuple[str, str, dict[str, Any], float]] = {
+    # check -> (Gavel's policy, schedlab's policy, its params, Gavel's mean JCT in s)
+}
+"""The 1,000-job rows: Gavel's number per policy, as its simulator printed it."""
+CAUSES_1000 = {
+    "msr 1000 jobs, max_min_fairness_perf / gavel-mmf": (
+        "Gavel gives a job that arrived after the last allocation nothing until the "
+        "next recomputation (at most every reset_interval = 1,920 s); schedlab's default "
+        "(unallocated=spare) lets it use GPUs the allocated jobs leave free (the "
+        "unallocated=wait row is Gavel's rule); plus the mechanisms of the 96-job row "
+        "(deficit tie-break, LP optimum, placement)"),
+    "msr 1000 jobs, max_min_fairness_perf / gavel-mmf unallocated=wait": (
+        "Gavel's late-arrival rule reproduced; what remains is the 96-job row's: its "
+        "deficit tie-break and priority weights, the optimum its LP solver picks among "
+        "the max-min optima (schedlab: HiGHS with an efficiency tie-break), and "
+        "placement of multi-GPU jobs"),
+    "msr 1000 jobs, max_min_fairness / gavel-mmf-agnostic": (
+        "as gavel-mmf: late arrivals (schedlab's unallocated=spare), deficit tie-break, "
+        "LP optimum among the max-min optima, placement"),
+    "msr 1000 jobs, finish_time_fairness_perf / themis-ftf perf=true": (
+        "different algorithms under one name: Gavel's finish_time_fairness_perf solves "
+        "an LP each reset for the time fractions that minimise the largest rho "
+        "(heterogeneity-aware); schedlab's themis-ftf perf=true is Themis' auction-free "
+        "filter (the jobs of worst rho first, a fraction 1 - f of them) with rho over "
+        "per-type throughputs, no LP, whole GPUs per round"),
+    "msr 1000 jobs, fifo": (
+        "Gavel's FIFO takes a stale worker type (docs/authors-mode.md: the last "
+        "available type in alphabetical order, v100 while it has a free worker, whether "
+        "or not the job fits there, and drops the type at a random index when one runs "
+        "out); schedlab's placers put a job with gpu_speeds on the fastest free type "
+        "that holds it, and its fifo blocks at the head where Gavel's rounds fill the "
+        "cluster with later jobs (no parameter reproduces Gavel's choice yet)"),
+}
 SERVERS = (("V100", 8), ("P100", 16), ("K80", 24))
+SERVERS_1000 = (("V100", 128), ("P100", 128), ("K80", 128))
 GPUS_PER_SERVER = 4
 ENGINE = {"restore_overhead": 0.0}
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -55,14 +106,30 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
-def topology() -> Any:
-    """Gavel's physical cluster: 8 V100, 16 P100, 24 K80 on 4-GPU servers."""
+def topology(servers: tuple[tuple[str, int], ...] = SERVERS,
+             name: str = "gavel-physical") -> Any:
+    """Gavel's physical cluster (8 V100, 16 P100, 24 K80) or another, on 4-GPU servers."""
     from schedlab.topologies.native import native_from_dict
 
     nodes = [{"count": n // GPUS_PER_SERVER, "gpu_type": t, "sockets": 1,
               "switches_per_socket": 1, "gpus_per_switch": GPUS_PER_SERVER}
-             for t, n in SERVERS]
-    return native_from_dict({"name": "gavel-physical", "nodes": nodes}, "gavel-physical")
+             for t, n in servers]
+    return native_from_dict({"name": name, "nodes": nodes}, name)
+
+
+@cache
+def run_1000(check: str) -> Any:
+    """schedlab's result of one policy on the first 1,000 lines of the msr trace."""
+    from schedlab.sim import Simulation, load_trace
+    from schedlab.traces.base import Trace
+
+    full = load_trace(need(shared_dir() / "traces/gavel/msr_seed0_6214e9.trace"))
+    # job ids are gavel-<line>: the first 1,000 lines, less those Gavel drops
+    jobs = tuple(j for j in full.jobs if int(j.job_id.rsplit("-", 1)[1]) < 1000)
+    trace = Trace("gavel-msr-1000", jobs)
+    _, policy, params, _ = PEER_1000[check]
+    topo = topology(SERVERS_1000, "gavel-128x3")
+    return Simulation(trace, topo, policy, seed=0, params={**ENGINE, **params}).run()
 
 
 @cache
@@ -77,13 +144,16 @@ def run(check: str) -> Any:
 
 
 def rows() -> list[dict[str, Any]]:
-    """schedlab beside Gavel (max-min fairness JCT)."""
+    """schedlab beside Gavel (mean JCT): the 96-job trace, then the 1,000-job one."""
     out = []
     for check, metrics in PEER.items():
         summary = run(check).summary
         for metric, peer in metrics.items():
             out.append(row("gavel", check, metric, peer, summary[metric],
                            PEER_SOURCE[check], CAUSES.get(check, "")))
+    for check, (gavel_policy, _, _, peer) in PEER_1000.items():
+        out.append(row("gavel", check, "jct_mean", peer, run_1000(check).summary["jct_mean"],
+                       GAVEL_1000_CMD.format(policy=gavel_policy), CAUSES_1000[check]))
     return out
 
 
