@@ -7,12 +7,13 @@ other types' throughputs. Cluster: Gavel's physical cluster, 8 V100 + 16 P100 + 
 as 4-GPU servers (2 + 4 + 6 nodes). Gavel's simulator charges nothing for a switch at a
 round end, so `restore_overhead` is 0. Peer numbers: Gavel's simulator (360 s rounds) on
 the same input: its heterogeneity-aware `max_min_fairness_perf` (14,623 s, measured in
-issue 15; `gavel-mmf`) and its agnostic `max_min_fairness` (about 20,000 s, issue 49;
-`gavel-mmf-agnostic`).
+issue 15; `gavel-mmf`) and, run here (issue 49, about 30 s each), its agnostic
+`max_min_fairness` (19,989 s; `gavel-mmf-agnostic`), `finish_time_fairness_perf`
+(15,010 s; `themis-ftf perf=true`, a different algorithm under one name) and `fifo`
+(35,905 s; schedlab's `fifo`), with their makespans.
 
-Also printed, schedlab only (no peer number on this machine): `themis-ftf` with and
-without `perf` (Gavel's `finish_time_fairness_perf` and `finish_time_fairness`), whose
-JCT shows what using the GPU types is worth on this trace.
+Also printed, schedlab only: `themis-ftf` without `perf` (type-blind), whose JCT shows
+what using the GPU types is worth on this trace.
 
 The 1,000-job continuous trace (issue 49): the first 1,000 lines of Gavel's msr trace
 (`traces/gavel/msr_seed0_6214e9.trace`, seed=0/6214e9 of Gavel's repository; 989 jobs
@@ -35,13 +36,32 @@ from _common import main, need, row, shared_dir
 
 SOURCE = ("Gavel simulator @c4fa400, policy max_min_fairness_perf (the heterogeneity-"
           "aware one), 360 s rounds, on the same trace and cluster: measured in issue 15")
-SOURCE_AGNOSTIC = ("Gavel simulator @c4fa400, policy max_min_fairness (heterogeneity-"
-                   "agnostic) on the same trace and cluster: 'about 20,000 s' as reported "
-                   "in issue 49 (rounded there; not re-run on this machine)")
+RUN_HERE = ("Gavel simulator @c4fa400 run here (issue 49; Python 3.11, cvxpy with ECOS): "
+            "cd scheduler && python scripts/drivers/simulate_scheduler_with_trace.py -t "
+            "traces/physical_cluster/max_min_fairness.trace -p {policy} -c 8:16:24 "
+            "--num_gpus_per_server 4:4:4 --seed 0 (about 30 s); its 'Average job "
+            "completion time' and 'Total duration'. max_min_fairness_perf gives 14,622.8 s "
+            "there, issue 15's number")
 PEER = {"max_min_fairness_perf / gavel-mmf": {"jct_mean": 14623.0},
-        "max_min_fairness / gavel-mmf-agnostic": {"jct_mean": 20000.0}}
+        "max_min_fairness / gavel-mmf-agnostic": {"jct_mean": 19989.255,
+                                                  "makespan": 77141.282},
+        "finish_time_fairness_perf / themis-ftf perf=true": {"jct_mean": 15009.706,
+                                                             "makespan": 64971.494},
+        "fifo": {"jct_mean": 35904.574, "makespan": 196524.281}}
 PEER_SOURCE = {"max_min_fairness_perf / gavel-mmf": SOURCE,
-               "max_min_fairness / gavel-mmf-agnostic": SOURCE_AGNOSTIC}
+               "max_min_fairness / gavel-mmf-agnostic":
+                   RUN_HERE.format(policy="max_min_fairness"),
+               "finish_time_fairness_perf / themis-ftf perf=true":
+                   RUN_HERE.format(policy="finish_time_fairness_perf"),
+               "fifo": RUN_HERE.format(policy="fifo")}
+_FIFO_CAUSE = (
+    "Gavel's FIFO takes a stale worker type (docs/authors-mode.md: the last available "
+    "type in alphabetical order, v100 while it has a free worker, whether or not the job "
+    "fits there, and drops the type at a random index when one runs out) and its rounds "
+    "fill free workers with later jobs; schedlab's placers put a job with gpu_speeds on "
+    "the fastest free type that holds it, and its fifo blocks at the head of the queue "
+    "(no parameter reproduces Gavel's choice yet; the mechanism is read from its code, "
+    "not traced job by job here)")
 CAUSES = {
     "max_min_fairness_perf / gavel-mmf": (
         "not closed (+3.8%, makespan within 1%): schedlab's rounds do not model Gavel's "
@@ -50,8 +70,16 @@ CAUSES = {
         "max-min optima differs), and a multi-GPU job is placed on whole servers by the "
         "engine's placer where Gavel assigns worker ids"),
     "max_min_fairness / gavel-mmf-agnostic": (
-        "the peer's value is rounded ('about 20,000 s'), so the difference is within "
-        "its rounding; the mechanisms of the gavel-mmf row apply too"),
+        "the mechanisms of the gavel-mmf row: deficit tie-break and priority weights not "
+        "modelled, another optimum among the max-min optima (HiGHS with an efficiency "
+        "tie-break against cvxpy/ECOS), whole-server placement of multi-GPU jobs"),
+    "finish_time_fairness_perf / themis-ftf perf=true": (
+        "different algorithms under one name: Gavel's finish_time_fairness_perf solves an "
+        "LP each reset for the time fractions on each type that minimise the largest "
+        "finish-time ratio rho; schedlab's themis-ftf perf=true is Themis' filter (the "
+        "jobs of worst rho first, a fraction 1 - f of them, whole GPUs per round) with rho "
+        "over per-type throughputs, no LP"),
+    "fifo": _FIFO_CAUSE,
 }
 GAVEL_1000_CMD = (
     "first 1,000 lines of scheduler/traces/msr/seed=0/6214e9.trace converted to the current "
@@ -86,13 +114,7 @@ CAUSES_1000 = {
         "(heterogeneity-aware); schedlab's themis-ftf perf=true is Themis' auction-free "
         "filter (the jobs of worst rho first, a fraction 1 - f of them) with rho over "
         "per-type throughputs, no LP, whole GPUs per round"),
-    "msr 1000 jobs, fifo": (
-        "Gavel's FIFO takes a stale worker type (docs/authors-mode.md: the last "
-        "available type in alphabetical order, v100 while it has a free worker, whether "
-        "or not the job fits there, and drops the type at a random index when one runs "
-        "out); schedlab's placers put a job with gpu_speeds on the fastest free type "
-        "that holds it, and its fifo blocks at the head where Gavel's rounds fill the "
-        "cluster with later jobs (no parameter reproduces Gavel's choice yet)"),
+    "msr 1000 jobs, fifo": _FIFO_CAUSE,
 }
 SERVERS = (("V100", 8), ("P100", 16), ("K80", 24))
 SERVERS_1000 = (("V100", 128), ("P100", 128), ("K80", 128))
@@ -101,8 +123,9 @@ ENGINE = {"restore_overhead": 0.0}
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "max_min_fairness_perf / gavel-mmf": ("gavel-mmf", {}),
     "max_min_fairness / gavel-mmf-agnostic": ("gavel-mmf-agnostic", {}),
+    "finish_time_fairness_perf / themis-ftf perf=true": ("themis-ftf", {"perf": True}),
+    "fifo": ("fifo", {}),
     "themis-ftf": ("themis-ftf", {}),
-    "themis-ftf perf=true": ("themis-ftf", {"perf": True}),
 }
 
 
@@ -159,10 +182,10 @@ def rows() -> list[dict[str, Any]]:
 
 def variants() -> str:
     """schedlab's JCT and makespan of every variant (no peer numbers)."""
-    lines = [f"{'variant':32s} {'jct_mean':>10s} {'makespan':>10s}"]
+    lines = [f"{'variant':50s} {'jct_mean':>10s} {'makespan':>10s}"]
     for check in VARIANTS:
         s = run(check).summary
-        lines.append(f"{check:32s} {s['jct_mean']:10,.0f} {s['makespan']:10,.0f}")
+        lines.append(f"{check:50s} {s['jct_mean']:10,.0f} {s['makespan']:10,.0f}")
     return "\n".join(lines)
 
 
