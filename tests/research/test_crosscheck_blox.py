@@ -1,6 +1,7 @@
-"""Blox's SRTF on its own generated 1-GPU workload: schedlab's srtf with decision_round=300
-makes every launch and suspension at the same round, and every tracked job ends in the
-same round (benchmarks/crosscheck/blox.py; Blox's run kept in data/blox_srtf-1gpu.csv)."""
+"""Blox's FIFO on its own generated workload and its SRTF on the same generator with 1-GPU
+jobs: schedlab's fifo / srtf with decision_round=300 make every launch and suspension at
+the same round, and every tracked job ends in the same round
+(benchmarks/crosscheck/blox.py; Blox's runs kept in data/blox_fifo.csv, blox_srtf-1gpu.csv)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,13 @@ class _Cluster:
 
     def free_gpus_in(self, cell: int) -> list[int]:
         return self.free
+
+
+def test_blox_fifo_agrees_job_by_job_with_rounds():
+    c = _blox().compare("fifo", "rounds")
+    assert c["n_all"] == 93 and c["same_events"] == 93
+    assert c["done"] and c["n"] == 20 and c["same_end"] == 20
+    assert c["jct_rounded"] == c["jct_blox"]
 
 
 def test_blox_scatter_needs_an_exact_prefix():
