@@ -20,9 +20,13 @@ The 1,000-job continuous trace (issue 49): the first 1,000 lines of Gavel's msr 
 once the 11 whose (model, GPUs) has no throughput are dropped, as Gavel's simulator and
 schedlab's reader both drop them), arrivals over 4.06e6 s (half of them in the last
 3.2e5 s), on 128 V100 + 128 P100 + 128 K80 as 4-GPU servers. Peer numbers: Gavel's
-simulator @c4fa400 run once here (`GAVEL_1000_CMD`; its mean JCT over every job, as
-`get_average_jct` prints it), kept in `PEER_1000` with the command: its run takes far
-longer than schedlab's, so run_all reads the stored values.
+simulator @c4fa400 (`GAVEL_1000_CMD`; its mean JCT over every job, as
+`get_average_jct` prints it), to be kept in `PEER_1000` with the command, as run_all
+cannot run it: its longest job needs 1.13e7 s alone on a V100, so the run steps through
+at least 38,000 rounds of a backlog of hundreds of jobs; started here in issue 49, it had
+not finished after 35 minutes (README.md), so `PEER_1000` is still empty and the
+1,000-job rows are not produced (schedlab's side: 5 s for fifo, about 4 minutes for
+gavel-mmf).
 
 Run: `python benchmarks/crosscheck/gavel.py`.
 """
