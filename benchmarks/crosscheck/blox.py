@@ -7,10 +7,12 @@ generated from its protos), on its own synthetic workload (`workload/workload.py
 iterations, `get_job_gpu_demand` 1/2/4/8 GPUs; the simulator's seed 1), load 1 job per
 hour, 20 tracked jobs (ids 0-19; Blox runs until they end, the generator's later
 jobs included), 4 machines of 4 GPUs, 300 s rounds, placement `placement.JobPlacement`
-and admission AcceptAll (`blox_examples/blox_new_flow_multi_run.py`). Each run is
-kept in `data/blox_<policy>.csv`: every job Blox was handed (submit, duration, GPUs),
-its first launch and suspensions (from the driver's log of `exec_jobs`) and, for the
-tracked jobs, Blox's own end (`*_job_stats.json`).
+and admission AcceptAll (`blox_examples/blox_new_flow_multi_run.py`). Three runs
+(`PEER_RUNS`): FIFO and SRTF on the generator as is, and SRTF with every job asking 1
+GPU. Each is kept in `data/blox_<run>.csv`: every job Blox was handed (submit,
+duration, GPUs), its launches and suspensions (from the driver's log of `exec_jobs`),
+for the tracked jobs Blox's own end (`*_job_stats.json`), and the last round logged
+(a run imported while still going is compared up to there).
 
 What Blox does each round (blox_new_flow_multi_run.main): `update_metrics` adds one
 whole round of iterations to every running job (`grpc_client_rm.get_metrics`) and
@@ -19,8 +21,10 @@ retires those past their total at the round's time; jobs that arrived up to now 
 (job_priority, submit_time); `schedulers/srtf.py`: (job_priority, iteration time x
 iterations - attained service)); `placement.JobPlacement.place` walks that order:
 running jobs stay, a waiting job takes free GPUs (`_scattered_placement`), else
-suspends running jobs from the end of the order until it fits, and the walk stops at the
-first job that does not fit. schedlab: `fifo` (head-of-line blocking) and `srtf`
+suspends running jobs one at a time from the end of the order, retrying after each
+(kept suspended even if the job still does not fit), and the walk stops at the first
+job that does not fit. `_scattered_placement` takes up to n free GPUs from each node in
+turn and succeeds only when the count hits n exactly (`BloxScatter` here). schedlab: `fifo` (head-of-line blocking) and `srtf`
 (preempts jobs with more remaining time), with `decision_round=300` (decide only at
 round boundaries; arrivals held to the next). A job's end in Blox is the boundary at
 which its last round ends, so schedlab's end is compared rounded up to the round (its
