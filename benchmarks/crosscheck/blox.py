@@ -25,8 +25,9 @@ suspends running jobs one at a time from the end of the order, retrying after ea
 (kept suspended even if the job still does not fit), and the walk stops at the first
 job that does not fit. `_scattered_placement` takes up to n free GPUs from each node in
 turn and succeeds only when the count hits n exactly (`BloxScatter` here).
-schedlab: `fifo` (head-of-line blocking) and `srtf` (preempts jobs with more remaining time), with `decision_round=300` (decide only at
-round boundaries; arrivals held to the next). A job's end in Blox is the boundary at
+schedlab: `fifo` (head-of-line blocking) and `srtf` (preempts jobs with more remaining
+time), with `decision_round=300` (decide only at round boundaries; arrivals held to the
+next). A job's end in Blox is the boundary at
 which its last round ends, so schedlab's end is compared rounded up to the round (its
 GPUs are idle from its true end to that boundary in both).
 
