@@ -21,12 +21,12 @@ once the 11 whose (model, GPUs) has no throughput are dropped, as Gavel's simula
 schedlab's reader both drop them), arrivals over 4.06e6 s (half of them in the last
 3.2e5 s), on 128 V100 + 128 P100 + 128 K80 as 4-GPU servers. Peer numbers: Gavel's
 simulator @c4fa400 (`GAVEL_1000_CMD`; its mean JCT over every job, as
-`get_average_jct` prints it), to be kept in `PEER_1000` with the command, as run_all
-cannot run it: its longest job needs 1.13e7 s alone on a V100, so the run steps through
-at least 38,000 rounds of a backlog of hundreds of jobs; started here in issue 49, it had
-not finished after 35 minutes (README.md), so `PEER_1000` is still empty and the
-1,000-job rows are not produced (schedlab's side: 5 s for fifo, about 4 minutes for
-gavel-mmf).
+`get_average_jct` prints it), kept in `PEER_1000` with the command: its longest job
+needs 1.13e7 s alone on a V100, so the run steps through about 38,000 rounds (18-19
+minutes here), too long for run_all, which reads the stored values. Run here:
+`max_min_fairness_perf` (rows `gavel-mmf` and `gavel-mmf unallocated=wait`) and `fifo`;
+`max_min_fairness` and `finish_time_fairness_perf` were not run to the end (issue 49).
+schedlab's side takes about 30 s (2.5 minutes a gavel-mmf variant on a loaded machine).
 
 Run: `python benchmarks/crosscheck/gavel.py`.
 """
@@ -94,19 +94,29 @@ GAVEL_1000_CMD = (
     "(Gavel @c4fa400, Python 3.11, cvxpy with ECOS; run here, issue 49); its 'Average "
     "job completion time'")
 PEER_1000: dict[str, tuple[str, str, dict[str, Any], float]] = {
-    # check -> (Gavel's policy, schedlab's policy, its params, Gavel's mean JCT in s)
+    # check -> (Gavel's policy, schedlab's policy, its params, Gavel's mean JCT in s);
+    # Gavel's runs here (issue 49): max_min_fairness_perf 518,794.646 s (makespan
+    # 13,922,025.792 s), fifo 609,555.581 s (makespan 14,594,268.864 s), 18-19 minutes
+    # each, two at a time on the shared 2-core machine
+    "msr 1000 jobs, max_min_fairness_perf / gavel-mmf": (
+        "max_min_fairness_perf", "gavel-mmf", {}, 518794.646),
+    "msr 1000 jobs, max_min_fairness_perf / gavel-mmf unallocated=wait": (
+        "max_min_fairness_perf", "gavel-mmf", {"unallocated": "wait"}, 518794.646),
+    "msr 1000 jobs, fifo": ("fifo", "fifo", {}, 609555.581),
 }
 """The 1,000-job rows: Gavel's number per policy, as its simulator printed it."""
 CAUSES_1000 = {
     "msr 1000 jobs, max_min_fairness_perf / gavel-mmf": (
-        "Gavel gives a job that arrived after the last allocation nothing until the "
-        "next recomputation (at most every reset_interval = 1,920 s); schedlab's default "
-        "(unallocated=spare) lets it use GPUs the allocated jobs leave free (the "
-        "unallocated=wait row is Gavel's rule); plus the mechanisms of the 96-job row "
-        "(deficit tie-break, LP optimum, placement)"),
+        "-0.4%, within the mechanisms of the 96-job row (Gavel's deficit tie-break and "
+        "priority weights not modelled, another optimum among the max-min optima: HiGHS "
+        "with an efficiency tie-break against cvxpy/ECOS, whole-server placement of "
+        "multi-GPU jobs); Gavel's rule for a job that arrives after the last allocation "
+        "(nothing until the next recomputation; schedlab's default unallocated=spare lets "
+        "it use GPUs left free) moves schedlab's JCT by only +0.1% on this set-up (the "
+        "unallocated=wait row)"),
     "msr 1000 jobs, max_min_fairness_perf / gavel-mmf unallocated=wait": (
-        "Gavel's late-arrival rule reproduced; what remains is the 96-job row's: its "
-        "deficit tie-break and priority weights, the optimum its LP solver picks among "
+        "Gavel's late-arrival rule reproduced; what remains (-0.25%) is the 96-job row's: "
+        "its deficit tie-break and priority weights, the optimum its LP solver picks among "
         "the max-min optima (schedlab: HiGHS with an efficiency tie-break), and "
         "placement of multi-GPU jobs"),
     "msr 1000 jobs, max_min_fairness / gavel-mmf-agnostic": (
