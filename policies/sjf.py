@@ -52,11 +52,14 @@ BLOCKED_PARAM = Param("skip", as_choice("skip", "stop"),
                       "nobody behind it starts this pass (head-of-line blocking, as Helios' "
                       "simulator)")
 
-ADMIT_PARAM = Param("victims", as_choice("victims", "gpus"),
+ADMIT_PARAM = Param("victims", as_choice("victims", "gpus", "blox"),
                     "victims = a waiting job stops running jobs with more work left when it "
                     "needs their GPUs; gpus = Helios' simulator: waiting and running jobs "
                     "ranked together by remaining time are admitted while their GPUs fit the "
-                    "cluster's count, and every running job not admitted is stopped")
+                    "cluster's count, and every running job not admitted is stopped; blox = "
+                    "Blox's placement walk: a waiting job that does not fit stops running "
+                    "jobs from the end of the order one at a time until it fits, and the "
+                    "walk ends at a job that still does not fit")
 
 
 def _start_cpu_only(policy: PriorityPolicy, ctx: Ctx) -> Iterator[Decision]:
@@ -151,6 +154,8 @@ class SrtfPolicy(PriorityPolicy):
         """The priority walk (`admit=victims`), or Helios' admission (`admit=gpus`)."""
         if self.p["admit"] == "gpus":
             yield from self._admit_by_gpus(ctx)
+        elif self.p["admit"] == "blox":
+            yield from self._blox_walk(ctx)
         else:
             yield from super().schedule(ctx)
 
@@ -196,6 +201,49 @@ class SrtfPolicy(PriorityPolicy):
                 continue
             yield start_on(job.job_id, got)
             self._observe(ctx, job)
+        self.after_walk(ctx)
+
+    def _blox_walk(self, ctx: Ctx) -> Iterator[Decision]:
+        """Blox's SRTF round: `schedulers/srtf.py`, then `JobPlacement.place`.
+
+        (msr-fiddle/blox, `placement/placement.py`.) The waiting and running GPU jobs by
+        remaining size (ties: earlier arrival) are walked in order: a running job keeps
+        its GPUs; a waiting one is placed, and when it does not fit, the running jobs
+        after it in the order are stopped one at a time from the end, placing it again
+        after each (those stopped stay stopped and may start again later in the walk);
+        a job that still does not fit ends the walk.
+        """
+        yield from _start_cpu_only(self, ctx)
+        order: list[tuple[float, float, int, JobState]] = []
+        for key, idx in self.queued():
+            job = ctx.job_at(idx)
+            order.append((key[0], job.spec.submit_time, idx, job))
+        on: set[int] = set()
+        for job in ctx.running().values():
+            if job.spec.num_gpus > 0:
+                order.append((self.running_key(ctx, job)[0], job.spec.submit_time, job.idx,
+                              job))
+                on.add(job.idx)
+        order.sort(key=lambda c: c[:3])
+        kind = Suspend if self.p["stop"] == "suspend" else Preempt
+        for i, (_, _, _, job) in enumerate(order):
+            if job.idx in on:
+                continue
+            got = ctx.place(job)
+            if isinstance(got, Unschedulable):
+                for _, _, _, victim in reversed(order[i + 1:]):
+                    if victim.idx in on:
+                        yield kind(victim.job_id, "srtf: after it in Blox's order (admit=blox)")
+                        self._observe(ctx, victim)
+                        on.discard(victim.idx)
+                        got = ctx.place(job)
+                        if not isinstance(got, Unschedulable):
+                            break
+            if isinstance(got, Unschedulable):
+                break
+            yield start_on(job.job_id, got)
+            self._observe(ctx, job)
+            on.add(job.idx)
         self.after_walk(ctx)
 
     def on_status(self, ctx: Ctx, job: JobState, old: str | None) -> None:

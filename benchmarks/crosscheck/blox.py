@@ -42,16 +42,13 @@ import argparse
 import csv
 import json
 import math
-from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from _common import NO_LOCALITY, main, need, row
 
-from schedlab.policies.base import Policy
-from schedlab.sim.context import start_on
-from schedlab.sim.model import Suspend, Unschedulable
+from schedlab.sim.model import Unschedulable
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data"
@@ -80,7 +77,7 @@ ENGINE = {"locality_factors": NO_LOCALITY, "restore_overhead": 0.0,
           "placer": f"{Path(__file__).resolve()}:BloxScatter"}
 """No locality factors or restore pause (Blox's simulator has none), and Blox's placement
 (`BloxScatter`, loaded by path: nothing is registered)."""
-LOOP = "rounds, Blox's loop"
+LOOP = "rounds, admit=blox"
 RUNS: dict[str, dict[str, Any]] = {
     "rounds": {"decision_round": ROUND},
     "no rounds": {},
@@ -88,8 +85,7 @@ RUNS: dict[str, dict[str, Any]] = {
 }
 """schedlab's set-ups: Blox's rounds (`decision_round=300`); none (the cost of rounds:
 schedlab deciding at every event on the same jobs); and, for SRTF, Blox's rounds with
-Blox's own placement loop (`BloxSrtfLoop`) in place of schedlab's srtf, which tests the
-cause of the srtf differences."""
+srtf's authors' mode `admit=blox` (Blox's placement walk), which reproduces Blox's SRTF."""
 _NO_ROUNDS = (
     "the cost of rounds: without decision_round schedlab starts a job when it arrives or "
     "when GPUs free up, Blox only at its 300 s round boundaries (an arrival waits up to "
@@ -107,10 +103,9 @@ _MULTI_GPU_SRTF = (
     "for the fewest lowest-priority victims as a set and skips a job that does not fit. "
     "First divergence at 81,300 s: Blox suspends jobs 7 (4 GPUs) and 16, starts the "
     "8-GPU job 17 and restarts 16; schedlab starts 17 at 82,200 s. With 1-GPU jobs "
-    "(the srtf-1gpu rows) the rules coincide and every job agrees, and with Blox's loop "
-    "in place of schedlab's srtf (blox.py BloxSrtfLoop, the 'placement loop' row) every "
-    "launched job agrees here too: this rule is the whole difference. schedlab's srtf "
-    "has no parameter for it")
+    "(the srtf-1gpu rows) the rules coincide and every job agrees, and with srtf's "
+    "authors' mode admit=blox (Blox's walk, the 'admit=blox' rows) every launched job "
+    "agrees here too: this rule is the whole difference")
 CAUSES: dict[Any, str] = {
     ("fifo", "no rounds"): _NO_ROUNDS,
     ("srtf", "no rounds"): _NO_ROUNDS + "; plus the multi-GPU victim rule of the srtf "
@@ -147,46 +142,6 @@ class BloxScatter:
                              f"{n} GPUs", resolvable=True)
 
 
-class BloxSrtfLoop(Policy):
-    """Blox's round of SRTF as its code runs it, to test the cause of the srtf rows.
-
-    `schedulers/srtf.py` orders every active job by remaining time (iterations x
-    iteration time - attained service; ties in arrival order, Python's sort being
-    stable), then `placement/placement.py` `JobPlacement.place` walks it: running jobs
-    stay; a waiting job takes free GPUs; if none, running jobs are suspended one at a
-    time from the end of the order, retrying after each, and stay suspended even if the
-    job still does not fit, and then the walk stops; a job suspended earlier in the walk
-    may start again. Not a schedlab policy (schedlab's `srtf` picks victims by its own
-    search and skips a job that does not fit): loaded by path for the "Blox's loop" rows.
-    """
-
-    name = "blox-srtf-loop"
-
-    def schedule(self, ctx: Any) -> Iterator[Any]:
-        """One round: Blox's SRTF order, walked as `JobPlacement.place` walks it."""
-        now = ctx.now
-        on = {j.job_id for j in ctx.running().values()}
-        jobs = [*ctx.running().values(), *ctx.pending()]
-        order = sorted(jobs, key=lambda j: (j.spec.duration - j.progress_at(now),
-                                            int(j.job_id)))
-        for i, job in enumerate(order):
-            if job.job_id in on:
-                continue
-            got = ctx.place(job)
-            if isinstance(got, Unschedulable):
-                for v in reversed(order[i + 1:]):
-                    if v.job_id in on:
-                        yield Suspend(v.job_id, "blox: lower in the order")
-                        on.discard(v.job_id)
-                        got = ctx.place(job)
-                        if not isinstance(got, Unschedulable):
-                            break
-            if isinstance(got, Unschedulable):
-                return
-            yield start_on(job.job_id, got)
-            on.add(job.job_id)
-
-
 def peer_jobs(policy: str) -> list[dict[str, Any]]:
     """The jobs of one Blox run (data/blox_<policy>.csv)."""
     with open(need(DATA / f"blox_{policy}.csv"), newline="") as f:
@@ -212,10 +167,10 @@ def run(policy: str, setup: str) -> Any:
 
     topo = uniform_topology(4, gpus_per_switch=4, name="blox16")
     name = PEER_RUNS[policy][0]
-    if setup == LOOP:
-        name = f"{Path(__file__).resolve()}:BloxSrtfLoop"
-    return Simulation(trace(policy), topo, name, seed=0,
-                      params={**ENGINE, **RUNS[setup]}).run()
+    params = {**ENGINE, **RUNS[setup]}
+    if setup == LOOP:  # Blox's walk: srtf's authors' mode
+        params["admit"] = "blox"
+    return Simulation(trace(policy), topo, name, seed=0, params=params).run()
 
 
 def to_round(t: float) -> float:
@@ -282,9 +237,8 @@ def rows() -> list[dict[str, Any]]:
             c = compare(policy, setup)
             jobs = "1-GPU jobs" if flags else "jobs"
             how = {"rounds": "decision_round=300", "no rounds": "no rounds",
-                   LOOP: "decision_round=300, Blox's placement loop (blox.py "
-                         "BloxSrtfLoop, not schedlab's srtf)"}
-            vs = "its loop" if setup == LOOP else ours
+                   LOOP: "decision_round=300, authors' mode admit=blox"}
+            vs = ours
             check = (f"Blox {sched} vs {vs}, its generator{' (1 GPU)' if flags else ''}, "
                      f"{how[setup]}")
             src = SOURCE.format(sched=sched, policy=policy, flags=flags)

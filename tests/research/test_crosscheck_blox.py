@@ -68,3 +68,11 @@ def test_blox_scatter_needs_an_exact_prefix():
     assert place(job(6), _Cluster(free)) == (2, 3, 4, 5, 6, 7)
     # 1 free on node 0, then 2 of node 1: 3 passes 2
     assert isinstance(place(job(2), _Cluster([3, 4, 5, 6, 7])), Unschedulable)
+
+
+def test_blox_srtf_with_jobs_of_several_gpus_in_the_authors_mode():
+    """Blox's generator as shipped (1/2/4/8 GPUs): `srtf admit=blox` makes every launch
+    and suspension of Blox's SRTF (to where Blox's run was stopped)."""
+    blox = _blox()
+    c = blox.compare("srtf", blox.LOOP)
+    assert c["n_all"] == c["same_events"] == 841
