@@ -88,9 +88,12 @@ def blocking_pass(policy: PriorityPolicy, ctx: Ctx) -> Iterator[Decision]:
     one placement attempt per job started, plus one for the job that blocks.
     """
     yield from _start_cpu_only(policy, ctx)
-    queue = policy.queue
-    while queue:
-        job = ctx.job_at(queue[0][1])
+    # the queue as it is now, walked in order: under an owner that applies the decisions
+    # later (hived's `order`) a started job is still queued while the walk goes on
+    for _, idx in policy.queued():
+        job = ctx.job_at(idx)
+        if job.status != PENDING:
+            continue
         got = ctx.place(job)
         if isinstance(got, Unschedulable):
             break
