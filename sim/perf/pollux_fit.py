@@ -218,30 +218,37 @@ class PolluxFitModels(TableModel):
             atomic, accum = math.ceil(batch / replicas), 0
         return cap_atomic_bsz(atomic, accum, replicas, m.max_batch_size), accum
 
+    def _configured(self, model: str, shape: Shape, batch_size: int | None,
+                    progress: float) -> tuple[GoodputModel, int, int] | None:
+        """The goodput model and (atomic batch, accumulation steps) of a global batch.
+
+        On `shape`, the initial batch if None; None when it cannot run so.
+        """
+        m = self._m[model]
+        gm = self._goodput_model(m, shape, progress)
+        if gm is None or shape.num_gpus <= 0:
+            return None
+        atomic, accum = self._split(m, shape.num_gpus, batch_size or m.init_batch_size)
+        return None if atomic <= 0 else (gm, atomic, accum)
+
     def throughput(self, model: str, shape: Shape, batch_size: int | None) -> float:
         """Samples/s at a fixed global batch (the initial one if None).
 
         0 on a GPU type the model has no parameters for.
         """
-        m = self._m[model]
-        gm = self._goodput_model(m, shape, 0.0)
-        if gm is None or shape.num_gpus <= 0:
+        got = self._configured(model, shape, batch_size, 0.0)
+        if got is None:
             return 0.0
-        atomic, accum = self._split(m, shape.num_gpus, batch_size or m.init_batch_size)
-        if atomic <= 0:
-            return 0.0
+        gm, atomic, accum = got
         return float(gm.throughput(shape.num_nodes, shape.num_gpus, atomic, accum))
 
     def goodput(self, model: str, shape: Shape, batch_size: int | None,
                 progress: float) -> float:
         """Samples/s x statistical efficiency at `progress` samples done."""
-        m = self._m[model]
-        gm = self._goodput_model(m, shape, progress)
-        if gm is None or shape.num_gpus <= 0:
+        got = self._configured(model, shape, batch_size, progress)
+        if got is None:
             return 0.0
-        atomic, accum = self._split(m, shape.num_gpus, batch_size or m.init_batch_size)
-        if atomic <= 0:
-            return 0.0
+        gm, atomic, accum = got
         return float(gm.goodput(shape.num_nodes, shape.num_gpus, atomic, accum))
 
     def best_batch(self, model: str, shape: Shape, batch_size: int | None,
