@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 from hypothesis import settings
 
-from schedlab.sim.model import JobSpec
+from schedlab.policies.base import Policy
+from schedlab.sim.model import JobSpec, Start
 from schedlab.topologies.build import uniform_topology
 from schedlab.traces.base import Trace
 
@@ -82,6 +83,20 @@ b,V100,3,13
 b,V100,4,13.5
 """
 """A `table` perf model of two jobs: `a` scales well, `b` hardly (optimus and pollux tests)."""
+
+
+class Pin(Policy):
+    """Starts each pending job on the GPUs named for it (a test's placement)."""
+
+    name = "pin"
+
+    def __init__(self, where: dict[str, tuple[int, ...]]) -> None:
+        super().__init__()
+        self.where = where
+
+    def schedule(self, ctx) -> Iterator[Start]:  # type: ignore[no-untyped-def]
+        for job in list(ctx.pending()):
+            yield Start(job.job_id, self.where[job.job_id])
 
 
 def make_trace(*jobs: JobSpec | tuple, name: str = "inline") -> Trace:

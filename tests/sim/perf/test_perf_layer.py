@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import make_trace
+from conftest import Pin, make_trace
 
 from schedlab.policies.base import Policy
 from schedlab.sim.engine import Simulation
@@ -26,20 +26,6 @@ m,V100,2,2,12
 m,V100,4,1,30
 m,V100,4,2,20
 """
-
-
-class Pin(Policy):
-    """Starts each pending job on the GPUs named for it (a test's placement)."""
-
-    name = "pin"
-
-    def __init__(self, where: dict[str, tuple[int, ...]]) -> None:
-        super().__init__()
-        self.where = where
-
-    def schedule(self, ctx) -> Iterator[Start]:  # type: ignore[no-untyped-def]
-        for job in list(ctx.pending()):
-            yield Start(job.job_id, self.where[job.job_id])
 
 
 @pytest.fixture

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import make_trace
+from conftest import Pin, make_trace
 
-from schedlab.policies.base import Policy
 from schedlab.sim.engine import Simulation
 from schedlab.sim.errors import InvalidParameter
-from schedlab.sim.model import JobSpec, Level, Start
+from schedlab.sim.model import JobSpec, Level
 from schedlab.sim.perf.base import Shape
 from schedlab.sim.perf.pollux_fit import PolluxFitModels
 from schedlab.sim.perf.pollux_goodput import GoodputModel, GradParams, PerfParams
@@ -35,20 +33,6 @@ MODEL = """models:
     local_bsz_bounds: [1, 64]
     restart_cost: 0
 """
-
-
-class Pin(Policy):
-    """Starts each pending job on the GPUs named for it."""
-
-    name = "pin"
-
-    def __init__(self, where: dict[str, tuple[int, ...]]) -> None:
-        super().__init__()
-        self.where = where
-
-    def schedule(self, ctx) -> Iterator[Start]:  # type: ignore[no-untyped-def]
-        for job in list(ctx.pending()):
-            yield Start(job.job_id, self.where[job.job_id])
 
 
 @pytest.fixture
