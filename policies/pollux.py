@@ -113,9 +113,10 @@ class PolluxPolicy(Policy):
         else:
             base = cache.get((job.idx, 1, -fair))
             if base is None:
-                # Pollux evaluates its fitted model on `fair` GPUs of one node, which a
-                # measured profile may not hold: on the fewest nodes instead, else linear
-                base = float(perf.goodput(job, fair))
+                # Pollux evaluates its fitted model on `fair` GPUs of one node (so does a
+                # job's fit, perf_agent=fitted); a measured profile may not hold that: on
+                # the fewest nodes instead, else linear
+                base = float(perf.goodput(job, fair, 1 if perf.fitted(job) else None))
                 if base <= 0:
                     base = float(perf.goodput(job, 1, 1)) * fair
                 cache[(job.idx, 1, -fair)] = base

@@ -221,6 +221,13 @@ ENGINE_PARAMS: dict[str, Param] = {
         "jobs with `adaptive` re-tune their batch size for goodput (false: every job keeps "
         "its batch_size, as Pollux's +TunedJobs baselines)",
     ),
+    "perf_agent": Param(
+        "oracle", as_choice("oracle", "fitted"),
+        "what a job of a model with step times (Pollux's profiles) and its scheduler know: "
+        "oracle (default) the model itself; fitted: Pollux's agent, a model fitted to the "
+        "step times of the configurations the job has run at (its batch and ctx.perf's "
+        "goodput come from the fit; authors' mode of Pollux)",
+    ),
     "decision_round": Param(
         0.0, as_float(0.0),
         "seconds of a decision round: the policy decides only at multiples of it and "

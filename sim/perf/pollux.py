@@ -29,7 +29,9 @@ from typing import Any
 import numpy as np
 
 from schedlab.sim.errors import InvalidParameter
+from schedlab.sim.perf.agent import BatchLimits
 from schedlab.sim.perf.base import SAMPLES, Shape, TableModel
+from schedlab.sim.perf.pollux_goodput import GradParams
 from schedlab.sim.perf.pollux_profiles import InvalidProfile, PolluxProfile, load_profile
 
 RESCALE_TIME = 30.0
@@ -165,6 +167,35 @@ class PolluxModels(TableModel):
                     best, arg = g, real
         self._memo[key] = arg
         return int(arg)
+
+    # --- what a job's agent measures (`StepTimes`, perf_agent=fitted)
+
+    def batch_limits(self, model: str) -> BatchLimits:
+        """The profile's initial and largest batch, smallest and largest per GPU."""
+        p = self._p[model]
+        return BatchLimits(p.init_batch_size, p.max_batch_size, p.min_local_bsz,
+                           p.max_local_bsz)
+
+    def split(self, model: str, num_gpus: int, batch_size: int) -> tuple[int, int]:
+        """(atomic batch, accumulation steps) of a global batch (`Job.update_local_bsz`)."""
+        return self._config(self._p[model], max(1, num_gpus), batch_size)
+
+    def step_times(self, model: str, shape: Shape, atomic_bsz: int
+                   ) -> tuple[float, float] | None:
+        """The profile's (step, sync) seconds on the placement (None: outside it)."""
+        try:
+            return self._p[model].step_time(shape.per_node, atomic_bsz)
+        except ValueError:
+            return None
+
+    def grad_stats(self, model: str, batch_size: int, progress: float) -> GradParams | None:
+        """Gradient statistics of the epoch at `progress` samples (None: outside)."""
+        p = self._p[model]
+        epoch = min(p.epoch(progress / p.init_batch_size), p.max_epochs - 1)
+        try:
+            return p.grad_stats(batch_size, epoch)
+        except ValueError:
+            return None
 
     def max_gpus(self, model: str, batch_size: int | None, adaptive: bool) -> int | None:
         """Most GPUs at `min_local_bsz` each (Pollux's simulator).

@@ -99,11 +99,13 @@ class PerfSet:
     """The run's backends and, per job that names a model, its `JobModel`."""
 
     def __init__(self, models: Sequence[PerfModel], per_node: int,
-                 types: Sequence[str] = (), adaptive: bool = True) -> None:
+                 types: Sequence[str] = (), adaptive: bool = True,
+                 agent: str = "oracle") -> None:
         self.models = tuple(models)
         self.per_node = max(1, per_node)
         self.types = tuple(types)
         self.adaptive = adaptive  # the run lets `adaptive` jobs re-tune (adaptive_batch)
+        self.agent = agent  # perf_agent: oracle, or fitted (sim/perf/agent.py)
         self.jobs: dict[str, JobModel] = {}
 
     def backend(self, spec: JobSpec) -> PerfModel:
@@ -189,6 +191,7 @@ def resolve_jobs(jobs: Sequence[JobSpec], params: Mapping[str, Any], topo: Any
     per_node = max((n.num_gpus for n in topo.nodes), default=1)
     types = sorted({n.gpu_type for n in topo.nodes if n.num_gpus})
     perf = PerfSet(build_models(entries), per_node, types,
-                   adaptive=bool(params.get("adaptive_batch", True)))
+                   adaptive=bool(params.get("adaptive_batch", True)),
+                   agent=str(params.get("perf_agent", "oracle")))
     default_type = types[0] if types else ""
     return tuple(perf.resolve(j, default_type) if j.model else j for j in jobs), perf

@@ -15,6 +15,7 @@ from typing import Any
 
 from schedlab.sim.jobstate import JobState
 from schedlab.sim.model import JobSpec, Level
+from schedlab.sim.perf.agent import FIRST_STEP, STEP, FittedAgent, StepTimes
 from schedlab.sim.perf.base import Shape
 from schedlab.sim.perf.run import JobModel, PerfSet
 
@@ -34,6 +35,29 @@ class ModelSpeed:
         self._jobs = jobs
         self.batch: dict[int, int | None] = {}  # the batch size each job runs with now
         self._noted: dict[int, tuple[float, float, int | None, int]] = {}
+        self._fitted = perf.agent == "fitted"
+        self._agents: dict[tuple[int, str], FittedAgent | None] = {}
+        # per (job, GPU type): (attempt, GPUs), work and batch of the agent's last step
+        self._where: dict[tuple[int, str], tuple[Any, float, int]] = {}
+        self._due: dict[int, float] = {}  # seconds of running to an agent's re-pick
+
+    def agent(self, job: JobState, gpu_type: str) -> FittedAgent | None:
+        """The job's agent on a GPU type under `perf_agent=fitted` (None: the oracle).
+
+        One per GPU type: a fit describes the GPUs it was measured on. A backend
+        without step times has no agent.
+        """
+        if not self._fitted:
+            return None
+        key = (job.idx, gpu_type)
+        if key in self._agents:
+            return self._agents[key]
+        jm = self._by_idx.get(job.idx)
+        got = None
+        if jm is not None and isinstance(jm.backend, StepTimes):
+            got = FittedAgent(jm.backend, jm.model, jm.adaptive, jm.batch_size)
+        self._agents[key] = got
+        return got
 
     def job_model(self, job: JobState | JobSpec) -> JobModel | None:
         """The job's model entry (None: it names no model)."""
@@ -67,12 +91,37 @@ class ModelSpeed:
         best = math.inf
         bsz = jm.batch_size
         for shape in self.shapes(gpus):
-            bsz = jm.batch_for(shape, progress)
+            agent = self.agent(job, shape.gpu_type) if self._fitted else None
+            if agent is None:
+                bsz = jm.batch_for(shape, progress)
+            else:
+                bsz = self._agent_step(job, agent, shape, gpus, progress)
             pair = self._pair(job, jm, shape, bsz)
             g = pair if pair is not None else b.goodput(model, shape, bsz, progress)
             best = min(best, g)
         self.batch[job.idx] = bsz
         return best / jm.ref
+
+    def _agent_step(self, job: JobState, agent: FittedAgent, shape: Shape,
+                    gpus: tuple[int, ...], progress: float) -> int:
+        """The agent's batch on its placement; when it learned, a re-pick is due.
+
+        Asked again with no progress since (the same instant), it keeps its batch.
+        """
+        key = (job.idx, shape.gpu_type)
+        where = (job.attempt_start, gpus)
+        last = self._where.get(key)
+        if last is not None and last[0] == where and last[1] == job.work:
+            return last[2]
+        current = last[2] if last is not None and last[0] == where else None
+        fresh = current is None
+        bsz, learned = agent.step(shape, progress, current)
+        self._where[key] = (where, job.work, bsz)
+        if learned:
+            self._due[job.idx] = FIRST_STEP if fresh else STEP
+        else:
+            self._due.pop(job.idx, None)
+        return bsz
 
     def _progress(self, job: JobState, jm: JobModel) -> float:
         """Work done in the backend's units, a boundary reached up to rounding passed.
@@ -114,7 +163,11 @@ class ModelSpeed:
         bsz = self.batch.get(job.idx, jm.batch_size)
         # strictly ahead: a boundary reached up to rounding is passed (no zero-length step)
         h = jm.backend.horizon(jm.model, bsz, self._progress(job, jm))
-        return h / jm.ref if math.isfinite(h) else math.inf
+        out = h / jm.ref if math.isfinite(h) else math.inf
+        due = self._due.get(job.idx) if self._due else None
+        if due is not None and job.rate > 0:  # an agent's re-pick after a step of running
+            out = min(out, job.work + due * job.rate)
+        return out
 
     def note(self, job: JobState) -> str | None:
         """The `rate` row's detail when the job's speed, batch or attempt is new, else None.
@@ -181,6 +234,14 @@ class PerfView:
         """Whether the job names a model (its speed comes from the performance model)."""
         return self._speed.job_model(job) is not None
 
+    def fitted(self, job: JobState, gpu_type: str | None = None) -> bool:
+        """Whether `goodput` answers from the job's own fit (perf_agent=fitted, measured)."""
+        jm = self._speed.job_model(job)
+        if jm is None:
+            return False
+        agent = self._speed.agent(job, gpu_type or jm.ref_type)
+        return agent is not None and agent.fitted
+
     def _shape(self, jm: JobModel, num_gpus: int, num_nodes: int | None,
                gpu_type: str | None) -> Shape:
         t = gpu_type or jm.ref_type
@@ -203,6 +264,14 @@ class PerfView:
             return 0.0
         shape = self._shape(jm, num_gpus, num_nodes, gpu_type)
         progress = job.work * jm.ref
+        agent = self._speed.agent(job, shape.gpu_type)
+        if agent is not None:  # perf_agent=fitted: what the job's fit says
+            if agent.fitted:
+                return agent.goodput(shape.num_nodes, num_gpus)
+            # nothing measured yet on this type: linear from one GPU (Pollux's prior)
+            one = self._shape(jm, 1, 1, shape.gpu_type)
+            return num_gpus * jm.backend.goodput(jm.model, one, jm.batch_for(one, progress),
+                                                 progress)
         return jm.backend.goodput(jm.model, shape, jm.batch_for(shape, progress), progress)
 
     def rate(self, job: JobState, num_gpus: int, num_nodes: int | None = None,

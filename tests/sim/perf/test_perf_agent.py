@@ -1,0 +1,144 @@
+"""`perf_agent=fitted`: a job's view of its speed is Pollux's agent's, fitted to what it ran."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import make_trace
+from test_pollux_backend import write_profile
+
+from schedlab.policies.base import Policy
+from schedlab.sim.engine import Simulation
+from schedlab.sim.errors import InvalidParameter
+from schedlab.sim.model import JobSpec, Level, Start
+from schedlab.sim.perf.agent import FittedAgent
+from schedlab.sim.perf.base import Shape
+from schedlab.sim.perf.pollux import PolluxModels
+from schedlab.topologies.build import uniform_topology
+
+# Pollux's own `Job` (petuum/adaptdl osdi21-artifact simulator/simulator.py) on the tiny
+# profile of test_pollux_backend, fed the same measurements one by one: after each,
+# `update_params` (the fit), `update_local_bsz` (the pick: atomic, accum) and
+# `get_speedup_fn()` at (nodes, GPUs). numpy 1.23.5, scipy 1.10.1, autograd 1.5.
+# (placement, atomic batch, epoch) -> perf params, pick, speedups at (1,1) (1,2) (2,2) (2,3)
+POLLUX_JOB = [
+    ((1,), 8, 0, [0.044, 0.01, 1.1e-08, 1.1e-08, 1e-08, 1e-08, 1.001], (8, 0),
+     [1.0, 1.1111111111111112, 1.1111111022952782, 1.1538460439436833]),
+    ((2,), 8, 0, [0.049, 0.007374498927723819, 0.07199308810924447, 1.1e-08,
+                  0.06544826191749496, 1e-08, 1.1650196369053811], (8, 0),
+     [1.0, 0.7594124625759381, 0.7330271760118494, 0.7612204842683967]),
+    ((2,), 16, 1, [0.09988888820098661, 0.0010093984561152282, 0.06527800089552073, 1.1e-08,
+                   0.05934363717774611, 1e-08, 1.0959653202543485], (16, 0),
+     [1.0, 1.183266875805739, 1.146007811528684, 1.189289511759895]),
+    ((1, 1), 8, 1, [0.10830350166064608, 0.0005545085576614406, 0.07065462660383277, 1e-08,
+                    0.06124987594072609, 1e-08, 1.1521903419978703], (16, 0),
+     [1.0, 1.178119435402781, 1.1223235370334104, 1.1478983408546348]),
+    ((1, 2), 8, 2, [0.1197733909822349, 7.731380041447283e-05, 0.06350350400482033,
+                    0.01989781886343408, 0.05453268779813972, 1e-08, 1.1485863199690791],
+     (10, 0), [1.0, 1.4918373538788543, 1.4243078575353674, 1.3147041046839645]),
+]
+AT = [(1, 1), (1, 2), (2, 2), (2, 3)]
+
+
+def shape_of(placement: tuple[int, ...]) -> Shape:
+    per = tuple(sorted(placement, reverse=True))
+    return Shape("v100", per, Level.NODE if len(per) == 1 else Level.CLUSTER)
+
+
+def test_the_agent_follows_pollux_job_measurement_by_measurement(tmp_path: Path) -> None:
+    backend = PolluxModels(write_profile(tmp_path) / "tiny")
+    profile = backend.profile("tiny")
+    agent = FittedAgent(backend, "tiny", adaptive=True, batch_size=None)
+    assert not agent.fitted
+    assert agent.pick(shape_of((2,))) == 16  # nothing fitted: max(8, 8 x 2 GPUs)
+    for placement, atomic, epoch, perf, pick, speedups in POLLUX_JOB:
+        shape = shape_of(placement)
+        progress = profile.progress(epoch) * profile.init_batch_size
+        assert agent.observe(shape, sum(placement) * atomic, progress)
+        # the same fit (L-BFGS-B from the same start; Pollux differentiates by autograd)
+        got = [agent.perf.alpha_c, agent.perf.beta_c, agent.perf.alpha_n, agent.perf.beta_n,
+               agent.perf.alpha_r, agent.perf.beta_r, agent.perf.gamma]
+        assert got == pytest.approx(perf, rel=2e-3, abs=1e-7)
+        atomic_bsz, accum = pick
+        assert agent.pick(shape) == sum(placement) * atomic_bsz * (accum + 1)
+        base = agent.goodput(1, 1)
+        assert [agent.goodput(n, r) / base for n, r in AT] == pytest.approx(speedups, rel=2e-3)
+    # the last configuration again, same epoch: nothing new is measured or fitted
+    assert not agent.observe(shape_of((1, 2)), 3 * 8, progress)
+    assert len(agent.profile) == len(POLLUX_JOB)
+
+
+class Watch(Policy):
+    """Runs one job at a time on GPUs 0-1; records ctx.perf's 2-GPU over 1-GPU goodput."""
+
+    name = "watch"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[tuple[str, float]] = []
+
+    def schedule(self, ctx) -> Iterator[Start]:  # type: ignore[no-untyped-def]
+        for job in list(ctx.running().values()) + list(ctx.pending()):
+            self.seen.append((job.job_id, ctx.perf.goodput(job, 2, 1)
+                              / ctx.perf.goodput(job, 1, 1)))
+        if not list(ctx.running()):
+            for job in list(ctx.pending())[:1]:
+                yield Start(job.job_id, (0, 1))
+
+
+def run(tmp_path: Path, agent: str, adaptive: bool, policy: object = "fifo") -> object:
+    root = tmp_path / agent
+    job = JobSpec("a", 0.0, 2, math.nan, model="tiny", adaptive=adaptive,
+                  batch_size=None if adaptive else 16)
+    return Simulation(make_trace(job), uniform_topology(1, gpus_per_switch=2, name="two"),
+                      policy, params={"perf_model": f"pollux={write_profile(root)}",
+                                      "perf_agent": agent}).run()
+
+
+def test_a_fixed_batch_job_runs_as_under_the_oracle(tmp_path: Path) -> None:
+    # the fit changes what the job and scheduler believe, never how fast it truly runs
+    oracle = run(tmp_path, "oracle", adaptive=False)
+    fitted = run(tmp_path, "fitted", adaptive=False)
+    assert fitted.jobs.end_time.iloc[0] == pytest.approx(oracle.jobs.end_time.iloc[0],
+                                                         rel=1e-12)
+
+
+def test_an_adaptive_job_runs_the_batches_its_fit_picks(tmp_path: Path) -> None:
+    res = run(tmp_path, "fitted", adaptive=True)
+    rates = res.events[res.events.kind == "rate"].detail.tolist()
+    batches = [int(d.split("batch=")[1]) for d in rates]
+    # its first pick has no fit (8 x 2 GPUs); later ones are the fit's optimum on 2 GPUs
+    backend = PolluxModels(tmp_path / "fitted" / "tiny")
+    agent = FittedAgent(backend, "tiny", adaptive=True, batch_size=None)
+    shape = shape_of((2,))
+    assert agent.pick(shape) == 16
+    assert batches[0] == agent.step(shape, 0.0, None)[0]
+    assert all(8 * 2 <= b <= 32 for b in batches)
+    # work is conserved: the job ends, and its end differs from the oracle's batch choice
+    oracle = run(tmp_path, "oracle", adaptive=True)
+    assert res.jobs.end_time.iloc[0] > 0
+    assert res.jobs.end_time.iloc[0] != pytest.approx(oracle.jobs.end_time.iloc[0],
+                                                      rel=1e-9)
+
+
+def test_the_scheduler_reads_the_fit_linear_before_any_measurement(tmp_path: Path) -> None:
+    jobs = [JobSpec(j, t, 2, math.nan, model="tiny", adaptive=True)
+            for j, t in (("a", 0.0), ("b", 100.0))]
+    watch = Watch()
+    Simulation(make_trace(*jobs), uniform_topology(1, gpus_per_switch=2, name="two"), watch,
+               params={"perf_model": f"pollux={write_profile(tmp_path)}",
+                       "perf_agent": "fitted"}).run()
+    # at b's arrival: a has run on 2 GPUs of one node (its fit has their sync time),
+    # b has run nowhere (linear, Pollux's prior)
+    at_b = [s for j, s in watch.seen if j == "b"]
+    at_a = [s for j, s in watch.seen if j == "a"]
+    assert at_b[0] == pytest.approx(2.0)
+    assert at_a and at_a[-1] < 1.5
+
+
+def test_perf_agent_values(tmp_path: Path) -> None:
+    with pytest.raises(InvalidParameter, match="perf_agent"):
+        run(tmp_path, "psychic", adaptive=True)
