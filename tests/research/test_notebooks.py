@@ -1,7 +1,8 @@
 """The notebooks: stored without outputs, and each runs top to bottom (nbclient).
 
-`SCHEDLAB_NOTEBOOK_QUICK=1` asks notebooks with a training budget (learned_scheduler)
-for their short version, so the suite stays fast.
+`SCHEDLAB_NOTEBOOK_QUICK=1` asks the notebooks for their short version (a short
+training in learned_scheduler, 300 jobs instead of 1,000 in policy_comparison and
+sweep_analysis), so the suite stays fast.
 """
 
 from __future__ import annotations
