@@ -8,9 +8,12 @@ from pathlib import Path
 
 import pytest
 from conftest import make_trace
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_pollux_backend import write_profile
 
 from schedlab.policies.base import Policy
+from schedlab.policies.conformance import check_invariants
 from schedlab.sim.engine import Simulation
 from schedlab.sim.errors import InvalidParameter
 from schedlab.sim.model import JobSpec, Level, Start
@@ -142,3 +145,28 @@ def test_the_scheduler_reads_the_fit_linear_before_any_measurement(tmp_path: Pat
 def test_perf_agent_values(tmp_path: Path) -> None:
     with pytest.raises(InvalidParameter, match="perf_agent"):
         run(tmp_path, "psychic", adaptive=True)
+
+
+@settings(max_examples=5, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(sizes=st.lists(st.tuples(st.integers(1, 4), st.floats(0.0, 200.0),
+                                st.booleans()), min_size=1, max_size=6),
+       policy=st.sampled_from(["pollux", "fifo", "optimus"]))
+def test_fitted_runs_keep_the_invariants(tmp_path: Path, sizes, policy) -> None:  # type: ignore[no-untyped-def]
+    # elastic adaptive jobs (or fixed ones: batch 16 on 1-2 GPUs) on 2 nodes x 2 GPUs:
+    # every job ends, no GPU twice, work conserved, the same run twice the same tables
+    jobs = [JobSpec(f"j{i}", t, n if a else min(n, 2), math.nan, model="tiny", adaptive=a,
+                    batch_size=None if a else 16, min_gpus=1 if a else None,
+                    max_gpus=4 if a else None)
+            for i, (n, t, a) in enumerate(sizes)]
+    trace = make_trace(*jobs)
+    topo = uniform_topology(2, gpus_per_switch=2, name="two-by-two")
+    root = tmp_path / "p"
+    if not root.exists():
+        write_profile(root)
+    params = {"perf_model": f"pollux={root}", "perf_agent": "fitted"}
+    first = Simulation(trace, topo, policy, params=params).run()
+    check_invariants(first, topo, trace)
+    assert (first.jobs.status == "completed").all()
+    again = Simulation(trace, topo, policy, params=params).run()
+    assert first.jobs.equals(again.jobs) and first.events.equals(again.events)
