@@ -11,6 +11,7 @@ from conftest import make_trace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_pollux_backend import write_profile
+from test_pollux_profiles import pollux_traces  # noqa: F401 - a fixture
 
 from schedlab.policies.base import Policy
 from schedlab.policies.conformance import check_invariants
@@ -72,6 +73,44 @@ def test_the_agent_follows_pollux_job_measurement_by_measurement(tmp_path: Path)
     # the last configuration again, same epoch: nothing new is measured or fitted
     assert not agent.observe(shape_of((1, 2)), 3 * 8, progress)
     assert len(agent.profile) == len(POLLUX_JOB)
+
+
+# The same on Pollux's real profiles (simulator/traces; skipped without the mirror):
+# (model, placement, atomic batch, epoch) measured, then Pollux's pick (atomic, accum)
+# and speedups at (1,1) (1,2) (1,4) (2,8) (4,16).
+POLLUX_REAL = [
+    ('cifar10', (1,), 128, 0, (128, 0), [1.0, 1.334975, 1.654727, 1.955789, 2.196971]),
+    ('cifar10', (2,), 64, 0, (64, 0), [1.0, 1.572167, 2.224077, 2.709444, 3.04544]),
+    ('cifar10', (4,), 35, 2, (49, 0), [1.0, 1.539246, 1.885146, 1.724378, 1.257855]),
+    ('cifar10', (4, 4), 60, 2, (118, 0), [1.0, 1.600023, 2.207016, 1.508575, 1.805659]),
+    ('cifar10', (4, 4, 4, 4), 142, 5, (191, 0),
+     [1.0, 1.851135, 3.156478, 3.65143, 4.744833]),
+    ('imagenet', (1,), 200, 0, (200, 0), [1.0, 1.695425, 2.608461, 3.635342, 4.766455]),
+    ('imagenet', (2,), 198, 0, (100, 0), [1.0, 1.852611, 3.356136, 5.777784, 9.595283]),
+    ('imagenet', (4,), 55, 1, (128, 0), [1.0, 1.861166, 3.390627, 5.975036, 10.131211]),
+    ('imagenet', (4, 4), 54, 1, (177, 0), [1.0, 1.869693, 3.41474, 4.376005, 6.799551]),
+    ('bert', (1,), 12, 0, (12, 0), [1.0, 1.946305, 3.694245, 6.705116, 11.316811]),
+    ('bert', (2,), 12, 0, (12, 0), [1.0, 1.953969, 3.824277, 7.325293, 13.538838]),
+    ('bert', (2, 2), 12, 1, (12, 7), [1.0, 1.964662, 3.897712, 5.680671, 9.048234]),
+]
+AT_REAL = [(1, 1), (1, 2), (1, 4), (2, 8), (4, 16)]
+
+
+def test_the_agent_follows_pollux_job_on_its_profiles(pollux_traces: Path) -> None:  # noqa: F811
+    backend = PolluxModels(pollux_traces)
+    agents: dict[str, FittedAgent] = {}
+    for name, placement, atomic, epoch, pick, speedups in POLLUX_REAL:
+        agent = agents.setdefault(name, FittedAgent(backend, name, True, None))
+        profile = backend.profile(name)
+        shape = shape_of(placement)
+        # just past the epoch's start (its boundary belongs to it)
+        progress = profile.progress(epoch) * profile.init_batch_size * (1 + 1e-12)
+        agent.observe(shape, sum(placement) * atomic, progress)
+        atomic_bsz, accum = pick
+        assert agent.pick(shape) == sum(placement) * atomic_bsz * (accum + 1), (name, placement)
+        base = agent.goodput(1, 1)
+        got = [agent.goodput(n, r) / base for n, r in AT_REAL]
+        assert got == pytest.approx(speedups, rel=5e-3), (name, placement)
 
 
 class Watch(Policy):
