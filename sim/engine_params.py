@@ -24,6 +24,7 @@ from schedlab.sim.params import (
     as_path,
     resolve,
 )
+from schedlab.sim.perf.agent import AGENTS
 from schedlab.sim.perf.run import parse_perf_model
 from schedlab.sim.registry import FAILURE_MODELS, PLACERS, POLICIES, SPEED_FACTORS, Registry
 
@@ -222,7 +223,7 @@ ENGINE_PARAMS: dict[str, Param] = {
         "its batch_size, as Pollux's +TunedJobs baselines)",
     ),
     "perf_agent": Param(
-        "oracle", as_choice("oracle", "fitted"),
+        "oracle", as_choice(*AGENTS),
         "what a job of a model with step times (Pollux's profiles) and its scheduler know: "
         "oracle (default) the model itself; fitted: Pollux's agent, a model fitted to the "
         "step times of the configurations the job has run at (its batch and ctx.perf's "
