@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -97,6 +99,19 @@ class Pin(Policy):
     def schedule(self, ctx) -> Iterator[Start]:  # type: ignore[no-untyped-def]
         for job in list(ctx.pending()):
             yield Start(job.job_id, self.where[job.job_id])
+
+
+def crosscheck_module(name: str) -> Any:
+    """Import benchmarks/crosscheck/NAME.py (the folder is not a package; its modules
+    import `_common` beside them)."""
+    folder = ROOT / "benchmarks" / "crosscheck"
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
+    spec = importlib.util.spec_from_file_location(f"crosscheck_{name}", folder / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def make_trace(*jobs: JobSpec | tuple, name: str = "inline") -> Trace:

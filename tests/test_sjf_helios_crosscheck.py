@@ -6,11 +6,10 @@ every job; srtf admit=gpus of all but the jobs its per-size checkpoint cost move
 from __future__ import annotations
 
 import csv
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import crosscheck_module
 
 ROOT = Path(__file__).resolve().parents[1]
 PEER = ROOT / "tests" / "crosscheck" / "data" / "helios_philly_jobs.csv"
@@ -25,13 +24,7 @@ SRTF_MOVED = {
 
 @pytest.fixture(scope="module")
 def helios():
-    folder = ROOT / "benchmarks" / "crosscheck"
-    if str(folder) not in sys.path:
-        sys.path.insert(0, str(folder))
-    spec = importlib.util.spec_from_file_location("crosscheck_helios", folder / "helios.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = crosscheck_module("helios")
     from _common import MissingInput
     try:
         mod.trace_path()

@@ -4,26 +4,13 @@ Tiresias' own simulator's times, job by job (benchmarks/crosscheck/tiresias.py).
 from __future__ import annotations
 
 import csv
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import crosscheck_module
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).resolve().parent / "data"
-
-
-def _crosscheck(name: str):
-    """Import a cross-check module (benchmarks/crosscheck is not a package)."""
-    folder = ROOT / "benchmarks" / "crosscheck"
-    if str(folder) not in sys.path:
-        sys.path.insert(0, str(folder))
-    spec = importlib.util.spec_from_file_location(f"crosscheck_{name}", folder / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 @pytest.mark.parametrize(("check", "peer_file"), [
@@ -38,7 +25,7 @@ def _crosscheck(name: str):
     ("dlas-gpu, 180 jobs x10, 48 GPUs", "tiresias_dlas-gpu_180_x10_jobs.csv"),
 ])
 def test_every_job_starts_and_ends_as_in_tiresias_simulator(check, peer_file):
-    tiresias = _crosscheck("tiresias")
+    tiresias = crosscheck_module("tiresias")
     result = tiresias.run(check, DATA / "tiresias_60_job.csv")
     with open(DATA / peer_file, newline="") as f:
         peer = {r["job_id"]: r for r in csv.DictReader(f)}
@@ -82,7 +69,7 @@ def test_gittins_in_the_authors_mode_is_the_simulators(check, peer_file):
     and ends as in dlas-gpu-gittins; its stops are the simulator's preemptions plus the
     moves (stopped and resumed at once on other GPUs, which a count-only simulator never
     does)."""
-    tiresias = _crosscheck("tiresias")
+    tiresias = crosscheck_module("tiresias")
     result = tiresias.run(check, DATA / "tiresias_60_job.csv")
     with open(DATA / peer_file, newline="") as f:
         peer = {r["job_id"]: r for r in csv.DictReader(f)}

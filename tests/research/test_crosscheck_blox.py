@@ -5,27 +5,11 @@ the same round, and every tracked job ends in the same round
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
-FOLDER = ROOT / "benchmarks" / "crosscheck"
-
-
-def _blox():
-    """Import benchmarks/crosscheck/blox.py (the folder is not a package)."""
-    if str(FOLDER) not in sys.path:
-        sys.path.insert(0, str(FOLDER))
-    spec = importlib.util.spec_from_file_location("crosscheck_blox", FOLDER / "blox.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from conftest import crosscheck_module
 
 
 def test_blox_srtf_agrees_job_by_job_with_rounds():
-    blox = _blox()
+    blox = crosscheck_module("blox")
     c = blox.compare("srtf-1gpu", "rounds")
     assert c["n_all"] == 102 and c["same_events"] == 102  # launches and suspensions
     assert c["done"] and c["n"] == 20 and c["same_end"] == 20
@@ -46,7 +30,7 @@ class _Cluster:
 
 
 def test_blox_fifo_agrees_job_by_job_with_rounds():
-    c = _blox().compare("fifo", "rounds")
+    c = crosscheck_module("blox").compare("fifo", "rounds")
     assert c["n_all"] == 93 and c["same_events"] == 93
     assert c["done"] and c["n"] == 20 and c["same_end"] == 20
     assert c["jct_rounded"] == c["jct_blox"]
@@ -56,7 +40,7 @@ def test_blox_scatter_needs_an_exact_prefix():
     """Blox's _scattered_placement: up to n GPUs from each node in turn, exact count."""
     from schedlab.sim.model import JobSpec, Unschedulable
 
-    place = _blox().BloxScatter().place
+    place = crosscheck_module("blox").BloxScatter().place
 
     def job(n: int) -> JobSpec:
         return JobSpec(job_id="j", submit_time=0.0, num_gpus=n, duration=1.0)
@@ -73,6 +57,6 @@ def test_blox_scatter_needs_an_exact_prefix():
 def test_blox_srtf_with_jobs_of_several_gpus_in_the_authors_mode():
     """Blox's generator as shipped (1/2/4/8 GPUs): `srtf admit=blox` makes every launch
     and suspension of Blox's SRTF (to where Blox's run was stopped)."""
-    blox = _blox()
+    blox = crosscheck_module("blox")
     c = blox.compare("srtf", blox.LOOP)
     assert c["n_all"] == c["same_events"] == 841
