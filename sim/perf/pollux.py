@@ -109,11 +109,21 @@ class PolluxModels(TableModel):
         total = step + (step - sync) * accum
         return shape.num_gpus * atomic * (accum + 1) / total if total > 0 else 0.0
 
-    def _efficiency(self, p: PolluxProfile, batch: float, progress: float) -> float:
-        epoch = min(p.epoch(progress / p.init_batch_size), p.max_epochs - 1)
+    @staticmethod
+    def _epoch(p: PolluxProfile, progress: float) -> int:
+        """The epoch a job trains at `progress` samples (the last once past it)."""
+        return min(p.epoch(progress / p.init_batch_size), p.max_epochs - 1)
+
+    def _grad(self, p: PolluxProfile, batch: float, progress: float) -> GradParams | None:
+        """Gradient statistics at a global batch and progress (None: outside the profile)."""
         try:
-            g = p.grad_stats(batch, epoch)
+            return p.grad_stats(batch, self._epoch(p, progress))
         except ValueError:
+            return None
+
+    def _efficiency(self, p: PolluxProfile, batch: float, progress: float) -> float:
+        g = self._grad(p, batch, progress)
+        if g is None:
             return 0.0
         scale = batch / p.init_batch_size
         denom = g.var / scale + g.sqr
@@ -143,8 +153,7 @@ class PolluxModels(TableModel):
                    progress: float) -> int | None:
         """The global batch of the best true goodput among Pollux's candidates."""
         p = self._p[model]
-        epoch = min(p.epoch(progress / p.init_batch_size), p.max_epochs - 1)
-        key = (model, shape.per_node, epoch)
+        key = (model, shape.per_node, self._epoch(p, progress))
         got = self._memo.get(key)
         if got is not None:
             return int(got)
@@ -190,12 +199,7 @@ class PolluxModels(TableModel):
 
     def grad_stats(self, model: str, batch_size: int, progress: float) -> GradParams | None:
         """Gradient statistics of the epoch at `progress` samples (None: outside)."""
-        p = self._p[model]
-        epoch = min(p.epoch(progress / p.init_batch_size), p.max_epochs - 1)
-        try:
-            return p.grad_stats(batch_size, epoch)
-        except ValueError:
-            return None
+        return self._grad(self._p[model], batch_size, progress)
 
     def max_gpus(self, model: str, batch_size: int | None, adaptive: bool) -> int | None:
         """Most GPUs at `min_local_bsz` each (Pollux's simulator).

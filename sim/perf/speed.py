@@ -91,7 +91,7 @@ class ModelSpeed:
         best = math.inf
         bsz = jm.batch_size
         for shape in self.shapes(gpus):
-            agent = self.agent(job, shape.gpu_type) if self._fitted else None
+            agent = self.agent(job, shape.gpu_type)
             if agent is None:
                 bsz = jm.batch_for(shape, progress)
             else:
